@@ -1,0 +1,29 @@
+# Two commands for a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench clean
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip==25.3
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@touch $(STAMP)
+
+# Compares the bf16 convolution from the user report across every default path.
+# Exit status 1 means "a path differs from the baseline", which is what this case shows.
+demo: $(STAMP)
+	@$(BIN)/jaxparity compare examples/conv_bf16.py; rc=$$?; \
+	if [ $$rc -gt 1 ]; then exit $$rc; fi
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_compare.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

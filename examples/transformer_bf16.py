@@ -1,0 +1,56 @@
+"""Two stacked pre-LayerNorm transformer blocks, bf16 compute with float32 parameters.
+
+Attention chains several precision-sensitive steps: bf16 LayerNorm statistics,
+scaled Q.K^T, softmax (max-subtract, exp, normalize) and gelu, joined by
+residual adds; a larger graph (100+ equations) where rounding differences compound.
+"""
+
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+
+
+class PreLNBlock(nn.Module):
+    num_heads: int = 4
+    mlp_ratio: int = 4
+    dtype: jnp.dtype = jnp.bfloat16
+
+    @nn.compact
+    def __call__(self, x):
+        width = x.shape[-1]
+        h = nn.LayerNorm(dtype=self.dtype, param_dtype=jnp.float32)(x)
+        h = nn.MultiHeadDotProductAttention(
+            num_heads=self.num_heads,
+            dtype=self.dtype,
+            param_dtype=jnp.float32,
+            deterministic=True,
+        )(h, h)
+        x = x + h
+        h = nn.LayerNorm(dtype=self.dtype, param_dtype=jnp.float32)(x)
+        h = nn.Dense(self.mlp_ratio * width, dtype=self.dtype, param_dtype=jnp.float32)(h)
+        h = nn.gelu(h)
+        h = nn.Dense(width, dtype=self.dtype, param_dtype=jnp.float32)(h)
+        return x + h
+
+
+class TwoBlockEncoder(nn.Module):
+    num_blocks: int = 2
+    num_heads: int = 4
+    dtype: jnp.dtype = jnp.bfloat16
+
+    @nn.compact
+    def __call__(self, x):
+        for _ in range(self.num_blocks):
+            x = PreLNBlock(num_heads=self.num_heads, dtype=self.dtype)(x)
+        return nn.LayerNorm(dtype=self.dtype, param_dtype=jnp.float32)(x)
+
+
+def _build(model):
+    x = jax.random.normal(jax.random.key(1), (2, 8, 32))
+    variables = model.init(jax.random.key(0), x)
+    return model.apply, (variables, x)
+
+
+def make():
+    """Two pre-LN blocks (self-attention + gelu MLP) and a final LayerNorm on a (2, 8, 32) input."""
+    return _build(TwoBlockEncoder())

@@ -1,0 +1,39 @@
+"""Worker process: loads one case, then runs the paths it is asked for (see execute.IsolatedRunner)."""
+
+from __future__ import annotations
+
+import sys
+from multiprocessing.connection import Connection
+
+
+def main(fd: int) -> None:
+    conn = Connection(fd)
+    case = None
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message[0] == "exit":
+            return
+        if message[0] == "load":
+            from .case import CaseError, load_case
+            from .execute import case_info
+
+            try:
+                case = load_case(message[1], message[2])
+            except CaseError as e:
+                conn.send(("case_error", str(e)))
+                return
+            conn.send(("loaded", case_info(case)))
+        elif message[0] == "run":
+            from .execute import run_in_process
+            from .paths import make_path
+
+            assert case is not None, "run before load"
+            _, spec, timeout = message
+            conn.send(("done", run_in_process(make_path(spec), case.fn, case.args, timeout)))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

@@ -1,0 +1,195 @@
+"""The ``jaxparity`` command line. Exit codes: 0 agree, 1 a path does not agree, 2 usage or input error."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path as FsPath
+
+from . import __version__
+
+EXAMPLES = """\
+examples:
+  jaxparity compare examples/conv_bf16.py
+  jaxparity compare model.py:make_small --paths eager,jit,savedmodel
+  jaxparity compare model.py --paths jit:xla_allow_excess_precision=false,savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false
+  jaxparity compare model.py --inputs logged_batch.safetensors --ulp 2 --json report.json
+  jaxparity paths
+
+exit status: 0 every path agrees with the baseline within tolerance, 1 one does not (or failed),
+2 usage or input error (bad case file, unknown path or option, unreadable inputs).
+"""
+
+COMPARE_HELP = """\
+Run CASE along several execution paths and compare each with the baseline path, element by
+element: bitwise, ULP distance in the output's dtype, abs and rel error, NaN/inf agreement, and
+each path's error against the float64 ideal (the f64 reference).
+
+CASE is FILE.py or FILE.py:FACTORY; the factory (default: make) returns (fn, args).
+Paths are written NAME or NAME:key=value,key=value (see `jaxparity paths`). Each path runs in a
+worker process, so one that crashes or hangs (--timeout) is reported and the others still run.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jaxparity",
+        description="Why does your JAX model give different numbers in production? Compare it across "
+        "execution paths against its declared semantics.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"jaxparity {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    cmp = sub.add_parser("compare", help="compare a case across execution paths", description=COMPARE_HELP,
+                         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmp.add_argument("case", metavar="CASE", help="FILE.py[:FACTORY] whose factory returns (fn, args)")
+    cmp.add_argument("--paths", action="append", metavar="P,P,...",
+                     help="paths to run, comma-separated (default: eager,jit,export,savedmodel,declared,f64); "
+                          "may be repeated")
+    cmp.add_argument("--baseline", default="eager", metavar="PATH", help="path the others are compared with "
+                     "(default: eager)")
+    cmp.add_argument("--inputs", metavar="FILE", help="replace inputs by the arrays of an .npz or .safetensors "
+                     "file, named like the inputs (arg1, arg0/params/...) or arr_0, arr_1...; bf16 bit-exact")
+    tol = cmp.add_argument_group("tolerance (default: exact; an element passes if it meets any one given)")
+    tol.add_argument("--ulp", type=int, metavar="N", help="at most N units in the last place of the output dtype")
+    tol.add_argument("--atol", type=float, metavar="X", help="|got - expected| <= atol + rtol * |expected|")
+    tol.add_argument("--rtol", type=float, metavar="X", help="see --atol")
+    cmp.add_argument("--timeout", type=float, metavar="SECONDS", help="stop a path that runs longer than this")
+    cmp.add_argument("--json", metavar="FILE", help="write the result as JSON (schema: docs/json-schema.md); "
+                     "'-' for stdout")
+    cmp.add_argument("--in-process", action="store_true", help="run paths in this process: faster start, but a "
+                     "path that crashes or hangs takes the run with it")
+    cmp.add_argument("-q", "--quiet", action="store_true", help="print only the verdict line")
+
+    sub.add_parser("paths", help="list the execution paths, their options and whether they can run here")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "compare":
+        return _compare(args, parser)
+    if args.command == "paths":
+        return _list_paths()
+    parser.print_help()
+    return 2
+
+
+def _error(message: str) -> int:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False).print(f"[bold red]jaxparity: error:[/] {message}", markup=True,
+                                                soft_wrap=True)
+    return 2
+
+
+def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from rich.console import Console
+
+    from .case import CaseError, load_case
+    from .compare import compare, compare_case, plan_paths
+    from .metrics import Tolerance
+    from .paths import PathOptionError
+    from .report.terminal import print_result
+
+    if args.ulp is not None and args.ulp < 0:
+        return _error("--ulp must be a non-negative integer")
+    if args.timeout is not None and args.timeout <= 0:
+        return _error("--timeout must be a positive number of seconds")
+    tolerance = Tolerance(ulp=args.ulp, atol=args.atol, rtol=args.rtol)
+    paths = ",".join(args.paths) if args.paths else None
+    try:
+        specs, _ = plan_paths(paths, args.baseline)
+    except PathOptionError as e:
+        return _error(f"{e} (see `jaxparity paths`)")
+    if args.inputs and not FsPath(args.inputs).is_file():
+        return _error(f"--inputs {args.inputs}: no such file")
+
+    out = Console(highlight=False)
+    progress = _Progress(Console(stderr=True, highlight=False), quiet=args.quiet or args.json == "-")
+    try:
+        if args.in_process:
+            case = load_case(args.case, args.inputs)
+            result = compare(case.fn, *case.args, paths=paths, baseline=args.baseline, tolerance=tolerance,
+                             timeout=args.timeout, progress=progress)
+            result = _named(result, case)
+        else:
+            result = compare_case(args.case, inputs=args.inputs, paths=paths, baseline=args.baseline,
+                                  tolerance=tolerance, timeout=args.timeout, progress=progress)
+    except CaseError as e:
+        progress.stop()
+        return _error(str(e))
+    finally:
+        progress.stop()
+
+    if args.json:
+        text = result.to_json()
+        if args.json == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            FsPath(args.json).write_text(text + "\n")
+    if args.json != "-":
+        if args.quiet:
+            from .report.format import summary_line
+
+            out.print(summary_line(result))
+        else:
+            print_result(result, out)
+    return result.exit_code
+
+
+def _named(result, case):  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    return dataclasses.replace(result, case=case.name, source=case.source, input_source=case.input_source)
+
+
+class _Progress:
+    """A spinner naming the running path, and a line per finished path, on stderr."""
+
+    def __init__(self, console, quiet: bool) -> None:  # type: ignore[no-untyped-def]
+        self.console, self.quiet, self.status = console, quiet, None
+
+    def __call__(self, spec: str, run) -> None:  # type: ignore[no-untyped-def]
+        if self.quiet:
+            return
+        if run is None:
+            self.status = self.console.status(f"running [bold]{spec}[/]…")
+            self.status.start()
+            return
+        self.stop()
+        mark = {"ok": "[green]✓[/]", "unavailable": "[dim]–[/]"}.get(run.status, "[red]✗[/]")
+        extra = f" {run.status}" if run.status != "ok" else ""
+        self.console.print(f"{mark} {spec} [dim]{run.seconds:.2f}s{extra}[/]")
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+
+
+def _list_paths() -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .paths import DEFAULT_PATHS, PATHS
+
+    table = Table(show_edge=False, header_style="bold")
+    for col in ("path", "what it runs", "options", "here"):
+        table.add_column(col)
+    for name, cls in PATHS.items():
+        reason = cls().unavailable_reason()
+        opts = "; ".join(f"{'KEY=...' if k == 'ENV' else 'any' if k == '*' else k}: {v}"
+                         for k, v in cls.options_help.items())
+        default = "" if name in DEFAULT_PATHS else " (not default)"
+        table.add_row(name, cls.summary + default, opts, "[green]ok[/]" if not reason else f"[red]{reason}[/]")
+    Console().print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

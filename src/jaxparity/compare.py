@@ -1,0 +1,228 @@
+"""Compare one function across execution paths: run them, then measure each against the baseline.
+
+``compare(fn, *args)`` runs paths in this process (for notebooks and tests);
+``compare_case('model.py')`` runs them isolated in worker processes with per-path timeouts (the CLI).
+Both end in ``build_result``, which knows nothing of how the outputs were obtained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import re
+
+import numpy as np
+
+from .execute import CaseInfo, IsolatedRunner, PathRun, case_info, run_in_process
+from .metrics import Tolerance, diff_leaf, reference_error
+from .rounding import round_to_dtype
+from .paths import DEFAULT_PATHS, PATHS, make_path, parse_spec
+from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
+
+__all__ = ["build_result", "compare", "compare_case", "plan_paths"]
+
+IDEAL = "f64"
+
+Progress = Callable[[str, PathRun | None], None]  # (spec, None) when a path starts, (spec, run) when done
+
+
+def plan_paths(paths: Sequence[str] | str | None, baseline: str) -> tuple[list[str], set[str]]:
+    """The specs to run, in order, and which of them the user asked for explicitly.
+
+    The baseline runs first and ``f64`` always runs (every path's error is measured against it).
+    Every spec is validated here, before anything runs.
+    """
+    if isinstance(paths, str):
+        paths = _split_paths(paths)
+    explicit = paths is not None
+    specs = list(paths) if paths is not None else list(DEFAULT_PATHS)
+    specs = [make_path(s).spec for s in specs]  # validates names and options
+    baseline = make_path(baseline).spec
+    ordered = [baseline] + [s for s in specs if s != baseline]
+    if IDEAL not in ordered:
+        ordered.append(IDEAL)
+    requested = set(specs) | {baseline} if explicit else {baseline}
+    return list(dict.fromkeys(ordered)), requested
+
+
+def _split_paths(text: str) -> list[str]:
+    """``'eager,jit:a=1,b=2,export'`` -> ``['eager', 'jit:a=1,b=2', 'export']``.
+
+    A comma starts a new path when what follows is a path name (``name`` or ``name:...``);
+    otherwise it separates options of the current one.
+    """
+    out: list[str] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if out and not re.match(r"^[a-z][a-z0-9_-]*(:|$)", part):
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return out
+
+
+def compare(
+    fn: Callable[..., Any],
+    *args: Any,
+    paths: Sequence[str] | str | None = None,
+    baseline: str = "eager",
+    tolerance: Tolerance | None = None,
+    timeout: float | None = None,
+    progress: Progress | None = None,
+) -> ComparisonResult:
+    """Run ``fn(*args)`` along each path, in this process, and compare against ``baseline``.
+
+    >>> result = jaxparity.compare(model.apply, variables, x, paths=["eager", "jit"])
+    >>> result.passed, result.path("jit").verdict
+    """
+    from .case import Case
+
+    specs, requested = plan_paths(paths, baseline)
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    case = Case(fn=fn, args=tuple(args), name=name, input_source="arguments of compare()")
+    info = case_info(case)
+    runs = {}
+    for spec in specs:
+        if progress:
+            progress(spec, None)
+        runs[spec] = run_in_process(make_path(spec), fn, case.args, timeout)
+        if progress:
+            progress(spec, runs[spec])
+    return build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
+
+
+def compare_case(
+    case: str,
+    *,
+    inputs: str | None = None,
+    paths: Sequence[str] | str | None = None,
+    baseline: str = "eager",
+    tolerance: Tolerance | None = None,
+    timeout: float | None = None,
+    progress: Progress | None = None,
+) -> ComparisonResult:
+    """Like ``compare`` for a case file (``FILE.py[:FACTORY]``), each path isolated in a worker.
+
+    Raises ``CaseError`` when the case cannot be loaded; failing paths never raise.
+    """
+    specs, requested = plan_paths(paths, baseline)
+    runs = {}
+    with IsolatedRunner(case, inputs) as runner:
+        info = runner.load()
+        for spec in specs:
+            if progress:
+                progress(spec, None)
+            runs[spec] = runner.run(spec, timeout)
+            if progress:
+                progress(spec, runs[spec])
+    return build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
+
+
+def _closer(path_err: Any, base_err: Any) -> str:
+    a, b = (path_err.mean_abs, path_err.max_abs), (base_err.mean_abs, base_err.max_abs)
+    return "tie" if a == b else ("path" if a < b else "baseline")
+
+
+def _same_names(a: tuple, b: tuple) -> bool:
+    return [n for n, _ in a] == [n for n, _ in b]
+
+
+def _structure_problem(got: tuple, expected: tuple) -> str | None:
+    if [n for n, _ in got] != [n for n, _ in expected]:
+        return f"its outputs are {[n for n, _ in got]}, the baseline's are {[n for n, _ in expected]}"
+    for (name, g), (_, e) in zip(got, expected):
+        if g.shape != e.shape or g.dtype != e.dtype:
+            return f"{name} is {g.dtype}{list(g.shape)} here and {e.dtype}{list(e.shape)} in the baseline"
+    return None
+
+
+def build_result(
+    info: CaseInfo,
+    runs: dict[str, PathRun],
+    baseline: str,
+    tolerance: Tolerance,
+    requested: set[str],
+) -> ComparisonResult:
+    """Measure every successful run against the baseline run and against the f64 ideal."""
+    base = runs[baseline]
+    ideal = runs.get(IDEAL)
+    ideal_out = dict(ideal.outputs) if ideal and ideal.status == "ok" and ideal.outputs else {}
+    results = []
+    for spec, run in runs.items():
+        path = make_path(spec)
+        is_ref = path.reference and spec != baseline
+        # A default path that cannot run here (no TensorFlow) is shown, not failed on.
+        gated = not is_ref and spec != baseline and (run.status != "unavailable" or spec in requested)
+        leaves: list[LeafResult] = []
+        verdict, message = run.status, run.message
+        if run.status == "ok" and base.status != "ok" and spec != baseline:
+            verdict, message = "error", f"nothing to compare with: the baseline {baseline} failed"
+            gated = False
+        elif run.status == "ok":
+            assert run.outputs is not None and (base.outputs is not None)
+            outputs = run.outputs
+            if spec == IDEAL and spec != baseline and _same_names(outputs, base.outputs):
+                # The ideal is float64; compare it correctly rounded to the baseline's dtypes.
+                outputs = tuple((n, round_to_dtype(a, b.dtype)) for (n, a), (_, b) in zip(outputs, base.outputs))
+            problem = _structure_problem(outputs, base.outputs) if spec != baseline else None
+            if problem:
+                verdict, message = "error", f"output structure differs from {baseline}: {problem}"
+            else:
+                leaves = [_leaf(name, arr, dict(base.outputs)[name], ideal_out.get(name), spec == baseline,
+                                tolerance) for name, arr in outputs]
+                verdict = _verdict(leaves) if spec != baseline else "baseline"
+        if run.status in ("error", "crashed", "timeout") or (run.status == "unavailable" and gated):
+            verdict = run.status if run.status != "unavailable" else "unavailable"
+        results.append(
+            PathResult(
+                spec=spec,
+                summary=path.summary,
+                reference=path.reference,
+                gated=gated,
+                status=run.status,
+                verdict=verdict,  # type: ignore[arg-type]
+                message=message,
+                seconds=run.seconds,
+                notes=run.notes,
+                leaves=tuple(leaves),
+            )
+        )
+    outputs = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))
+    return ComparisonResult(
+        case=info.name,
+        source=info.source,
+        input_source=info.input_source,
+        inputs=tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in info.inputs),
+        outputs=outputs,
+        baseline=baseline,
+        tolerance=tolerance,
+        paths=tuple(results),
+        environment=info.environment,
+    )
+
+
+def _leaf(name: str, got: np.ndarray, expected: np.ndarray, ideal: np.ndarray | None, is_baseline: bool,
+          tolerance: Tolerance) -> LeafResult:
+    diff = None if is_baseline else diff_leaf(got, expected, tolerance)
+    numeric = ideal is not None and got.dtype.kind != "b"
+    err = reference_error(got, ideal) if numeric else None
+    base_err = reference_error(expected, ideal) if numeric else None
+    return LeafResult(
+        name=name,
+        dtype=str(got.dtype),
+        shape=tuple(got.shape),
+        diff=diff,
+        error_vs_f64=err,
+        baseline_error_vs_f64=base_err,
+        closer_to_f64=_closer(err, base_err) if err and base_err and not is_baseline else None,  # type: ignore[arg-type]
+        values=tuple(float(v) for v in got.reshape(-1).astype(np.float64)) if got.size <= 16 else None,
+    )
+
+
+def _verdict(leaves: list[LeafResult]) -> str:
+    diffs = [lf.diff for lf in leaves if lf.diff is not None]
+    if all(d.bitwise_equal for d in diffs):
+        return "identical"
+    if all(d.n_differ == 0 for d in diffs):
+        return "equal"
+    return "within tolerance" if all(d.within_tolerance for d in diffs) else "differs"

@@ -1,0 +1,238 @@
+"""Running paths: in this process, or isolated in a worker process with a per-path timeout.
+
+Isolation is what lets one path crash its process (an abort inside XLA or TensorFlow) or hang
+without taking down the others or the report: the worker that died is replaced and the next path
+runs in a fresh one. A worker loads the case once and runs paths until one of them kills it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any, Callable, Literal
+
+import numpy as np
+
+from .paths import Path, PathError, PathUnavailable, make_path
+
+__all__ = ["CaseInfo", "IsolatedRunner", "PathRun", "run_in_process"]
+
+Status = Literal["ok", "error", "unavailable", "timeout", "crashed"]
+
+
+@dataclass(frozen=True)
+class PathRun:
+    """What running one path produced: named output arrays, or why there are none."""
+
+    spec: str
+    status: Status
+    outputs: tuple[tuple[str, np.ndarray], ...] | None = None
+    seconds: float = 0.0
+    message: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CaseInfo:
+    name: str
+    source: str | None
+    input_source: str
+    inputs: tuple[tuple[str, np.ndarray], ...]
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+def _user_frame(exc: BaseException) -> str:
+    """' at model.py:12' for the innermost frame outside jax/flax/jaxparity, if any."""
+    skip = (os.sep + "jax" + os.sep, os.sep + "flax" + os.sep, os.sep + "jaxparity" + os.sep, "site-packages")
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not any(s in f.filename for s in skip)]
+    return f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+
+
+def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: float | None = None) -> PathRun:
+    """Run one path here. Exceptions become an ``error`` PathRun naming the path and the cause."""
+    from .pytree import named_leaves, to_numpy
+
+    reason = path.unavailable_reason()
+    if reason:
+        return PathRun(path.spec, "unavailable", message=reason)
+    start = time.perf_counter()
+    try:
+        out = to_numpy(path.run(fn, args, timeout=timeout))
+    except PathUnavailable as e:
+        return PathRun(path.spec, "unavailable", message=str(e))
+    except PathError as e:
+        return PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=str(e))
+    except Exception as e:  # the user's function or a runtime raised: report, never propagate
+        msg = f"{type(e).__name__}: {e}".strip().splitlines()
+        text = (msg[0] if msg else type(e).__name__) + _user_frame(e)
+        return PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=text)
+    outputs = tuple(named_leaves(out, "out"))
+    return PathRun(path.spec, "ok", outputs, time.perf_counter() - start, notes=tuple(path.notes))
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class IsolatedRunner:
+    """Runs paths of a case file in a worker process; replaces the worker when a path kills it."""
+
+    def __init__(self, case_spec: str, inputs: str | None = None, load_timeout: float = 600.0) -> None:
+        self.case_spec, self.inputs, self.load_timeout = case_spec, inputs, load_timeout
+        self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix="jaxparity-worker-", suffix=".log", delete=False)
+        self.info: CaseInfo | None = None
+
+    # -- worker lifecycle -------------------------------------------------------------------
+    def _start(self) -> CaseInfo:
+        parent, child = socket.socketpair()
+        self._log.seek(0)
+        self._log.truncate()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "jaxparity._worker", str(child.fileno())],
+            pass_fds=(child.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # so a timeout can kill the worker and its serving children
+        )
+        child.close()
+        self._conn = Connection(parent.detach())
+        self._conn.send(("load", self.case_spec, self.inputs))
+        reply = self._receive(self.load_timeout, "loading the case")
+        if reply[0] == "case_error":
+            from .case import CaseError
+
+            self.close()
+            raise CaseError(reply[1])
+        self.info = reply[1]
+        return reply[1]
+
+    def load(self) -> CaseInfo:
+        return self.info or self._start()
+
+    def _receive(self, timeout: float | None, doing: str) -> tuple:
+        assert self._conn is not None and self._proc is not None
+        try:
+            if not self._conn.poll(timeout):
+                self._kill()
+                raise TimeoutError(doing)
+            return self._conn.recv()
+        except (EOFError, ConnectionError, OSError) as e:
+            self._proc.wait()
+            raise WorkerDied(self._death_message()) from e
+
+    def _death_message(self) -> str:
+        assert self._proc is not None
+        code = self._proc.returncode
+        how = f"was killed by {signal.Signals(-code).name}" if code and code < 0 else f"exited with status {code}"
+        self._log.flush()
+        with open(self._log.name, errors="replace") as f:
+            lines = [ln.rstrip() for ln in f if ln.strip() and not ln.startswith("WARNING: All log messages")]
+        tail = "\n".join(lines[-4:])
+        return f"its process {how}" + (f":\n{tail}" if tail else "")
+
+    def _kill(self) -> None:
+        if self._proc and self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._proc.wait()
+        self._conn = None
+        self.info_alive = False
+
+    # -- running ------------------------------------------------------------------------------
+    def run(self, spec: str, timeout: float | None = None) -> PathRun:
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        assert self._conn is not None
+        start = time.perf_counter()
+        self._conn.send(("run", spec, timeout))
+        try:
+            reply = self._receive(timeout, spec)
+        except TimeoutError:
+            self._proc = None
+            return PathRun(spec, "timeout", seconds=time.perf_counter() - start,
+                           message=f"did not finish within {timeout:g} s (--timeout); its process was stopped")
+        except WorkerDied as e:
+            self._proc = None
+            return PathRun(spec, "crashed", seconds=time.perf_counter() - start, message=str(e))
+        return reply[1]
+
+    def close(self) -> None:
+        if self._conn is not None and self._proc is not None and self._proc.poll() is None:
+            try:
+                self._conn.send(("exit",))
+                self._proc.wait(timeout=10)
+            except Exception:
+                pass
+        self._kill()
+        try:
+            os.unlink(self._log.name)
+        except OSError:
+            pass
+
+    def __enter__(self) -> IsolatedRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def environment() -> dict[str, Any]:
+    """Versions and CPU features that decide which numbers a path gives."""
+    import platform
+    from importlib import metadata
+
+    versions = {}
+    for dist in ("jax", "jaxlib", "flax", "numpy", "ml_dtypes", "tensorflow-cpu", "tensorflow"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    flags: list[str] = []
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    flags = sorted(have & {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16"})
+                    break
+    except OSError:
+        pass
+    import jax
+
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_features": flags,
+        "devices": [str(d) for d in jax.devices()],
+        "packages": versions,
+    }
+
+
+def case_info(case: Any) -> CaseInfo:
+    from .pytree import argument_leaves, to_numpy
+
+    return CaseInfo(
+        name=case.name,
+        source=case.source,
+        input_source=case.input_source,
+        inputs=tuple((n, np.asarray(to_numpy(x))) for n, x in argument_leaves(case.args)),
+        environment=environment(),
+    )
+
+
+def path_for(spec: str) -> Path:
+    return make_path(spec)

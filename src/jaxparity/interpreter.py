@@ -1,0 +1,494 @@
+"""Reference evaluation of a jaxpr, equation by equation, in float64.
+
+Two modes:
+
+* ``"declared"``: every equation is computed in float64 from its (declared-dtype) inputs and
+  each float result is rounded *once* to the equation's declared output dtype. This is the
+  program's declared semantics (a bf16 conv is exact math rounded to bf16).
+* ``"f64"``: the same computation, but float results are never rounded: floats are float64
+  and complex values complex128 throughout (ideal math).
+
+Integer and bool values keep their exact dtypes in both modes. PRNG key values are kept as
+JAX key arrays (they have no numpy representation); everything else is a numpy array.
+
+Layout: the JAX-version-specific facts are in one block below; the rule tables
+(``_RECURSE``, ``_BIT_LEVEL``, ``_NUMPY``) decide how each primitive is evaluated; anything
+else is bound with float64 operands through a cache of jitted callables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jax
+import jax.extend.core as jcore
+import numpy as np
+import scipy.special
+from jax import lax
+
+from jaxparity.rounding import is_float_dtype, round_to_dtype
+
+__all__ = ["EqnEvent", "InterpretError", "Mode", "evaluate_jaxpr", "interpret"]
+
+Mode = Literal["declared", "f64"]
+
+# ---------------------------------------------------------------------------------------
+# JAX-version-specific details (checked against jax 0.9.2 with jax.make_jaxpr):
+#  * jax.jit appears as primitive "jit" (formerly "pjit"), param `jaxpr` (ClosedJaxpr).
+#  * jax.checkpoint/remat is "remat2", param `jaxpr` is an OPEN Jaxpr (no consts).
+#  * custom_jvp -> "custom_jvp_call", custom_vjp -> "custom_vjp_call"; both carry
+#    `call_jaxpr` (ClosedJaxpr) taking *all* the eqn's operands (consts included).
+#  * "cond": `branches` (tuple of ClosedJaxpr), operand 0 is the (clamped) branch index.
+#  * "while": cond_jaxpr/body_jaxpr (ClosedJaxpr), cond_nconsts, body_nconsts.
+#  * "scan": jaxpr (ClosedJaxpr), num_consts, num_carry, length, reverse.
+#  * Combiner jaxprs typed at the declared dtype: scatter-* `update_jaxpr`/`update_consts`
+#    (Jaxpr or None), "reduce" `jaxpr` (ClosedJaxpr), "reduce_window" `jaxpr`/`consts`.
+#  * lax.round's `rounding_method` is lax.RoundingMethod (0 away from zero, 1 to even).
+#  * jax.enable_x64 is a config State usable as `with jax.enable_x64(bool):`.
+#  * Source lines: jax._src.source_info_util.summarize(eqn.source_info).
+# ---------------------------------------------------------------------------------------
+from jax._src import source_info_util as _source_info  # noqa: E402  (private, version-specific)
+from jax._src.core import DropVar as _DropVar  # noqa: E402  (not exported by jax.extend.core)
+
+_CALL_PARAM = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr",
+               "core_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
+               "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
+               "remat": "jaxpr", "remat2": "jaxpr", "checkpoint": "jaxpr"}
+_COMBINER_PARAMS = {"reduce": ("jaxpr", None), "reduce_window": ("jaxpr", "consts"),
+                    **{f"scatter{s}": ("update_jaxpr", "update_consts")
+                       for s in ("", "-add", "-sub", "-mul", "-min", "-max")}}
+
+
+def _source(eqn: jcore.JaxprEqn) -> str:
+    try:
+        return _source_info.summarize(eqn.source_info) or "<unknown>"
+    except Exception:  # pragma: no cover - defensive: source info is best effort
+        return "<unknown>"
+
+
+class InterpretError(Exception):
+    """An equation could not be evaluated; the message names the primitive and source line."""
+
+
+@dataclass(frozen=True)
+class EqnEvent:
+    """One evaluated equation, as reported to the ``on_eqn`` hook."""
+
+    eqn: jcore.JaxprEqn
+    depth: int  # nesting depth, 0 = top-level jaxpr
+    inputs: tuple[np.ndarray, ...]  # values fed to the eqn, as evaluated in this mode
+    outputs: tuple[np.ndarray, ...]  # values it produced
+
+
+Hook = Callable[[EqnEvent], None] | None
+
+
+# ----------------------------------------------------------------------------- dtypes
+def _is_key(dtype: Any) -> bool:
+    return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def _inexact(dtype: Any) -> bool:
+    return not _is_key(dtype) and (is_float_dtype(dtype) or np.dtype(dtype).kind == "c")
+
+
+def _wide(dtype: Any) -> Any:
+    """The dtype an equation is computed in: float64 / complex128 for inexact dtypes."""
+    if not _inexact(dtype):
+        return dtype
+    return np.dtype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+
+
+def _store(x: Any, dtype: Any, mode: Mode) -> Any:
+    """Turn a computed value into this mode's representation of a value of `dtype`."""
+    if _is_key(dtype):
+        return x
+    x = np.asarray(x)
+    if not _inexact(dtype):
+        return x.astype(dtype, copy=False)
+    if mode == "f64":
+        return x.astype(_wide(dtype), copy=False)
+    return round_to_dtype(x, dtype)
+
+
+def _coerce(x: Any, dtype: Any, mode: Mode) -> Any:
+    """Bring an external value (argument, const, literal) to `dtype`, then into `mode`."""
+    if _is_key(dtype):
+        return x
+    x = np.asarray(x)
+    if _inexact(dtype) and x.dtype != dtype:
+        x = round_to_dtype(x, dtype)  # a single rounding, as JAX converts its inputs
+    return _store(x, dtype, mode)
+
+
+def _widen_params(params: dict) -> dict:
+    """Replace float/complex dtype params (new_dtype, preferred_element_type...) by f64/c128."""
+    def widen(v: Any) -> Any:
+        if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
+            return _wide(np.dtype(v))
+        if type(v) is tuple:
+            return tuple(widen(u) for u in v)
+        return v
+    return {k: widen(v) for k, v in params.items()}
+
+
+# --------------------------------------------------------------- jaxpr evaluation
+def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], *, mode: Mode,
+                   on_eqn: Hook = None) -> list[np.ndarray]:
+    """Evaluate `closed_jaxpr` on `args` in `mode`; returns the outputs as numpy arrays.
+
+    Arguments are first converted to the declared input dtypes (as JAX would), then, in
+    ``"f64"`` mode, widened to float64/complex128. ``on_eqn`` sees every equation.
+    """
+    if mode not in ("declared", "f64"):
+        raise ValueError(f"mode must be 'declared' or 'f64', not {mode!r}")
+    jaxpr = closed_jaxpr.jaxpr
+    if len(args) != len(jaxpr.invars):
+        raise ValueError(f"expected {len(jaxpr.invars)} arguments, got {len(args)}")
+    with jax.enable_x64(True):
+        args = [_coerce(a, v.aval.dtype, mode) for a, v in zip(args, jaxpr.invars)]
+        return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, mode, 0, on_eqn)
+
+
+def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], mode: Mode,
+                depth: int, hook: Hook) -> list[Any]:
+    """Evaluate an open jaxpr; `args` are already in mode representation, `consts` are not."""
+    env: dict[Any, Any] = {}
+
+    def read(v: Any) -> Any:
+        if isinstance(v, jcore.Literal):
+            return _coerce(v.val, v.aval.dtype, mode)
+        return env[v]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v] = _coerce(c, v.aval.dtype, mode)
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        invals = [read(v) for v in eqn.invars]
+        try:
+            outs = _eval_eqn(eqn, invals, mode, depth, hook)
+        except InterpretError:
+            raise
+        except Exception as e:
+            raise InterpretError(f"cannot evaluate {eqn.primitive.name} at {_source(eqn)}: "
+                                 f"{type(e).__name__}: {e}") from e
+        if hook is not None:
+            hook(EqnEvent(eqn, depth, tuple(invals), tuple(outs)))
+        for v, o in zip(eqn.outvars, outs):
+            if not isinstance(v, _DropVar):
+                env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _sub(j: Any) -> tuple[jcore.Jaxpr, Sequence[Any]]:
+    return (j.jaxpr, j.consts) if isinstance(j, jcore.ClosedJaxpr) else (j, ())
+
+
+def _has_jaxpr(params: dict) -> bool:
+    kinds = (jcore.Jaxpr, jcore.ClosedJaxpr)
+    return any(isinstance(v, kinds) or (isinstance(v, tuple) and any(isinstance(u, kinds) for u in v))
+               for v in params.values())
+
+
+def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, mode: Mode, depth: int, hook: Hook) -> list:
+    name = eqn.primitive.name
+    run = lambda j, vals: _eval_jaxpr(*_sub(j), vals, mode, depth + 1, hook)  # noqa: E731
+    if name in _CALL_PARAM:
+        return run(eqn.params[_CALL_PARAM[name]], invals)
+    if name in _RECURSE:
+        return _RECURSE[name](eqn.params, invals, run)
+    if _has_jaxpr(eqn.params) and name not in _COMBINER_PARAMS:
+        raise InterpretError(f"cannot evaluate {name} at {_source(eqn)}: primitive carries a "
+                             "sub-jaxpr and the interpreter has no rule for it")
+    out_dtypes = [v.aval.dtype for v in eqn.outvars]
+    in_dtypes = [v.aval.dtype for v in eqn.invars]
+    if name in _BIT_LEVEL:  # no float64 meaning: run natively on the declared dtypes
+        if mode == "f64" and name == "reduce_precision":
+            return [invals[0]]
+        vals = [_store(x, d, "declared") for x, d in zip(invals, in_dtypes)]
+        outs = _bind(eqn.primitive, vals, eqn.params)
+    elif not any(_inexact(d) for d in in_dtypes + out_dtypes):  # exact integer/bool/key op
+        outs = _apply(eqn, invals, eqn.params, exact=True)
+    else:  # compute in float64, round afterwards
+        vals = [np.asarray(x).astype(_wide(d), copy=False) if _inexact(d) else x
+                for x, d in zip(invals, in_dtypes)]
+        params = _widen_params(eqn.params)
+        if name in _COMBINER_PARAMS:
+            params = _widen_combiner(name, params)
+        outs = _apply(eqn, vals, params, exact=False)
+    return [_store(o, d, mode) for o, d in zip(outs, out_dtypes)]
+
+
+# ------------------------------------------------------------- recursion rules
+def _cond(params: dict, invals: list, run: Callable) -> list:
+    branches = params["branches"]
+    index = int(np.clip(np.asarray(invals[0]), 0, len(branches) - 1))
+    return run(branches[index], invals[1:])
+
+
+def _while(params: dict, invals: list, run: Callable) -> list:
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    cconsts, bconsts, carry = invals[:nc], invals[nc:nc + nb], list(invals[nc + nb:])
+    while bool(np.asarray(run(params["cond_jaxpr"], cconsts + carry)[0])):
+        carry = run(params["body_jaxpr"], bconsts + carry)
+    return carry
+
+
+def _scan(params: dict, invals: list, run: Callable) -> list:
+    nc, ncarry, length = params["num_consts"], params["num_carry"], params["length"]
+    consts, carry, xs = invals[:nc], list(invals[nc:nc + ncarry]), invals[nc + ncarry:]
+    ys: list[list] = [[None] * length for _ in range(len(params["jaxpr"].jaxpr.outvars) - ncarry)]
+    for i in (reversed(range(length)) if params["reverse"] else range(length)):
+        outs = run(params["jaxpr"], consts + carry + [_index(x, i) for x in xs])
+        carry = outs[:ncarry]
+        for k, y in enumerate(outs[ncarry:]):
+            ys[k][i] = y
+    stacked = []
+    for k, v in enumerate(params["jaxpr"].jaxpr.outvars[ncarry:]):
+        if length == 0:
+            dtype = _wide(v.aval.dtype) if _inexact(v.aval.dtype) else v.aval.dtype
+            stacked.append(np.zeros((0, *v.aval.shape), dtype))  # dtype fixed by _store
+        else:
+            stack = jax.numpy.stack if _is_key(v.aval.dtype) else np.stack
+            stacked.append(stack(ys[k]))
+    return carry + stacked
+
+
+def _index(x: Any, i: int) -> Any:
+    return x[i] if isinstance(x, jax.Array) else np.asarray(x[i])
+
+
+_RECURSE: dict[str, Callable] = {"cond": _cond, "while": _while, "scan": _scan}
+
+# Bit-level primitives: no float64 meaning, evaluated natively on the declared dtypes.
+# (reduce_precision is the identity in "f64" mode.)
+_BIT_LEVEL = frozenset({
+    "bitcast_convert_type", "nextafter", "reduce_precision", "rng_uniform",
+    "rng_bit_generator", "random_seed", "random_bits", "random_split", "random_fold_in",
+    "random_wrap", "random_unwrap", "random_clone", "threefry2x32"})
+
+
+# ------------------------------------------------------ combiner jaxprs (scatter...)
+_RETYPED: dict[int, tuple[Any, jcore.ClosedJaxpr]] = {}
+
+
+def _widen_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any]) -> jcore.ClosedJaxpr:
+    """Re-trace a small combiner jaxpr with inexact values widened to float64/complex128."""
+    key = id(jaxpr)
+    if key in _RETYPED:
+        return _RETYPED[key][1]
+
+    def widened(*args: Any) -> list:
+        env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))
+        env.update(zip(jaxpr.invars, args))
+
+        def read(v: Any) -> Any:
+            x = v.val if isinstance(v, jcore.Literal) else env[v]
+            return lax.convert_element_type(x, _wide(v.aval.dtype)) if _inexact(v.aval.dtype) else x
+
+        for e in jaxpr.eqns:
+            outs = e.primitive.bind(*map(read, e.invars), **_widen_params(e.params))
+            env.update(zip(e.outvars, outs if e.primitive.multiple_results else [outs]))
+        return [read(v) for v in jaxpr.outvars]
+
+    avals = [jax.ShapeDtypeStruct(v.aval.shape, _wide(v.aval.dtype)) for v in jaxpr.invars]
+    closed = jax.make_jaxpr(widened)(*avals)
+    _RETYPED[key] = (jaxpr, closed)  # keep the original alive so its id stays unique
+    return closed
+
+
+def _widen_combiner(name: str, params: dict) -> dict:
+    jparam, cparam = _COMBINER_PARAMS[name]
+    j = params.get(jparam)
+    if j is None:
+        return params
+    jaxpr, consts = _sub(j)
+    if cparam is not None:
+        consts = params[cparam]
+    closed = _widen_jaxpr(jaxpr, consts)
+    if cparam is None:
+        return {**params, jparam: closed}
+    return {**params, jparam: closed.jaxpr, cparam: tuple(closed.consts)}
+
+
+# ----------------------------------------------------------- bind (fallback path)
+_JIT_CACHE: dict[Any, Callable] = {}
+
+
+def _bind(prim: jcore.Primitive, vals: Sequence[Any], params: dict) -> list:
+    """`prim.bind`, through a cache of jitted callables keyed by (primitive, params)."""
+    try:
+        key = (prim, tuple(sorted(params.items(), key=lambda kv: kv[0])))
+        fn = _JIT_CACHE.get(key)
+    except TypeError:  # unhashable params: bind directly
+        key = fn = None
+    if fn is None:
+        fn = jax.jit(lambda *xs: prim.bind(*xs, **params))
+        if key is not None:
+            _JIT_CACHE[key] = fn
+    out = fn(*vals)
+    return list(out) if prim.multiple_results else [out]
+
+
+USE_NUMPY_FAST_PATH = True  # tests switch this off to compare against the bind path
+
+
+class _NoFast(Exception):
+    """The numpy fast path declines this case; use bind."""
+
+
+def _apply(eqn: jcore.JaxprEqn, vals: list, params: dict, *, exact: bool) -> list:
+    name = eqn.primitive.name
+    fast = _NUMPY.get(name)
+    if (USE_NUMPY_FAST_PATH and fast is not None and (not exact or name in _EXACT_OK)
+            and not any(isinstance(x, jax.Array) for x in vals)):
+        try:
+            with np.errstate(all="ignore"):
+                return [fast(params, *vals)]
+        except _NoFast:
+            pass
+    return _bind(eqn.primitive, vals, params)
+
+
+# --------------------------------------------------------------- numpy fast path
+def _round(p: dict, x: np.ndarray) -> np.ndarray:
+    if int(p["rounding_method"]) == int(lax.RoundingMethod.TO_NEAREST_EVEN):
+        return np.rint(x)
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _convert(p: dict, x: np.ndarray) -> np.ndarray:
+    to = np.dtype(p["new_dtype"])
+    if x.dtype.kind == "c" and to.kind != "c":
+        raise _NoFast
+    if to.kind == "b":
+        return x != 0
+    if _inexact(x.dtype) and to.kind in "iu":  # truncate; bind handles NaN/out of range
+        info = np.iinfo(to)
+        if not (np.isfinite(x).all() and (x > info.min - 1).all() and (x < info.max + 1).all()):
+            raise _NoFast
+        return np.trunc(x).astype(to)
+    return x.astype(to)
+
+
+def _broadcast_in_dim(p: dict, x: np.ndarray, *dyn: Any) -> np.ndarray:
+    if dyn:
+        raise _NoFast
+    shape = [1] * len(p["shape"])
+    for i, d in enumerate(p["broadcast_dimensions"]):
+        shape[d] = x.shape[i]
+    return np.broadcast_to(x.reshape(shape), p["shape"]).copy()
+
+
+def _iota(p: dict, *dyn: Any) -> np.ndarray:
+    if dyn:
+        raise _NoFast
+    shape, dim = p["shape"], p["dimension"]
+    a = np.arange(shape[dim], dtype=p["dtype"]).reshape([-1 if i == dim else 1 for i in range(len(shape))])
+    return np.broadcast_to(a, shape).copy()
+
+
+def _select_n(p: dict, pred: np.ndarray, *cases: np.ndarray) -> np.ndarray:
+    if pred.dtype == np.bool_:
+        return np.where(pred, cases[1], cases[0]) if len(cases) == 2 else cases[0].copy()
+    return np.choose(pred, cases)
+
+
+def _dynamic_slice(p: dict, x: np.ndarray, *idx: np.ndarray) -> np.ndarray:
+    sizes = p["slice_sizes"]
+    starts = [int(np.clip(i, 0, n - s)) for i, n, s in zip(idx, x.shape, sizes)]
+    return x[tuple(slice(b, b + s) for b, s in zip(starts, sizes))]
+
+
+def _dynamic_update_slice(p: dict, x: np.ndarray, upd: np.ndarray, *idx: np.ndarray) -> np.ndarray:
+    starts = [int(np.clip(i, 0, n - s)) for i, n, s in zip(idx, x.shape, upd.shape)]
+    out = x.copy()
+    out[tuple(slice(b, b + s) for b, s in zip(starts, upd.shape))] = upd
+    return out
+
+
+def _dot_general(p: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    (lc, rc), (lb, rb) = p["dimension_numbers"]
+    dtype = p["preferred_element_type"] or np.result_type(lhs, rhs)
+    lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
+    rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
+    size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
+    a = lhs.transpose([*lb, *lf, *lc]).astype(dtype).reshape(size(lhs, lb), size(lhs, lf), size(lhs, lc))
+    b = rhs.transpose([*rb, *rc, *rf]).astype(dtype).reshape(size(rhs, rb), size(rhs, rc), size(rhs, rf))
+    shape = [lhs.shape[d] for d in (*lb, *lf)] + [rhs.shape[d] for d in rf]
+    return np.matmul(a, b).reshape(shape)
+
+
+def _reshape(p: dict, x: np.ndarray, *dyn: Any) -> np.ndarray:
+    if dyn or p.get("dimensions") is not None:
+        raise _NoFast
+    return x.reshape(p["new_sizes"])
+
+
+def _ew(f: Callable) -> Callable:  # elementwise: ignore params
+    return lambda p, *xs: f(*xs)
+
+
+def _reduction(f: Callable) -> Callable:
+    return lambda p, x: f(x, axis=tuple(p["axes"]))
+
+
+_NUMPY: dict[str, Callable] = {
+    # arithmetic (float64; lax.max/min propagate NaN like np.maximum/np.minimum)
+    "add": _ew(np.add), "sub": _ew(np.subtract), "mul": _ew(np.multiply),
+    "div": _ew(np.true_divide), "rem": _ew(np.fmod), "neg": _ew(np.negative),
+    "max": _ew(np.maximum), "min": _ew(np.minimum), "abs": _ew(np.abs), "sign": _ew(np.sign),
+    "pow": _ew(np.power), "integer_pow": lambda p, x: np.power(x, float(p["y"])),
+    "square": _ew(np.square), "sqrt": _ew(np.sqrt), "rsqrt": _ew(lambda x: 1.0 / np.sqrt(x)),
+    "exp": _ew(np.exp), "exp2": _ew(np.exp2), "log": _ew(np.log), "log1p": _ew(np.log1p),
+    "expm1": _ew(np.expm1), "tanh": _ew(np.tanh), "logistic": _ew(scipy.special.expit),
+    "sin": _ew(np.sin), "cos": _ew(np.cos), "tan": _ew(np.tan), "atan2": _ew(np.arctan2),
+    "erf": _ew(scipy.special.erf), "floor": _ew(np.floor), "ceil": _ew(np.ceil), "round": _round,
+    "is_finite": _ew(np.isfinite), "clamp": _ew(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)),
+    # comparisons and logic
+    "eq": _ew(np.equal), "ne": _ew(np.not_equal), "lt": _ew(np.less), "le": _ew(np.less_equal),
+    "gt": _ew(np.greater), "ge": _ew(np.greater_equal), "and": _ew(np.bitwise_and),
+    "or": _ew(np.bitwise_or), "xor": _ew(np.bitwise_xor), "not": _ew(np.invert),
+    "select_n": _select_n,
+    # structure
+    "convert_element_type": _convert, "broadcast_in_dim": _broadcast_in_dim, "iota": _iota,
+    "reshape": _reshape, "transpose": lambda p, x: x.transpose(p["permutation"]),
+    "squeeze": lambda p, x: x.reshape([n for i, n in enumerate(x.shape) if i not in
+                                       [d % x.ndim for d in p["dimensions"]]]),
+    "concatenate": lambda p, *xs: np.concatenate(xs, axis=p["dimension"]),
+    "slice": lambda p, x: x[tuple(slice(b, e, s) for b, e, s in zip(
+        p["start_indices"], p["limit_indices"], p["strides"] or [1] * x.ndim))],
+    "dynamic_slice": _dynamic_slice, "dynamic_update_slice": _dynamic_update_slice,
+    "stop_gradient": _ew(lambda x: x), "copy": _ew(lambda x: x), "copy_p": _ew(lambda x: x),
+    # reductions and contraction
+    "reduce_sum": _reduction(np.sum), "reduce_max": _reduction(np.max),
+    "reduce_min": _reduction(np.min), "reduce_prod": _reduction(np.prod),
+    "reduce_and": _reduction(np.all), "reduce_or": _reduction(np.any),
+    "dot_general": _dot_general,
+}
+
+# Fast-path entries whose numpy semantics are also exact for integer/bool operands
+# (two's-complement wrap-around matches XLA); integer div/rem/pow/dot always use bind.
+_EXACT_OK = frozenset({
+    "add", "sub", "mul", "neg", "max", "min", "abs", "sign", "eq", "ne", "lt", "le", "gt",
+    "ge", "and", "or", "xor", "not", "select_n", "clamp", "convert_element_type",
+    "broadcast_in_dim", "iota", "reshape", "transpose", "squeeze", "concatenate", "slice",
+    "dynamic_slice", "dynamic_update_slice", "stop_gradient", "copy", "copy_p",
+    "reduce_max", "reduce_min", "reduce_and", "reduce_or"})
+
+
+# ------------------------------------------------------------------- entry point
+def interpret(fn: Callable, *args: Any, mode: Mode = "declared") -> Any:
+    """Trace `fn(*args)` (x64 disabled, so it gets its normal dtypes) and evaluate it in `mode`.
+
+    Returns `fn`'s output pytree with numpy arrays as leaves.
+    """
+    with jax.enable_x64(False):
+        closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*args)
+    leaves = jax.tree_util.tree_leaves(args)
+    outs = evaluate_jaxpr(closed, leaves, mode=mode)
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)

@@ -1,0 +1,34 @@
+"""Execution paths, registered by name. ``make_path('jit:xla_allow_excess_precision=false')``."""
+
+from __future__ import annotations
+
+from .base import Path, PathError, PathOptionError, PathUnavailable, parse_spec
+from .eager import EagerPath
+from .reference import DeclaredPath, F64Path
+from .savedmodel import SavedModelPath
+from .xla import ExportPath, JitPath
+
+__all__ = [
+    "DEFAULT_PATHS",
+    "PATHS",
+    "Path",
+    "PathError",
+    "PathOptionError",
+    "PathUnavailable",
+    "make_path",
+    "parse_spec",
+]
+
+PATHS: dict[str, type[Path]] = {
+    cls.name: cls for cls in (EagerPath, JitPath, ExportPath, SavedModelPath, DeclaredPath, F64Path)
+}
+
+DEFAULT_PATHS: tuple[str, ...] = ("eager", "jit", "export", "savedmodel", "declared", "f64")
+
+
+def make_path(spec: str) -> Path:
+    """The path for ``NAME[:key=value,...]``; raises PathOptionError naming what is wrong."""
+    name, options = parse_spec(spec)
+    if name not in PATHS:
+        raise PathOptionError(f"unknown path {name!r}; known paths: {', '.join(PATHS)}")
+    return PATHS[name](options)

@@ -1,0 +1,96 @@
+"""The execution-path protocol: one small class per way of running a case.
+
+A path is written ``NAME`` or ``NAME:key=value,key=value``. Classes import their runtime lazily
+(in ``run``), so listing paths, parsing specs and saying why one is unavailable cost nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+__all__ = ["Path", "PathError", "PathOptionError", "PathUnavailable", "parse_option_value", "parse_spec"]
+
+
+class PathError(Exception):
+    """A path ran and failed; the message is for the user and names the cause."""
+
+
+class PathUnavailable(PathError):
+    """A path cannot run here (a runtime is not installed); the message says how to get it."""
+
+
+class PathOptionError(ValueError):
+    """A path spec names an unknown path or option, or a value of the wrong kind."""
+
+
+_SPEC = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?::(?P<opts>.*))?$")
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``'jit:xla_allow_excess_precision=false'`` -> ``('jit', {'xla_allow_excess_precision': 'false'})``.
+
+    Options are separated by commas; each splits at its first ``=``, so values may contain ``=``
+    (``savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false``).
+    """
+    m = _SPEC.match(spec.strip())
+    if not m:
+        raise PathOptionError(f"{spec!r} is not a path: write NAME or NAME:key=value,...")
+    options: dict[str, str] = {}
+    for item in filter(None, (m["opts"] or "").split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise PathOptionError(f"{spec!r}: option {item!r} must be written key=value")
+        options[key.strip()] = value.strip()
+    return m["name"], options
+
+
+def parse_option_value(text: str) -> bool | int | float | str:
+    """XLA wants Python bools, ints and floats: 'false' -> False, '3' -> 3, '0.5' -> 0.5."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+class Path(ABC):
+    """One way of executing a case. Subclasses set the class attributes and implement ``run``."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    # References define what the numbers should be; they are reported but never gate the exit code.
+    reference: ClassVar[bool] = False
+    # Option names and their help. ``"*"`` accepts any lowercase key (XLA compile options);
+    # ``"ENV"`` accepts any UPPERCASE key as an environment variable of the serving process.
+    options_help: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, options: Mapping[str, str] | None = None) -> None:
+        self.options = dict(options or {})
+        self.notes: list[str] = []  # facts a run wants in the report (versions, artifact sizes...)
+        for key in self.options:
+            if key.isupper() and "ENV" in self.options_help:
+                continue
+            if key in self.options_help or (key.islower() and "*" in self.options_help):
+                continue
+            known = ", ".join(k for k in self.options_help if k not in ("*", "ENV")) or "none"
+            raise PathOptionError(f"path {self.name!r} has no option {key!r} (options: {known})")
+
+    @property
+    def spec(self) -> str:
+        opts = ",".join(f"{k}={v}" for k, v in self.options.items())
+        return f"{self.name}:{opts}" if opts else self.name
+
+    def unavailable_reason(self) -> str | None:
+        """Why this path cannot run here, or None when it can."""
+        return None
+
+    @abstractmethod
+    def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
+        """Execute ``fn(*args)`` this path's way and return its outputs (a pytree of arrays)."""

@@ -1,0 +1,108 @@
+"""``savedmodel``: jax2tf -> ``tf.saved_model.save`` -> served in a fresh TensorFlow process.
+
+The conversion happens here, next to JAX; the serving happens in a separate process that imports
+TensorFlow and not JAX and runs the ``serve`` signature through ``Session.run``, as TensorFlow
+Serving does. Options in capitals set that process's environment
+(``savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false``); there is no per-model XLA option in
+a SavedModel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path as FsPath
+from typing import Any, Callable
+
+from .base import Path, PathError
+
+_SERVER = FsPath(__file__).resolve().parents[1] / "serving" / "tf_savedmodel.py"
+
+
+def _tail(text: str, lines: int = 6) -> str:
+    kept = [ln for ln in text.strip().splitlines() if ln.strip()][-lines:]
+    return "\n".join(kept)
+
+
+class SavedModelPath(Path):
+    name = "savedmodel"
+    summary = "jax2tf SavedModel, loaded with tag 'serve' and run by Session.run in a fresh TF process"
+    options_help = {
+        "ENV": "an environment variable of the serving process, e.g. XLA_FLAGS=--xla_allow_excess_precision=false",
+        "keep": "a directory to keep the SavedModel in (default: a temporary one)",
+    }
+
+    def unavailable_reason(self) -> str | None:
+        if importlib.util.find_spec("tensorflow") is None:
+            return "TensorFlow is not installed: pip install 'jaxparity[tensorflow]' (tensorflow-cpu==2.21.0)"
+        return None
+
+    def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
+        import jax
+
+        from ..pytree import argument_leaves
+
+        with tempfile.TemporaryDirectory(prefix="jaxparity-savedmodel-") as tmp:
+            model_dir = self.options.get("keep") or os.path.join(tmp, "model")
+            leaves = [leaf for _, leaf in argument_leaves(args)]
+            out_tree = self._save(fn, args, model_dir)
+            inputs = {f"input_{i}": jax.device_get(x) for i, x in enumerate(leaves)}
+            outputs = self._serve(model_dir, inputs, tmp, timeout)
+        flat = [outputs[f"output_{i}"] for i in range(out_tree.num_leaves)]
+        return jax.tree_util.tree_unflatten(out_tree, flat)
+
+    def _save(self, fn: Callable[..., Any], args: tuple, model_dir: str) -> Any:
+        """Convert with jax2tf and save with a ``serving_default`` signature of flat tensors."""
+        import jax
+        import tensorflow as tf
+        from jax.experimental import jax2tf
+
+        leaves, in_tree = jax.tree_util.tree_flatten(args)
+        out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
+
+        def flat_fn(*xs: Any) -> dict[str, Any]:
+            outs = jax.tree_util.tree_leaves(fn(*jax.tree_util.tree_unflatten(in_tree, xs)))
+            return {f"output_{i}": y for i, y in enumerate(outs)}
+
+        specs = [
+            tf.TensorSpec(x.shape, tf.dtypes.as_dtype(x.dtype), name=f"input_{i}") for i, x in enumerate(leaves)
+        ]
+        serve = tf.function(jax2tf.convert(flat_fn, with_gradient=False), autograph=False, input_signature=specs)
+        module = tf.Module()
+        module.serve = serve
+        tf.saved_model.save(module, model_dir, signatures={"serving_default": serve.get_concrete_function()})
+        return out_tree
+
+    def _serve(self, model_dir: str, inputs: dict, tmp: str, timeout: float | None) -> dict:
+        from ..arrayio import load_arrays, save_arrays
+
+        in_file, out_file = os.path.join(tmp, "inputs.npz"), os.path.join(tmp, "outputs.npz")
+        save_arrays(in_file, inputs)
+        env = dict(os.environ)
+        env.update({k: v for k, v in self.options.items() if k.isupper()})
+        try:
+            proc = subprocess.run(
+                [sys.executable, str(_SERVER), model_dir, in_file, out_file],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise PathError(f"the TensorFlow serving process did not answer within {timeout:g} s") from e
+        if proc.returncode != 0:
+            how = (
+                f"was killed by {signal.Signals(-proc.returncode).name}"
+                if proc.returncode < 0
+                else f"exited with status {proc.returncode}"
+            )
+            raise PathError(f"the TensorFlow serving process {how}:\n{_tail(proc.stderr + proc.stdout)}")
+        report = json.loads(proc.stdout.strip().splitlines()[-1])
+        if report.get("jax_imported"):
+            raise PathError("the serving process imported JAX; it must run TensorFlow alone")
+        return load_arrays(out_file)

@@ -1,0 +1,1 @@
+"""Reporters: each renders a ``ComparisonResult`` and nothing else."""

@@ -1,0 +1,84 @@
+"""Words and numbers shared by every reporter, so the terminal, HTML and messages say the same."""
+
+from __future__ import annotations
+
+from ..result import ComparisonResult, LeafResult, PathResult
+
+__all__ = ["fmt", "leaf_line", "path_line", "required_tolerance", "summary_line"]
+
+
+def fmt(x: float | None) -> str:
+    if x is None:
+        return "—"
+    if x == 0:
+        return "0"
+    return f"{x:.3g}" if 1e-3 <= abs(x) < 1e4 else f"{x:.2e}"
+
+
+def required_tolerance(leaf: LeafResult) -> str:
+    """'--ulp 143 or --atol 8.6e-04 or --rtol 6e-04': the smallest settings that would pass."""
+    d = leaf.diff
+    if d is None or d.required_ulp is None:
+        return "no tolerance passes a NaN against a number"
+    parts = [f"--ulp {d.required_ulp}", f"--atol {d.required_atol:.2g}"]
+    if d.required_rtol is not None and d.required_rtol != float("inf"):
+        parts.append(f"--rtol {d.required_rtol:.2g}")
+    return " or ".join(parts)
+
+
+def _element(leaf: LeafResult) -> str:
+    d = leaf.diff
+    assert d is not None and d.worst_index is not None
+    idx = ",".join(map(str, d.worst_index))
+    return f"{leaf.name}[{idx}] = {d.worst_got:.8g} vs {d.worst_expected:.8g}"
+
+
+def leaf_line(leaf: LeafResult, baseline: str) -> str:
+    d = leaf.diff
+    if d is None:
+        return ""
+    if d.bitwise_equal:
+        return f"{leaf.name}: bit-identical"
+    if d.n_differ == 0:
+        return f"{leaf.name}: equal values (bit patterns differ only in ±0 or NaN payloads)"
+    text = f"{leaf.name}: {d.n_differ}/{d.size} elements differ, up to {d.max_ulp} ULP of {d.dtype}, max abs {fmt(d.max_abs)}"
+    if d.nan_mismatch:
+        text += f", {d.nan_mismatch} NaN against a number"
+    text += f"; worst {_element(leaf)}"
+    return text
+
+
+def path_line(p: PathResult, baseline: str) -> str:
+    """One sentence per path: the verdict and, for a mismatch, what would have passed."""
+    if p.verdict == "baseline":
+        return f"the baseline: {p.summary}"
+    if p.verdict in ("error", "crashed", "timeout", "unavailable"):
+        return f"{p.verdict}: {p.message}"
+    worst = p.worst
+    if p.spec == "f64" and worst is not None and worst.diff is not None:
+        d = worst.diff
+        return (f"ideal math (reference); correctly rounded to {d.dtype}, {baseline} is up to {d.max_ulp} ULP "
+                f"(max abs {fmt(d.max_abs)}) from it")
+    role = " (reference)" if p.reference else ""
+    if p.verdict == "identical":
+        return f"bit-identical to {baseline}{role}"
+    if p.verdict == "equal":
+        return f"equal to {baseline}{role}; bit patterns differ only in ±0 or NaN payloads"
+    assert worst is not None and worst.diff is not None
+    text = leaf_line(worst, baseline)
+    if p.verdict == "within tolerance":
+        return f"within tolerance of {baseline}{role}: {text}"
+    text = f"differs from {baseline}{role}: {text}; would pass with {required_tolerance(worst)}"
+    if worst.closer_to_f64 == "path":
+        text += f"; closer to the f64 ideal than {baseline}"
+    elif worst.closer_to_f64 == "baseline":
+        text += f"; {baseline} is closer to the f64 ideal"
+    return text
+
+
+def summary_line(r: ComparisonResult) -> str:
+    gated = [p for p in r.paths if p.gated]
+    failing = [p.spec for p in gated if not p.passed]
+    if not failing:
+        return f"all {len(gated)} compared paths agree with {r.baseline} ({r.tolerance.describe()})"
+    return f"{len(failing)} of {len(gated)} paths do not agree with {r.baseline} ({r.tolerance.describe()}): {', '.join(failing)}"

@@ -1,0 +1,116 @@
+"""Terminal report (rich): a table of paths, then one verdict sentence per path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ..result import ComparisonResult, PathResult
+from .format import fmt, path_line, summary_line
+
+__all__ = ["print_result", "render", "render_text"]
+
+_STYLE = {
+    "baseline": "bold",
+    "identical": "green",
+    "equal": "green",
+    "within tolerance": "yellow",
+    "differs": "bold red",
+    "error": "red",
+    "crashed": "red",
+    "timeout": "red",
+    "unavailable": "dim",
+}
+
+
+def _shape(info: Any) -> str:
+    return f"{info.dtype}[{','.join(map(str, info.shape))}]"
+
+
+def _rows(p: PathResult, many_outputs: bool) -> list[list[Any]]:
+    verdict = Text(p.verdict.upper() if p.verdict == "differs" else p.verdict, style=_STYLE[p.verdict])
+    time = f"{p.seconds:.2f}s" if p.seconds else ""
+    if not p.leaves:
+        return [[p.spec, verdict, *([""] * (6 if many_outputs else 5)), time]]
+    rows = []
+    for i, leaf in enumerate(p.leaves):
+        d, err = leaf.diff, leaf.error_vs_f64
+        ideal_abs = fmt(err.max_abs) if err is not None and p.spec != "f64" else ""
+        ideal_ulp = str(err.max_ulp) if err is not None and err.max_ulp is not None and p.spec != "f64" else ""
+        row = [
+            p.spec if i == 0 else "",
+            verdict if i == 0 else "",
+            str(d.max_ulp) if d else "",
+            fmt(d.max_abs) if d else "",
+            f"{d.n_differ}/{d.size}" if d else "",
+            ideal_abs,
+            ideal_ulp,
+            time if i == 0 else "",
+        ]
+        if many_outputs:
+            row.insert(2, leaf.name)
+        rows.append(row)
+    return rows
+
+
+def _grid() -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", max_width=32, overflow="fold")
+    grid.add_column()
+    return grid
+
+
+def render(result: ComparisonResult) -> Group:
+    head = Text()
+    head.append("jaxparity compare ", style="bold")
+    head.append(result.case, style="bold cyan")
+    head.append(f"\ninputs   {', '.join(f'{a.name} {_shape(a)}' for a in result.inputs)} ({result.input_source})")
+    head.append(f"\noutputs  {', '.join(f'{a.name} {_shape(a)}' for a in result.outputs)}")
+    head.append(f"\nbaseline {result.baseline}, tolerance {result.tolerance.describe()}")
+
+    many = len(result.outputs) > 1
+    table = Table(show_edge=False, header_style="bold", pad_edge=False)
+    columns = [("path", "left"), ("verdict", "left"), ("max ULP", "right"), ("max abs", "right"),
+               ("differ", "right"), ("f64 err", "right"), ("f64 ULP", "right"), ("time", "right")]
+    if many:
+        columns.insert(2, ("output", "left"))
+    for col, justify in columns:
+        table.add_column(col, justify=justify, overflow="fold", max_width=32 if col == "path" else None)  # type: ignore[arg-type]
+    for p in result.paths:
+        for row in _rows(p, many):
+            table.add_row(*row)
+
+    findings = _grid()
+    for p in result.paths:
+        findings.add_row(p.spec, Text(path_line(p, result.baseline), style=_STYLE[p.verdict] if not p.passed else ""))
+    parts: list[Any] = [head, Text(""), table, Text(""), findings]
+    values = _values(result)
+    if values is not None:
+        parts += [Text(""), Text("values", style="bold"), values]
+    parts += [Text(""), Text(summary_line(result), style="bold green" if result.passed else "bold red")]
+    return Group(*parts)
+
+
+def _values(result: ComparisonResult) -> Table | None:
+    """For tiny outputs, the values themselves: what the reporter of a bug wants to paste."""
+    rows = [(p.spec, lf) for p in result.paths for lf in p.leaves if lf.values is not None]
+    if not rows:
+        return None
+    grid = _grid()
+    for spec, lf in rows:
+        label = f"{spec} {lf.name}" if len(result.outputs) > 1 else spec
+        grid.add_row(label, "[" + ", ".join(f"{v:.8g}" for v in lf.values) + "]")  # type: ignore[union-attr]
+    return grid
+
+
+def print_result(result: ComparisonResult, console: Console | None = None) -> None:
+    (console or Console()).print(render(result))
+
+
+def render_text(result: ComparisonResult, width: int = 120) -> str:
+    console = Console(width=width, record=True, file=open("/dev/null", "w"), color_system=None)
+    console.print(render(result))
+    return console.export_text()

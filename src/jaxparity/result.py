@@ -1,0 +1,136 @@
+"""The one result model. Every reporter (terminal, JSON, notebook) renders a ComparisonResult.
+
+Frozen dataclasses of plain values; ``to_dict()`` is the JSON schema (``schema/result-v1.json``,
+documented in ``docs/json-schema.md``). Bump ``SCHEMA_VERSION`` on any incompatible change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .metrics import LeafDiff, ReferenceError, Tolerance
+
+__all__ = ["SCHEMA_VERSION", "ArrayInfo", "ComparisonResult", "LeafResult", "PathResult"]
+
+SCHEMA_VERSION = 1
+
+Verdict = Literal[
+    "baseline", "identical", "equal", "within tolerance", "differs", "error", "crashed", "timeout", "unavailable"
+]
+# Verdicts for which a path is considered in agreement with the baseline.
+PASSING = ("baseline", "identical", "equal", "within tolerance")
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LeafResult:
+    """One output array of one path: against the baseline, and both against the f64 ideal."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    diff: LeafDiff | None  # None for the baseline itself
+    error_vs_f64: ReferenceError | None
+    baseline_error_vs_f64: ReferenceError | None
+    # Which of this path and the baseline is nearer the ideal (by mean abs error, then max).
+    closer_to_f64: Literal["path", "baseline", "tie"] | None
+    # The values themselves for outputs of at most 16 elements (what a bug report quotes).
+    values: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PathResult:
+    spec: str
+    summary: str
+    reference: bool  # references (declared, f64) are reported but never gate the verdict
+    gated: bool  # does this path decide the exit code?
+    status: Literal["ok", "error", "unavailable", "timeout", "crashed"]
+    verdict: Verdict
+    message: str | None
+    seconds: float
+    notes: tuple[str, ...] = ()
+    leaves: tuple[LeafResult, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict in PASSING
+
+    @property
+    def worst(self) -> LeafResult | None:
+        """The leaf that differs most (by ULP), for one-line summaries."""
+        diffs = [lf for lf in self.leaves if lf.diff is not None]
+        if not diffs:
+            return None
+        return max(diffs, key=lambda lf: (not lf.diff.within_tolerance, lf.diff.nan_mismatch, lf.diff.max_ulp))
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    case: str
+    source: str | None
+    input_source: str
+    inputs: tuple[ArrayInfo, ...]
+    outputs: tuple[ArrayInfo, ...]
+    baseline: str
+    tolerance: Tolerance
+    paths: tuple[PathResult, ...]
+    environment: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def passed(self) -> bool:
+        """True when every gated path agrees with the baseline within tolerance."""
+        return all(p.passed for p in self.paths if p.gated)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def path(self, spec: str) -> PathResult:
+        for p in self.paths:
+            if p.spec == spec:
+                return p
+        raise KeyError(f"no path {spec!r} in this result; paths: {[p.spec for p in self.paths]}")
+
+    # -- rendering ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(dataclasses.asdict(self)) | {"passed": self.passed}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def __rich__(self) -> Any:
+        from .report.terminal import render
+
+        return render(self)
+
+    def __str__(self) -> str:
+        from .report.terminal import render_text
+
+        return render_text(self)
+
+    def _repr_html_(self) -> str:
+        from .report.notebook import render_html
+
+        return render_html(self)
+
+
+def _jsonable(value: Any) -> Any:
+    """dataclasses.asdict output -> strict JSON: tuples to lists, non-finite floats to strings."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value

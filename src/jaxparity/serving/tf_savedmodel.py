@@ -1,0 +1,62 @@
+"""Serve a SavedModel the way TensorFlow Serving's SavedModelBundle does, in a fresh process.
+
+Run as a script: ``python tf_savedmodel.py MODEL_DIR INPUTS.npz OUTPUTS.npz``. It imports
+TensorFlow and not JAX, loads the model with the ``serve`` tag through the TF1 SavedModel loader,
+feeds the ``serving_default`` signature's input tensors and fetches its outputs with
+``Session.run``. Environment variables (``XLA_FLAGS``...) are the caller's to set: TensorFlow reads
+``XLA_FLAGS`` once, at its first XLA compile in this process.
+Prints one JSON line describing the process (versions, and that JAX was never imported).
+"""
+
+import importlib.abc
+import json
+import sys
+from pathlib import Path
+
+
+class _NoJax(importlib.abc.MetaPathFinder):
+    """TensorFlow imports JAX when it is installed (for its TFLite converter); a TensorFlow
+    Serving process has no JAX, so this one behaves as if JAX were not installed."""
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201
+        if name.partition(".")[0] in ("jax", "jaxlib", "flax"):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked in the serving process)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoJax())
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the directory holding jaxparity
+
+from jaxparity.arrayio import load_arrays, save_arrays  # noqa: E402  (numpy-only module)
+
+
+def main(model_dir: str, inputs_file: str, outputs_file: str) -> None:
+    import tensorflow as tf
+
+    inputs = load_arrays(inputs_file)
+    graph = tf.Graph()
+    with tf.compat.v1.Session(graph=graph) as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], model_dir)
+        signature = meta.signature_def["serving_default"]
+        missing = sorted(set(signature.inputs) - set(inputs))
+        if missing:
+            raise SystemExit(f"the signature's inputs {missing} were not provided")
+        feeds = {signature.inputs[k].name: inputs[k] for k in signature.inputs}
+        fetches = {k: signature.outputs[k].name for k in signature.outputs}
+        outputs = session.run(fetches, feed_dict=feeds)
+    save_arrays(outputs_file, outputs)
+    print(
+        json.dumps(
+            {
+                "tensorflow": tf.__version__,
+                "jax_imported": "jax" in sys.modules,
+                "signature_inputs": {k: v.name for k, v in signature.inputs.items()},
+                "signature_outputs": {k: v.name for k, v in signature.outputs.items()},
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

@@ -1,0 +1,27 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+CASES = Path(__file__).resolve().parent / "cases"
+
+
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the installed ``jaxparity`` command as a user would."""
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "jaxparity", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=ROOT)
+
+
+@pytest.fixture(scope="session")
+def examples() -> Path:
+    return EXAMPLES
+
+
+@pytest.fixture(scope="session")
+def cases() -> Path:
+    return CASES

@@ -1,0 +1,403 @@
+"""Tests for jaxparity.interpreter (reference evaluation of jaxprs in float64)."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from flax import linen as nn
+from jax import lax
+
+from jaxparity import interpreter
+from jaxparity.interpreter import EqnEvent, InterpretError, evaluate_jaxpr, interpret
+
+BF16 = ml_dtypes.bfloat16
+
+
+def eager(fn, *args):
+    """The program run op by op by JAX itself, as numpy leaves."""
+    with jax.disable_jit():
+        out = fn(*args)
+    return jax.tree_util.tree_map(np.asarray, out)
+
+
+def assert_bits_equal(actual, expected):
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape
+    view = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[actual.dtype.itemsize]
+    np.testing.assert_array_equal(actual.view(view), expected.view(view))
+
+
+def ulp_distance(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b)
+    return np.abs(a - b.astype(np.float64)) / np.spacing(np.abs(b))
+
+
+# ------------------------------------------------------------------------ seed case
+class Foo(nn.Module):
+    dtype: object = jnp.float32
+
+    @nn.compact
+    def __call__(self, h):
+        y = nn.Conv(2, kernel_size=(1,), strides=1, padding=0, feature_group_count=2,
+                    use_bias=False, dtype=self.dtype)(h)
+        return y + h
+
+
+LAYER = Foo(dtype=jnp.bfloat16)
+VARS = {"params": {"Conv_0": {"kernel": jnp.asarray([[[0.25436434, 0.8453059]]])}}}
+
+
+def test_seed_conv_declared_matches_eager_bit_for_bit():
+    x = jax.random.normal(jax.random.key(1729), (2,)).reshape(1, 1, -1)
+    np.testing.assert_allclose(np.asarray(x).ravel(), [0.18347433, -0.76943487], rtol=1e-7)
+    got = interpret(LAYER.apply, VARS, x, mode="declared")
+    assert isinstance(got, np.ndarray) and got.dtype == np.float32
+    assert_bits_equal(got, eager(LAYER.apply, VARS, x))
+    np.testing.assert_allclose(got.ravel(), [0.23010519, -1.4178724], rtol=1e-7)
+
+
+def test_seed_conv_second_input_declared_vs_f64():
+    x = jnp.asarray([-1.0932410, -1.2380177], jnp.float32).reshape(1, 1, -1)
+    declared = interpret(LAYER.apply, VARS, x, mode="declared")
+    ideal = interpret(LAYER.apply, VARS, x, mode="f64")
+    assert declared.dtype == np.float32 and ideal.dtype == np.float64
+    np.testing.assert_allclose(declared.ravel(), [-1.3705847, -2.27708], rtol=1e-7)
+    np.testing.assert_allclose(ideal.ravel(), [-1.3713225, -2.2845213], rtol=1e-6)
+    assert_bits_equal(declared, eager(LAYER.apply, VARS, x))
+
+
+# ----------------------------------------------------------------- correct rounding
+TIE_INPUT = np.array([1.0, 2.0**-8, 2.0**-30], dtype=BF16)  # exact sum: just above a bf16 tie
+
+
+def test_rounding_through_float32_would_be_wrong():
+    exact = np.sum(TIE_INPUT.astype(np.float64))
+    assert exact == 1.0 + 2.0**-8 + 2.0**-30
+    assert np.float32(exact).astype(BF16) == 1.0  # double rounding lands on the even side
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("op", ["reduce_sum", "dot"])
+def test_declared_rounds_once(monkeypatch, fast, op):
+    monkeypatch.setattr(interpreter, "USE_NUMPY_FAST_PATH", fast)
+    if op == "reduce_sum":
+        fn = lambda x: lax.reduce(x, np.array(0, BF16), lax.add, (0,))  # noqa: E731
+    else:
+        fn = lambda x: jnp.dot(x, jnp.ones(3, jnp.bfloat16))  # noqa: E731
+    assert op in str(jax.make_jaxpr(fn)(TIE_INPUT))
+    got = interpret(fn, TIE_INPUT)
+    assert got.dtype == BF16
+    assert float(got) == 1.0 + 2.0**-7
+    assert float(interpret(fn, TIE_INPUT, mode="f64")) == 1.0 + 2.0**-8 + 2.0**-30
+
+
+# -------------------------------------------------------------------- nested jaxprs
+C = np.array(2.0**-9, BF16)  # below half a bf16 ulp of 1 and 2: x + C rounds back to x
+XB = np.array([1.0, 2.0, -1.5], BF16)
+
+
+def absorb(x):
+    return (x + C) - x  # 0 in bf16, 2**-9 in ideal math
+
+
+def check_rounding_sensitive(fn, *args, primitive):
+    assert primitive in str(jax.make_jaxpr(fn)(*args))
+    declared = interpret(fn, *args)
+    ideal = interpret(fn, *args, mode="f64")
+    jax.tree_util.tree_map(assert_bits_equal, declared, eager(fn, *args))
+    leaves_d, leaves_i = jax.tree_util.tree_leaves(declared), jax.tree_util.tree_leaves(ideal)
+    assert any(not np.array_equal(d.astype(np.float64), i) for d, i in zip(leaves_d, leaves_i)
+               if i.dtype == np.float64)
+    return declared, ideal
+
+
+def test_jit_inside():
+    d, i = check_rounding_sensitive(lambda x: jax.jit(absorb)(x) * 2, XB, primitive="jit")
+    np.testing.assert_array_equal(d.astype(np.float64), 0.0)
+    np.testing.assert_array_equal(i, 2.0**-8)
+
+
+def test_remat_rounds_inside_the_body():
+    fn = jax.checkpoint(absorb)
+    d, i = check_rounding_sensitive(fn, XB, primitive="remat2")
+    np.testing.assert_array_equal(d.astype(np.float64), 0.0)
+    np.testing.assert_array_equal(i, 2.0**-9)
+    # also under the old name, with a policy
+    fn2 = jax.remat(absorb, policy=jax.checkpoint_policies.nothing_saveable)
+    check_rounding_sensitive(fn2, XB, primitive="remat2")
+
+
+@jax.custom_jvp
+def my_absorb(x):
+    return absorb(x)
+
+
+my_absorb.defjvp(lambda primals, tangents: (my_absorb(primals[0]), tangents[0]))
+
+
+def test_custom_jvp():
+    check_rounding_sensitive(my_absorb, XB, primitive="custom_jvp_call")
+    x = np.linspace(-3, 3, 13).astype(np.float32)
+    for fn in (jax.nn.relu, jax.nn.gelu, functools.partial(jax.nn.gelu, approximate=False)):
+        got = interpret(fn, x)
+        assert got.dtype == np.float32
+        assert ulp_distance(got, eager(fn, x)).max() <= 2
+
+
+def test_custom_vjp_closing_over_traced_value():
+    def outer(x, y):
+        @jax.custom_vjp
+        def f(x):
+            return absorb(x) + y
+
+        f.defvjp(lambda x: (f(x), None), lambda r, g: (g,))
+        return f(x)
+
+    y = np.array([0.5, 0.25, 3.0], BF16)
+    check_rounding_sensitive(outer, XB, y, primitive="custom_vjp_call")
+
+
+def test_cond():
+    fn = lambda p, x: lax.cond(p, absorb, lambda x: x * 3, x)  # noqa: E731
+    check_rounding_sensitive(fn, True, XB, primitive="cond")
+    assert_bits_equal(interpret(fn, False, XB), eager(fn, False, XB))
+    switch = lambda i, x: lax.switch(i, [absorb, lambda x: x + 1, lambda x: x * x], x)  # noqa: E731
+    for i in (-5, 0, 1, 2, 7):  # out-of-range indices are clamped
+        assert_bits_equal(interpret(switch, i, XB), eager(switch, i, XB))
+
+
+def test_while_loop_bf16():
+    fn = lambda x: lax.while_loop(lambda c: c[1] < 20, lambda c: (c[0] * 1.1 + C, c[1] + 1), (x, 0))  # noqa: E731
+    d, _ = check_rounding_sensitive(fn, XB, primitive="while")
+    assert d[1] == 20 and d[1].dtype == np.int32
+
+
+def test_scan_bf16_carry():
+    xs = (np.arange(24, dtype=np.float32) * 0.37).astype(BF16)
+
+    def fn(xs):
+        def step(c, x):
+            c = c + x * 0.1
+            return c, (c * 2, c.astype(jnp.float32))
+        return lax.scan(step, jnp.bfloat16(0.0), xs)
+
+    (c, (ys, ys32)), _ = check_rounding_sensitive(fn, xs, primitive="scan")
+    assert ys.shape == (24,) and ys.dtype == BF16 and ys32.dtype == np.float32
+    rev = lambda xs: lax.scan(lambda c, x: (c * 0.5 + x, c), jnp.bfloat16(1), xs, reverse=True)  # noqa: E731
+    jax.tree_util.tree_map(assert_bits_equal, interpret(rev, xs), eager(rev, xs))
+
+
+def test_fori_loop_and_map():
+    fn = lambda x: lax.fori_loop(0, 7, lambda i, c: c * 1.01 + i * C, x)  # noqa: E731
+    check_rounding_sensitive(fn, XB, primitive="scan")
+    n = jnp.int32(5)
+    fn2 = lambda x, n: lax.fori_loop(0, n, lambda i, c: c * 1.01 + C, x)  # noqa: E731
+    check_rounding_sensitive(fn2, XB, n, primitive="while")
+    fn3 = lambda x: lax.map(absorb, x.reshape(3, 1))  # noqa: E731
+    check_rounding_sensitive(fn3, XB, primitive="scan")
+
+
+# --------------------------------------------------------------- integers, bools, keys
+def test_integer_and_bool_ops_exact(monkeypatch):
+    a = np.array([2**30 + 3, -(2**31) + 5, 123456789, -7], np.int32)
+    b = np.array([3, 7, -2, 2], np.int32)
+
+    def fn(a, b):
+        return (a * b + 11, a // b, a % b, jnp.argmax(a.astype(jnp.float32)), a > b,
+                (a & b) ^ (a | 5), a.astype(jnp.uint8), jnp.cumsum(b), a.astype(jnp.bfloat16))
+
+    for fast in (True, False):
+        monkeypatch.setattr(interpreter, "USE_NUMPY_FAST_PATH", fast)
+        for mode in ("declared", "f64"):
+            got, want = interpret(fn, a, b, mode=mode), eager(fn, a, b)
+            for g, w in zip(got[:-1], want[:-1]):
+                assert g.dtype == w.dtype
+                np.testing.assert_array_equal(g, w)
+            assert got[-1].dtype == (BF16 if mode == "declared" else np.float64)
+
+
+def test_float_to_int_conversion_edge_cases():
+    x = np.array([1.7, -1.7, np.nan, 3e9, -3e9, np.inf, 0.5], np.float32)
+    fn = lambda x: (x.astype(jnp.int32), x.astype(jnp.uint8), x.astype(bool))  # noqa: E731
+    for g, w in zip(interpret(fn, x), eager(fn, x)):
+        assert_bits_equal(g, w)
+
+
+@pytest.mark.parametrize("make_key", [jax.random.key, jax.random.PRNGKey])
+def test_random_inside_function(make_key):
+    def fn(x, key):
+        k1, k2 = jax.random.split(key)
+        k3 = jax.random.fold_in(k2, 7)
+        return (x + jax.random.uniform(k1, (5,)), jax.random.randint(k3, (4,), 0, 1000),
+                jax.random.bits(k2, (3,)), jax.random.normal(k3, (5,)), k1)
+
+    x = np.linspace(0, 1, 5).astype(np.float32)
+    key = make_key(42)
+    got, want = interpret(fn, x, key), eager(fn, x, key)
+    for g, w in zip(got[:3], want[:3]):
+        assert_bits_equal(g, w)
+    assert ulp_distance(got[3], want[3]).max() <= 4
+    if make_key is jax.random.key:
+        assert jax.dtypes.issubdtype(got[4].dtype, jax.dtypes.prng_key)
+        np.testing.assert_array_equal(jax.random.key_data(got[4]), jax.random.key_data(want[4]))
+    else:
+        assert_bits_equal(got[4], want[4])
+    got64 = interpret(fn, x, key, mode="f64")
+    assert got64[0].dtype == np.float64 and got64[1].dtype == np.int32
+    assert_bits_equal(got64[1], want[1])
+
+
+# ------------------------------------------------------- numpy fast path vs bind
+X = np.array([-2.5, -1.0, -0.5, -0.0, 0.0, 0.3, 0.5, 1.5, 2.5, 7.25, np.nan, np.inf], np.float32)
+Y = np.array([1.5, -3.0, 2.0, 0.25, -0.0, np.nan, 4.0, 0.5, -7.0, 3.0, 1.0, 2.0], np.float32)
+M = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7
+N = np.arange(40, dtype=np.float32).reshape(2, 4, 5) / 3 - 2
+FAST_CASES = {
+    "add": (lax.add, X, Y), "div": (lax.div, X, Y), "max": (lax.max, X, Y),
+    "min": (lax.min, X, Y), "sign": (lax.sign, X), "integer_pow3": (lambda x: lax.integer_pow(x, 3), X),
+    "integer_pow-2": (lambda x: lax.integer_pow(x, -2), X), "pow": (lax.pow, X, Y),
+    "exp": (lax.exp, X), "log1p": (lax.log1p, X), "tanh": (lax.tanh, X),
+    "logistic": (lax.logistic, X), "erf": (lax.erf, X), "rsqrt": (lax.rsqrt, X),
+    "round_even": (lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), X),
+    "round_away": (lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
+                   np.array([0.49999997, -0.49999997, 0.5, -0.5, 2.5, -2.5, -0.2, 1e8], np.float32)),
+    "rem": (lax.rem, X, Y), "clamp": (lambda x: lax.clamp(-1.0, x, 2.0), X),
+    "dot_batch": (lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))), M, N),
+    "dot_plain": (lambda a, b: jnp.tensordot(a, b, axes=([0, 2], [0, 1])), M, N[:, :4, :]),
+    "bf16_matmul": (lambda a, b: (a.astype(jnp.bfloat16) @ b.astype(jnp.bfloat16)), M, N),
+    "reduce_max": (lambda m: jnp.max(m, axis=(0, 2)), M), "reduce_sum": (lambda m: m.sum(1), M),
+    "select_n": (lambda x, y: jnp.where(x > y, x, y), X, Y),
+    "structure": (lambda m: jnp.concatenate([m.T.reshape(-1, 2)[1:7:2], jnp.ones((3, 2))])[None], M),
+    "dynamic_slice": (lambda m, i: lax.dynamic_slice(m, (0, i, 1), (2, 2, 2)), M, np.int32(5)),
+    "dynamic_update_slice": (lambda m, i: lax.dynamic_update_slice(m, m[:1, :2] * 2, (1, i, 0)),
+                             M, np.int32(-3)),
+    "iota_broadcast": (lambda x: jnp.arange(12.0).reshape(3, 4) + x[:4], X),
+    "square_sqrt": (lambda x: jnp.sqrt(lax.square(x)) + lax.abs(x) * lax.exp2(x), X),
+    "trig": (lambda x: lax.sin(x) * lax.cos(x) + lax.atan2(x, 2.0), X),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAST_CASES))
+def test_numpy_fast_path_matches_bind(monkeypatch, name):
+    fn, *args = FAST_CASES[name]
+    results = {}
+    for fast in (True, False):
+        monkeypatch.setattr(interpreter, "USE_NUMPY_FAST_PATH", fast)
+        results[fast] = [interpret(fn, *args, mode=m) for m in ("declared", "f64")]
+    assert_bits_equal(results[True][0], results[False][0])
+    assert results[True][1].dtype == np.float64
+    np.testing.assert_allclose(results[True][1], results[False][1], rtol=4e-16, atol=1e-300)
+    nan = np.isnan(results[False][1])
+    np.testing.assert_array_equal(np.isnan(results[True][1]), nan)
+
+
+def test_fast_path_is_used_and_can_be_disabled(monkeypatch):
+    calls = []
+    real_bind = interpreter._bind
+    monkeypatch.setattr(interpreter, "_bind", lambda p, *a: calls.append(p.name) or real_bind(p, *a))
+    fn = lambda x, y: jnp.tanh(x * y + 1.0).sum()  # noqa: E731
+    interpret(fn, X[:4], Y[:4])
+    assert calls == []
+    monkeypatch.setattr(interpreter, "USE_NUMPY_FAST_PATH", False)
+    interpret(fn, X[:4], Y[:4])
+    assert {"mul", "add", "tanh", "reduce_sum"} <= set(calls)
+
+
+def test_bind_fallback_primitives():
+    x = np.array([[3.0, -1.0, 2.5], [0.1, 0.7, -4.0]], np.float32)
+    fn = lambda x: (jnp.cumsum(x, 1), jnp.sort(x), jnp.argmin(x, 0), lax.erf_inv(x / 5),  # noqa: E731
+                    x.at[jnp.array([0, 0])].add(1.5), x.at[1, 2].set(9.0), x.at[jnp.array([1, 1])].mul(3.0),
+                    lax.reduce_window(x, 0.0, lambda a, b: a + 2 * b, (1, 2), (1, 1), "VALID"),
+                    lax.reduce(x, 1.0, lambda a, b: a * b + 0.5, (1,)), jnp.take(x, jnp.array([2, 0]), 1))
+    for g, w in zip(interpret(fn, x), eager(fn, x)):
+        assert g.dtype == w.dtype
+        assert ulp_distance(g, w).max() <= 2 if g.dtype == np.float32 else np.array_equal(g, w)
+    assert all(g.dtype in (np.float64, np.int32) for g in interpret(fn, x, mode="f64"))
+
+
+# ------------------------------------------------------------------------- f32 MLP
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = jnp.tanh(nn.Dense(16)(x))
+        x = nn.LayerNorm()(x)
+        x = nn.Dense(8)(x)
+        return jax.nn.softmax(x), jax.nn.gelu(x)
+
+
+def test_f32_mlp_declared_within_2_ulp_of_eager():
+    model = MLP()
+    x = jax.random.normal(jax.random.key(0), (4, 12))
+    params = model.init(jax.random.key(1), x)
+    declared = interpret(model.apply, params, x)
+    want = eager(model.apply, params, x)
+    for d, w in zip(declared, want):
+        assert d.dtype == np.float32
+        assert ulp_distance(d, w).max() <= 2
+    ideal = interpret(model.apply, params, x, mode="f64")
+    for i, d in zip(ideal, declared):
+        assert i.dtype == np.float64
+        np.testing.assert_allclose(i, d, rtol=1e-5, atol=1e-6)
+
+
+# -------------------------------------------------------------------------- errors
+def test_unsupported_jaxpr_primitive_raises():
+    mesh = jax.make_mesh((1,), ("i",))
+    fn = jax.shard_map(lambda x: x * 2, mesh=mesh, in_specs=jax.P(), out_specs=jax.P())
+    with pytest.raises(InterpretError, match=r"shard_map at .*test_interpreter\.py:\d+"):
+        interpret(fn, np.ones(3, np.float32))
+
+
+def test_failure_is_wrapped_with_primitive_and_source(monkeypatch):
+    real_bind = interpreter._bind
+
+    def failing(prim, vals, params):
+        if prim.name == "cumsum":
+            raise RuntimeError("boom")
+        return real_bind(prim, vals, params)
+
+    monkeypatch.setattr(interpreter, "_bind", failing)
+    fn = lambda x: jnp.cumsum(x) * 2  # noqa: E731
+    with pytest.raises(InterpretError, match=r"cannot evaluate cumsum at .*test_interpreter\.py:\d+.*boom"):
+        interpret(fn, np.ones(3, np.float32))
+
+
+def test_bad_mode_and_arity():
+    closed = jax.make_jaxpr(jnp.sin)(1.0)
+    with pytest.raises(ValueError):
+        evaluate_jaxpr(closed, [np.float32(1)], mode="f32")
+    with pytest.raises(ValueError):
+        evaluate_jaxpr(closed, [], mode="f64")
+
+
+# ---------------------------------------------------------------- hook and plumbing
+def test_on_eqn_hook_reports_every_equation():
+    def fn(x):
+        return jax.jit(lambda y: jnp.exp(y) * 2)(x) + 1
+
+    closed = jax.make_jaxpr(fn)(XB)
+    for mode, dtype in (("declared", BF16), ("f64", np.float64)):
+        events: list[EqnEvent] = []
+        (out,) = evaluate_jaxpr(closed, [XB], mode=mode, on_eqn=events.append)
+        names = [(e.eqn.primitive.name, e.depth) for e in events]
+        assert names == [("exp", 1), ("mul", 1), ("jit", 0), ("add", 0)]
+        for e in events:
+            assert all(isinstance(v, np.ndarray) and v.dtype == dtype for v in e.inputs + e.outputs)
+        assert out.dtype == dtype
+        np.testing.assert_array_equal(events[-1].outputs[0], out)
+
+
+def test_interpret_traces_without_x64_and_keeps_pytrees():
+    fn = lambda d: {"s": d["a"] * 0.1 + d["b"], "n": d["n"] + 1}  # noqa: E731
+    args = {"a": 1.0, "b": np.arange(3, dtype=np.float32), "n": 3}
+    with jax.enable_x64(True):
+        got = interpret(fn, args)
+    assert got["s"].dtype == np.float32 and got["n"].dtype == np.int32
+    assert_bits_equal(got["s"], eager(fn, args)["s"])
+    assert interpret(fn, args, mode="f64")["s"].dtype == np.float64
