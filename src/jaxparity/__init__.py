@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "compare": ".compare",
-    "compare_case": ".compare",
+    "compare": ".comparison",
+    "compare_case": ".comparison",
     "Tolerance": ".metrics",
     "ComparisonResult": ".result",
     "PathResult": ".result",
@@ -30,7 +30,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .case import Case as Case, CaseError as CaseError, load_case as load_case
-    from .compare import compare as compare, compare_case as compare_case
+    from .comparison import compare as compare, compare_case as compare_case
     from .interpreter import interpret as interpret
     from .metrics import Tolerance as Tolerance
     from .paths import DEFAULT_PATHS as DEFAULT_PATHS, PATHS as PATHS

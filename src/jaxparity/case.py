@@ -113,9 +113,11 @@ def override_inputs(case: Case, file: str | os.PathLike) -> Case:
         if new.dtype.kind == "V" and new.dtype.itemsize == old_np.dtype.itemsize:
             new = new.view(old_np.dtype)  # bf16 saved by plain np.savez comes back as raw |V2
         if new.shape != old_np.shape or new.dtype != old_np.dtype:
+            kind = str(new.dtype)
+            if new.dtype.kind == "V":
+                kind = f"raw {new.dtype.itemsize}-byte values (|V{new.dtype.itemsize}: bfloat16 or float8 saved by np.savez)"
             raise CaseError(
-                f"{file}: {name} is {new.dtype}{list(new.shape)}, the case expects "
-                f"{old_np.dtype}{list(old_np.shape)}"
+                f"{file}: {name} is {kind}{list(new.shape)}, the case expects {old_np.dtype}{list(old_np.shape)}"
             )
         new_leaves.append(jax.numpy.asarray(new))
     treedef = jax.tree_util.tree_structure(case.args)

@@ -91,7 +91,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from rich.console import Console
 
     from .case import CaseError, load_case
-    from .compare import compare, compare_case, plan_paths
+    from .comparison import compare, compare_case, plan_paths
     from .metrics import Tolerance
     from .paths import PathOptionError
     from .report.terminal import print_result

@@ -123,13 +123,14 @@ class IsolatedRunner:
     def _receive(self, timeout: float | None, doing: str) -> tuple:
         assert self._conn is not None and self._proc is not None
         try:
-            if not self._conn.poll(timeout):
-                self._kill()
-                raise TimeoutError(doing)
-            return self._conn.recv()
+            ready = self._conn.poll(timeout)
+            if ready:
+                return self._conn.recv()
         except (EOFError, ConnectionError, OSError) as e:
             self._proc.wait()
             raise WorkerDied(self._death_message()) from e
+        self._kill()
+        raise TimeoutError(doing)
 
     def _death_message(self) -> str:
         assert self._proc is not None
@@ -149,7 +150,6 @@ class IsolatedRunner:
                 pass
             self._proc.wait()
         self._conn = None
-        self.info_alive = False
 
     # -- running ------------------------------------------------------------------------------
     def run(self, spec: str, timeout: float | None = None) -> PathRun:

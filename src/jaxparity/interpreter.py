@@ -1,23 +1,20 @@
 """Reference evaluation of a jaxpr, equation by equation, in float64.
 
-Two modes:
+* ``"declared"``: each equation is computed in float64 from its declared-dtype inputs and
+  every float result is rounded *once* to the equation's declared output dtype (the
+  program's declared semantics: a bf16 conv is exact math rounded to bf16).
+* ``"f64"``: the same, but float results are never rounded (float64 / complex128 throughout).
 
-* ``"declared"``: every equation is computed in float64 from its (declared-dtype) inputs and
-  each float result is rounded *once* to the equation's declared output dtype. This is the
-  program's declared semantics (a bf16 conv is exact math rounded to bf16).
-* ``"f64"``: the same computation, but float results are never rounded: floats are float64
-  and complex values complex128 throughout (ideal math).
-
-Integer and bool values keep their exact dtypes in both modes. PRNG key values are kept as
-JAX key arrays (they have no numpy representation); everything else is a numpy array.
-
-Layout: the JAX-version-specific facts are in one block below; the rule tables
-(``_RECURSE``, ``_BIT_LEVEL``, ``_NUMPY``) decide how each primitive is evaluated; anything
-else is bound with float64 operands through a cache of jitted callables.
+Integer and bool values keep their exact dtypes in both modes; PRNG key values stay JAX key
+arrays (numpy cannot hold them); every other value is a numpy array. The JAX-version-specific
+facts sit in one block below; the rule tables (``_CALL_PARAM``, ``_RECURSE``, ``_BIT_LEVEL``,
+``_NUMPY``) pick how each primitive is evaluated; anything else is bound with float64
+operands through a cache of jitted callables.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,11 +59,12 @@ _COMBINER_PARAMS = {"reduce": ("jaxpr", None), "reduce_window": ("jaxpr", "const
                        for s in ("", "-add", "-sub", "-mul", "-min", "-max")}}
 
 
-def _source(eqn: jcore.JaxprEqn) -> str:
+def _source(eqn: jcore.JaxprEqn, outer: str) -> str:
+    """The user's source line of `eqn`, else that of the enclosing equation (`outer`)."""
     try:
-        return _source_info.summarize(eqn.source_info) or "<unknown>"
-    except Exception:  # pragma: no cover - defensive: source info is best effort
-        return "<unknown>"
+        return _source_info.summarize(eqn.source_info) or outer
+    except Exception:  # pragma: no cover - source info is best effort
+        return outer
 
 
 class InterpretError(Exception):
@@ -87,14 +85,17 @@ Hook = Callable[[EqnEvent], None] | None
 
 
 # ----------------------------------------------------------------------------- dtypes
+@functools.cache
 def _is_key(dtype: Any) -> bool:
     return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
 
+@functools.cache
 def _inexact(dtype: Any) -> bool:
     return not _is_key(dtype) and (is_float_dtype(dtype) or np.dtype(dtype).kind == "c")
 
 
+@functools.cache
 def _wide(dtype: Any) -> Any:
     """The dtype an equation is computed in: float64 / complex128 for inexact dtypes."""
     if not _inexact(dtype):
@@ -150,11 +151,11 @@ def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], 
         raise ValueError(f"expected {len(jaxpr.invars)} arguments, got {len(args)}")
     with jax.enable_x64(True):
         args = [_coerce(a, v.aval.dtype, mode) for a, v in zip(args, jaxpr.invars)]
-        return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, mode, 0, on_eqn)
+        return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, mode, 0, on_eqn, "<unknown>")
 
 
 def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], mode: Mode,
-                depth: int, hook: Hook) -> list[Any]:
+                depth: int, hook: Hook, outer: str) -> list[Any]:
     """Evaluate an open jaxpr; `args` are already in mode representation, `consts` are not."""
     env: dict[Any, Any] = {}
 
@@ -167,13 +168,13 @@ def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], 
         env[v] = _coerce(c, v.aval.dtype, mode)
     env.update(zip(jaxpr.invars, args))
     for eqn in jaxpr.eqns:
-        invals = [read(v) for v in eqn.invars]
+        invals, where = [read(v) for v in eqn.invars], _source(eqn, outer)
         try:
-            outs = _eval_eqn(eqn, invals, mode, depth, hook)
+            outs = _eval_eqn(eqn, invals, mode, depth, hook, where)
         except InterpretError:
             raise
         except Exception as e:
-            raise InterpretError(f"cannot evaluate {eqn.primitive.name} at {_source(eqn)}: "
+            raise InterpretError(f"cannot evaluate {eqn.primitive.name} at {where}: "
                                  f"{type(e).__name__}: {e}") from e
         if hook is not None:
             hook(EqnEvent(eqn, depth, tuple(invals), tuple(outs)))
@@ -193,24 +194,27 @@ def _has_jaxpr(params: dict) -> bool:
                for v in params.values())
 
 
-def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, mode: Mode, depth: int, hook: Hook) -> list:
+def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, mode: Mode, depth: int, hook: Hook,
+              where: str) -> list:
     name = eqn.primitive.name
-    run = lambda j, vals: _eval_jaxpr(*_sub(j), vals, mode, depth + 1, hook)  # noqa: E731
-    if name in _CALL_PARAM:
-        return run(eqn.params[_CALL_PARAM[name]], invals)
-    if name in _RECURSE:
-        return _RECURSE[name](eqn.params, invals, run)
-    if _has_jaxpr(eqn.params) and name not in _COMBINER_PARAMS:
-        raise InterpretError(f"cannot evaluate {name} at {_source(eqn)}: primitive carries a "
-                             "sub-jaxpr and the interpreter has no rule for it")
+    run = lambda j, vals: _eval_jaxpr(*_sub(j), vals, mode, depth + 1, hook, where)  # noqa: E731
     out_dtypes = [v.aval.dtype for v in eqn.outvars]
     in_dtypes = [v.aval.dtype for v in eqn.invars]
-    if name in _BIT_LEVEL:  # no float64 meaning: run natively on the declared dtypes
+    if name in _CALL_PARAM:
+        outs = run(eqn.params[_CALL_PARAM[name]], invals)
+    elif name in _RECURSE:
+        outs = _RECURSE[name](eqn.params, invals, run)
+    elif _has_jaxpr(eqn.params) and name not in _COMBINER_PARAMS:
+        raise InterpretError(f"cannot evaluate {name} at {where}: primitive carries a "
+                             "sub-jaxpr and the interpreter has no rule for it")
+    elif name in _BIT_LEVEL:  # no float64 meaning: run natively on the declared dtypes
         if mode == "f64" and name == "reduce_precision":
             return [invals[0]]
         vals = [_store(x, d, "declared") for x, d in zip(invals, in_dtypes)]
         outs = _bind(eqn.primitive, vals, eqn.params)
-    elif not any(_inexact(d) for d in in_dtypes + out_dtypes):  # exact integer/bool/key op
+    elif not any(_inexact(d) for d in out_dtypes) and (
+            mode == "declared" or not any(_inexact(d) for d in in_dtypes)):
+        # exact ops (integer/bool/key, comparisons, float->int casts of declared values)
         outs = _apply(eqn, invals, eqn.params, exact=True)
     else:  # compute in float64, round afterwards
         vals = [np.asarray(x).astype(_wide(d), copy=False) if _inexact(d) else x
@@ -246,15 +250,10 @@ def _scan(params: dict, invals: list, run: Callable) -> list:
         carry = outs[:ncarry]
         for k, y in enumerate(outs[ncarry:]):
             ys[k][i] = y
-    stacked = []
-    for k, v in enumerate(params["jaxpr"].jaxpr.outvars[ncarry:]):
-        if length == 0:
-            dtype = _wide(v.aval.dtype) if _inexact(v.aval.dtype) else v.aval.dtype
-            stacked.append(np.zeros((0, *v.aval.shape), dtype))  # dtype fixed by _store
-        else:
-            stack = jax.numpy.stack if _is_key(v.aval.dtype) else np.stack
-            stacked.append(stack(ys[k]))
-    return carry + stacked
+    outvars = params["jaxpr"].jaxpr.outvars[ncarry:]
+    return carry + [np.zeros((0, *v.aval.shape), v.aval.dtype) if length == 0  # _store fixes dtype
+                    else (jax.numpy.stack if _is_key(v.aval.dtype) else np.stack)(y)
+                    for v, y in zip(outvars, ys)]
 
 
 def _index(x: Any, i: int) -> Any:
@@ -354,6 +353,14 @@ def _apply(eqn: jcore.JaxprEqn, vals: list, params: dict, *, exact: bool) -> lis
 
 
 # --------------------------------------------------------------- numpy fast path
+def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # lax.max: NaN wins, +0 > -0
+    return np.where((x == 0) & (y == 0), x + y, np.maximum(x, y))
+
+
+def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # lax.min: NaN wins, -0 < +0
+    return np.where((x == 0) & (y == 0), -(-x + -y), np.minimum(x, y))
+
+
 def _round(p: dict, x: np.ndarray) -> np.ndarray:
     if int(p["rounding_method"]) == int(lax.RoundingMethod.TO_NEAREST_EVEN):
         return np.rint(x)
@@ -413,7 +420,8 @@ def _dynamic_update_slice(p: dict, x: np.ndarray, upd: np.ndarray, *idx: np.ndar
 
 def _dot_general(p: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     (lc, rc), (lb, rb) = p["dimension_numbers"]
-    dtype = p["preferred_element_type"] or np.result_type(lhs, rhs)
+    dtype = p["preferred_element_type"]  # np.dtype is falsy: no `or` here
+    dtype = np.result_type(lhs, rhs) if dtype is None else dtype
     lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
     size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
@@ -441,14 +449,15 @@ _NUMPY: dict[str, Callable] = {
     # arithmetic (float64; lax.max/min propagate NaN like np.maximum/np.minimum)
     "add": _ew(np.add), "sub": _ew(np.subtract), "mul": _ew(np.multiply),
     "div": _ew(np.true_divide), "rem": _ew(np.fmod), "neg": _ew(np.negative),
-    "max": _ew(np.maximum), "min": _ew(np.minimum), "abs": _ew(np.abs), "sign": _ew(np.sign),
+    "max": _ew(_max), "min": _ew(_min), "abs": _ew(np.abs),
+    "sign": _ew(lambda x: np.where(x == 0, x, np.sign(x))),  # lax.sign(-0.0) is -0.0
     "pow": _ew(np.power), "integer_pow": lambda p, x: np.power(x, float(p["y"])),
     "square": _ew(np.square), "sqrt": _ew(np.sqrt), "rsqrt": _ew(lambda x: 1.0 / np.sqrt(x)),
     "exp": _ew(np.exp), "exp2": _ew(np.exp2), "log": _ew(np.log), "log1p": _ew(np.log1p),
     "expm1": _ew(np.expm1), "tanh": _ew(np.tanh), "logistic": _ew(scipy.special.expit),
     "sin": _ew(np.sin), "cos": _ew(np.cos), "tan": _ew(np.tan), "atan2": _ew(np.arctan2),
     "erf": _ew(scipy.special.erf), "floor": _ew(np.floor), "ceil": _ew(np.ceil), "round": _round,
-    "is_finite": _ew(np.isfinite), "clamp": _ew(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)),
+    "is_finite": _ew(np.isfinite), "clamp": _ew(lambda lo, x, hi: _min(_max(x, lo), hi)),
     # comparisons and logic
     "eq": _ew(np.equal), "ne": _ew(np.not_equal), "lt": _ew(np.less), "le": _ew(np.less_equal),
     "gt": _ew(np.greater), "ge": _ew(np.greater_equal), "and": _ew(np.bitwise_and),
@@ -475,7 +484,7 @@ _NUMPY: dict[str, Callable] = {
 # (two's-complement wrap-around matches XLA); integer div/rem/pow/dot always use bind.
 _EXACT_OK = frozenset({
     "add", "sub", "mul", "neg", "max", "min", "abs", "sign", "eq", "ne", "lt", "le", "gt",
-    "ge", "and", "or", "xor", "not", "select_n", "clamp", "convert_element_type",
+    "ge", "and", "or", "xor", "not", "is_finite", "select_n", "clamp", "convert_element_type",
     "broadcast_in_dim", "iota", "reshape", "transpose", "squeeze", "concatenate", "slice",
     "dynamic_slice", "dynamic_update_slice", "stop_gradient", "copy", "copy_p",
     "reduce_max", "reduce_min", "reduce_and", "reduce_or"})

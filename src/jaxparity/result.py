@@ -104,7 +104,10 @@ class ComparisonResult:
 
     # -- rendering ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(dataclasses.asdict(self)) | {"passed": self.passed}
+        from . import __version__
+
+        head = {"schema_version": SCHEMA_VERSION, "tool": "jaxparity", "tool_version": __version__}
+        return head | _jsonable(dataclasses.asdict(self)) | {"passed": self.passed}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)

@@ -1,0 +1,70 @@
+"""The command line as a user runs it: exit codes, messages, JSON output."""
+
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from conftest import run_cli
+
+SEED = "examples/conv_bf16.py"
+
+
+def test_help_shows_examples_and_exit_codes():
+    r = run_cli("compare", "--help")
+    assert r.returncode == 0
+    assert "examples:" in r.stdout and "jaxparity compare examples/conv_bf16.py" in r.stdout
+    assert "exit status: 0" in r.stdout
+
+
+@pytest.mark.slow
+def test_divergence_exits_1_and_json_matches_the_schema(tmp_path):
+    out = tmp_path / "r.json"
+    r = run_cli("compare", SEED, "--paths", "eager,jit", "--json", str(out))
+    assert r.returncode == 1, r.stderr
+    assert "DIFFERS" in r.stdout and "would pass with --ulp" in r.stdout
+    doc = json.loads(out.read_text())
+    schema = json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["schema_version"] == 1 and doc["passed"] is False
+    jit = next(p for p in doc["paths"] if p["spec"] == "jit")
+    assert jit["verdict"] == "differs" and jit["leaves"][0]["diff"]["required_ulp"] > 0
+
+
+@pytest.mark.slow
+def test_the_smallest_passing_tolerance_printed_does_pass():
+    r = run_cli("compare", SEED, "--paths", "eager,jit", "--json", "-")
+    ulp = json.loads(r.stdout)["paths"][1]["leaves"][0]["diff"]["required_ulp"]
+    assert run_cli("compare", SEED, "--paths", "eager,jit", "--ulp", str(ulp), "-q").returncode == 0
+    assert run_cli("compare", SEED, "--paths", "eager,jit", "--ulp", str(ulp - 1), "-q").returncode == 1
+
+
+@pytest.mark.slow
+def test_agreement_exits_0():
+    r = run_cli("compare", SEED, "--paths", "eager,jit:xla_allow_excess_precision=false,declared")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "all 1 compared paths agree with eager" in r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["compare", "no/such/model.py"], "no/such/model.py: no such file"),
+    (["compare", SEED, "--paths", "eager,jti"], "unknown path 'jti'"),
+    (["compare", SEED, "--paths", "eager:foo=1"], "path 'eager' has no option 'foo'"),
+    (["compare", SEED, "--baseline", "nope"], "unknown path 'nope'"),
+    (["compare", SEED, "--inputs", "missing.npz"], "--inputs missing.npz: no such file"),
+    (["compare", "README.md"], "a case is a Python file"),
+    (["compare", SEED, "--ulp", "-1"], "--ulp must be a non-negative integer"),
+])
+def test_usage_errors_exit_2_with_one_clear_line(args, message):
+    r = run_cli(*args)
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_paths_lists_every_path_and_says_it_can_run():
+    r = run_cli("paths")
+    assert r.returncode == 0
+    for name in ("eager", "jit", "export", "savedmodel", "declared", "f64"):
+        assert name in r.stdout

@@ -1,0 +1,91 @@
+"""Bad input and misbehaving paths: one clear line naming the path and the cause; the rest still run."""
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from jaxparity.arrayio import save_arrays
+from jaxparity.case import CaseError, load_case
+
+pytestmark = pytest.mark.slow
+
+MIS = "tests/cases/misbehaving.py"
+
+
+def _lines(r):
+    return r.stdout + r.stderr
+
+
+def test_a_path_that_raises_is_reported_and_the_others_run():
+    r = run_cli("compare", f"{MIS}:make_raises", "--paths", "eager,jit,declared")
+    assert r.returncode == 1
+    out = _lines(r)
+    assert "jit" in out and "RuntimeError: refusing to be traced" in out and "misbehaving.py:" in out
+    assert "eager" in out and "the baseline" in out
+
+
+def test_a_path_that_crashes_its_process_is_reported_and_the_next_path_runs():
+    r = run_cli("compare", f"{MIS}:make_crashes", "--paths", "eager,jit,export")
+    assert r.returncode == 1
+    out = _lines(r)
+    assert "crashed" in out and "SIGABRT" in out
+    # jit crashed the worker; export ran in a fresh worker and crashed it again; eager is intact
+    assert out.count("killed by SIGABRT") >= 2 and "the baseline" in out
+
+
+def test_a_path_that_hangs_is_stopped_at_the_timeout():
+    r = run_cli("compare", f"{MIS}:make_hangs", "--paths", "eager,jit", "--timeout", "10", timeout=300)
+    assert r.returncode == 1
+    out = _lines(r)
+    assert "timeout" in out and "did not finish within 10 s" in out
+
+
+def test_an_untraceable_function_names_the_users_line():
+    r = run_cli("compare", f"{MIS}:make_untraceable", "--paths", "eager,jit")
+    assert r.returncode == 1
+    assert "misbehaving.py:" in _lines(r) and "Concretization" in _lines(r) or "Tracer" in _lines(r)
+
+
+@pytest.mark.parametrize("factory,message", [
+    ("make_factory_raises", "make_factory_raises() raised ValueError: the checkpoint file is missing at misbehaving.py:"),
+    ("make_not_a_pair", "must return (fn, args)"),
+    ("make_nothing", "no factory function 'make_nothing'"),
+])
+def test_bad_factories_exit_2(factory, message):
+    r = run_cli("compare", f"{MIS}:{factory}", "--paths", "eager")
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_inputs_file_overrides_bit_exactly_and_wrong_structure_is_named(tmp_path, examples):
+    import ml_dtypes
+
+    x = np.array([[[-1.0932410, -1.2380177]]], np.float32)
+    good = tmp_path / "x.npz"
+    save_arrays(good, {"arg1": x})
+    case = load_case(str(examples / "conv_bf16.py"), good)
+    np.testing.assert_array_equal(np.asarray(case.args[1]), x)
+    assert "x.npz" in case.input_source
+
+    bad = tmp_path / "bad.npz"
+    save_arrays(bad, {"arg1": np.zeros((2, 2), np.float32)})
+    with pytest.raises(CaseError, match=r"arg1 is float32\[2, 2\], the case expects float32\[1, 1, 2\]"):
+        load_case(str(examples / "conv_bf16.py"), bad)
+    wrong_name = tmp_path / "name.npz"
+    save_arrays(wrong_name, {"x": x})
+    with pytest.raises(CaseError, match=r"arrays \['x'\] match no input.*arg1 float32\[1, 1, 2\]"):
+        load_case(str(examples / "conv_bf16.py"), wrong_name)
+    r = run_cli("compare", "examples/conv_bf16.py", "--inputs", str(bad), "--paths", "eager")
+    assert r.returncode == 2 and "the case expects" in r.stderr
+
+    # bf16 saved by plain numpy comes back as raw |V2 bytes and is viewed, not converted
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, arr_0=np.zeros((1, 1, 2), ml_dtypes.bfloat16))
+    with pytest.raises(CaseError, match=r"arg0/params/Conv_0/kernel is raw 2-byte values"):
+        load_case(str(examples / "conv_bf16.py"), plain)  # the kernel is float32: a real mismatch
+    bf16_case = tmp_path / "bf16_case.py"
+    bf16_case.write_text("import jax.numpy as jnp\n\ndef make():\n"
+                         "    return (lambda x: x * 3), (jnp.ones((2,), jnp.bfloat16),)\n")
+    bits = np.array([0x3F81, 0x0001], np.uint16)  # 1.0078125 and the smallest subnormal
+    np.savez(plain, arr_0=bits.view(ml_dtypes.bfloat16))
+    loaded = np.asarray(load_case(str(bf16_case), plain).args[0])
+    assert loaded.dtype == ml_dtypes.bfloat16 and loaded.view(np.uint16).tolist() == bits.tolist()

@@ -1,0 +1,44 @@
+import pytest
+
+from jaxparity.comparison import plan_paths
+from jaxparity.paths import PATHS, PathOptionError, make_path, parse_spec
+from jaxparity.paths.base import parse_option_value
+
+
+def test_parse_spec_splits_options_at_the_first_equals():
+    assert parse_spec("jit") == ("jit", {})
+    assert parse_spec("jit:xla_allow_excess_precision=false") == ("jit", {"xla_allow_excess_precision": "false"})
+    assert parse_spec("savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false,keep=/tmp/m") == (
+        "savedmodel", {"XLA_FLAGS": "--xla_allow_excess_precision=false", "keep": "/tmp/m"})
+    with pytest.raises(PathOptionError, match="key=value"):
+        parse_spec("jit:novalue")
+
+
+@pytest.mark.parametrize("text,value", [("false", False), ("True", True), ("3", 3), ("0.5", 0.5), ("abc", "abc")])
+def test_option_values_become_python_types(text, value):
+    assert parse_option_value(text) == value and type(parse_option_value(text)) is type(value)
+
+
+def test_unknown_path_and_option_are_named():
+    with pytest.raises(PathOptionError, match="unknown path 'jti'.*known paths: eager, jit"):
+        make_path("jti")
+    with pytest.raises(PathOptionError, match="path 'eager' has no option 'foo'"):
+        make_path("eager:foo=1")
+    with pytest.raises(PathOptionError, match="path 'savedmodel' has no option 'xla_flags'"):
+        make_path("savedmodel:xla_flags=1")  # env vars are written in capitals
+
+
+def test_plan_paths_orders_baseline_first_and_always_measures_f64():
+    specs, requested = plan_paths("jit:xla_allow_excess_precision=false,xla_cpu_enable_fast_math=false,export",
+                                  "eager")
+    assert specs == ["eager", "jit:xla_allow_excess_precision=false,xla_cpu_enable_fast_math=false", "export", "f64"]
+    assert requested == {"eager", specs[1], "export"}
+    specs, requested = plan_paths(None, "declared")
+    assert specs[0] == "declared" and set(specs) == set(PATHS) and requested == {"declared"}
+
+
+def test_every_registered_path_describes_itself():
+    for name, cls in PATHS.items():
+        path = cls()
+        assert path.spec == name and cls.summary
+        assert path.unavailable_reason() is None  # every runtime is installed in the test environment
