@@ -264,6 +264,36 @@ def test_random_inside_function(make_key):
     assert_bits_equal(got64[1], want[1])
 
 
+def test_bit_level_primitives_run_natively():
+    x = np.array([1.0, -2.5, 3.1415927, 1e-30, 65504.0], np.float32)  # (XLA CPU flushes subnormals)
+
+    def fn(x):
+        y = x * 3
+        bits = lax.bitcast_convert_type(y, jnp.int32) + 1
+        return (lax.reduce_precision(y, exponent_bits=8, mantissa_bits=7), bits,
+                lax.bitcast_convert_type(bits, jnp.float32), jnp.nextafter(y, jnp.inf))
+
+    got, want = interpret(fn, x), eager(fn, x)
+    for g, w in zip(got, want):
+        assert_bits_equal(g, w)
+    got64 = interpret(fn, x, mode="f64")
+    np.testing.assert_array_equal(got64[0], x.astype(np.float64) * 3)  # identity in f64 mode
+    assert_bits_equal(got64[1], want[1])  # f64 values rounded to f32 before the bitcast
+    assert got64[2].dtype == got64[3].dtype == np.float64
+    np.testing.assert_array_equal(got64[2], want[2].astype(np.float64))
+
+
+def test_complex_values():
+    x = np.linspace(-1, 2, 8).astype(np.float32)
+    fn = lambda x: jnp.abs(jnp.fft.fft(x.astype(jnp.complex64)) * (1 + 2j)) + jnp.angle(x * 1j)  # noqa: E731
+    got, want = interpret(fn, x), eager(fn, x)
+    assert got.dtype == np.float32
+    assert ulp_distance(got, want, scale=True).max() <= 4
+    inner = interpret(lambda x: jnp.fft.fft(x.astype(jnp.complex64)) * (1 + 2j), x, mode="f64")
+    assert inner.dtype == np.complex128
+    np.testing.assert_allclose(inner, np.fft.fft(x.astype(np.float64)) * (1 + 2j), rtol=1e-12, atol=1e-12)
+
+
 # ------------------------------------------------------- numpy fast path vs bind
 X = np.array([-2.5, -1.0, -0.5, -0.0, 0.0, 0.3, 0.5, 1.5, 2.5, 7.25, np.nan, np.inf], np.float32)
 Y = np.array([1.5, -3.0, 2.0, 0.25, -0.0, np.nan, 4.0, 0.5, -7.0, 3.0, 1.0, 2.0], np.float32)

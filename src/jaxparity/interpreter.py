@@ -23,7 +23,6 @@ from typing import Any, Literal
 import jax
 import jax.extend.core as jcore
 import numpy as np
-import scipy.special
 from jax import lax
 
 from jaxparity.rounding import is_float_dtype, round_to_dtype
@@ -35,20 +34,21 @@ Mode = Literal["declared", "f64"]
 # ---------------------------------------------------------------------------------------
 # JAX-version-specific details (checked against jax 0.9.2 with jax.make_jaxpr):
 #  * jax.jit appears as primitive "jit" (formerly "pjit"), param `jaxpr` (ClosedJaxpr).
-#  * jax.checkpoint/remat is "remat2", param `jaxpr` is an OPEN Jaxpr (no consts).
+#  * jax.checkpoint/remat is "remat2" (printed "checkpoint"); `jaxpr` is an OPEN Jaxpr.
 #  * custom_jvp -> "custom_jvp_call", custom_vjp -> "custom_vjp_call"; both carry
 #    `call_jaxpr` (ClosedJaxpr) taking *all* the eqn's operands (consts included).
 #  * "cond": `branches` (tuple of ClosedJaxpr), operand 0 is the (clamped) branch index.
 #  * "while": cond_jaxpr/body_jaxpr (ClosedJaxpr), cond_nconsts, body_nconsts.
 #  * "scan": jaxpr (ClosedJaxpr), num_consts, num_carry, length, reverse.
-#  * Combiner jaxprs typed at the declared dtype: scatter-* `update_jaxpr`/`update_consts`
-#    (Jaxpr or None), "reduce" `jaxpr` (ClosedJaxpr), "reduce_window" `jaxpr`/`consts`.
-#  * lax.round's `rounding_method` is lax.RoundingMethod (0 away from zero, 1 to even).
+#  * Combiner jaxprs typed at the declared dtype (binding them with f64 operands fails MLIR
+#    verification): scatter-* `update_jaxpr` (Jaxpr or None) + `update_consts`, "reduce"
+#    `jaxpr` (ClosedJaxpr), "reduce_window" `jaxpr` + `consts`.
+#  * Jaxpr/ClosedJaxpr hash by identity; jax.extend.core does not export DropVar.
 #  * jax.enable_x64 is a config State usable as `with jax.enable_x64(bool):`.
-#  * Source lines: jax._src.source_info_util.summarize(eqn.source_info).
+#  * Source lines: jax._src.source_info_util.summarize(eqn.source_info) ('' if unknown).
 # ---------------------------------------------------------------------------------------
-from jax._src import source_info_util as _source_info  # noqa: E402  (private, version-specific)
-from jax._src.core import DropVar as _DropVar  # noqa: E402  (not exported by jax.extend.core)
+from jax._src import source_info_util as _source_info  # noqa: E402
+from jax._src.core import DropVar as _DropVar  # noqa: E402
 
 _CALL_PARAM = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr",
                "core_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
@@ -57,14 +57,6 @@ _CALL_PARAM = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr",
 _COMBINER_PARAMS = {"reduce": ("jaxpr", None), "reduce_window": ("jaxpr", "consts"),
                     **{f"scatter{s}": ("update_jaxpr", "update_consts")
                        for s in ("", "-add", "-sub", "-mul", "-min", "-max")}}
-
-
-def _source(eqn: jcore.JaxprEqn, outer: str) -> str:
-    """The user's source line of `eqn`, else that of the enclosing equation (`outer`)."""
-    try:
-        return _source_info.summarize(eqn.source_info) or outer
-    except Exception:  # pragma: no cover - source info is best effort
-        return outer
 
 
 class InterpretError(Exception):
@@ -110,19 +102,17 @@ def _store(x: Any, dtype: Any, mode: Mode) -> Any:
     x = np.asarray(x)
     if not _inexact(dtype):
         return x.astype(dtype, copy=False)
-    if mode == "f64":
-        return x.astype(_wide(dtype), copy=False)
-    return round_to_dtype(x, dtype)
+    return x.astype(_wide(dtype), copy=False) if mode == "f64" else round_to_dtype(x, dtype)
 
 
 def _coerce(x: Any, dtype: Any, mode: Mode) -> Any:
-    """Bring an external value (argument, const, literal) to `dtype`, then into `mode`."""
+    """Bring an external value (argument, const, literal) to `dtype` (one rounding, as JAX
+    converts its inputs), then into `mode`."""
     if _is_key(dtype):
         return x
     x = np.asarray(x)
-    if _inexact(dtype) and x.dtype != dtype:
-        x = round_to_dtype(x, dtype)  # a single rounding, as JAX converts its inputs
-    return _store(x, dtype, mode)
+    return _store(round_to_dtype(x, dtype) if _inexact(dtype) and x.dtype != dtype else x,
+                  dtype, mode)
 
 
 def _widen_params(params: dict) -> dict:
@@ -130,9 +120,7 @@ def _widen_params(params: dict) -> dict:
     def widen(v: Any) -> Any:
         if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
             return _wide(np.dtype(v))
-        if type(v) is tuple:
-            return tuple(widen(u) for u in v)
-        return v
+        return tuple(map(widen, v)) if type(v) is tuple else v
     return {k: widen(v) for k, v in params.items()}
 
 
@@ -157,18 +145,16 @@ def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], 
 def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], mode: Mode,
                 depth: int, hook: Hook, outer: str) -> list[Any]:
     """Evaluate an open jaxpr; `args` are already in mode representation, `consts` are not."""
-    env: dict[Any, Any] = {}
+    env: dict[Any, Any] = {v: _coerce(c, v.aval.dtype, mode)
+                           for v, c in zip(jaxpr.constvars, consts)}
+    env.update(zip(jaxpr.invars, args))
 
     def read(v: Any) -> Any:
-        if isinstance(v, jcore.Literal):
-            return _coerce(v.val, v.aval.dtype, mode)
-        return env[v]
+        return _coerce(v.val, v.aval.dtype, mode) if isinstance(v, jcore.Literal) else env[v]
 
-    for v, c in zip(jaxpr.constvars, consts):
-        env[v] = _coerce(c, v.aval.dtype, mode)
-    env.update(zip(jaxpr.invars, args))
     for eqn in jaxpr.eqns:
-        invals, where = [read(v) for v in eqn.invars], _source(eqn, outer)
+        invals = [read(v) for v in eqn.invars]
+        where = _source_info.summarize(eqn.source_info) or outer  # else the enclosing eqn's
         try:
             outs = _eval_eqn(eqn, invals, mode, depth, hook, where)
         except InterpretError:
@@ -178,9 +164,7 @@ def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], 
                                  f"{type(e).__name__}: {e}") from e
         if hook is not None:
             hook(EqnEvent(eqn, depth, tuple(invals), tuple(outs)))
-        for v, o in zip(eqn.outvars, outs):
-            if not isinstance(v, _DropVar):
-                env[v] = o
+        env.update((v, o) for v, o in zip(eqn.outvars, outs) if not isinstance(v, _DropVar))
     return [read(v) for v in jaxpr.outvars]
 
 
@@ -190,8 +174,8 @@ def _sub(j: Any) -> tuple[jcore.Jaxpr, Sequence[Any]]:
 
 def _has_jaxpr(params: dict) -> bool:
     kinds = (jcore.Jaxpr, jcore.ClosedJaxpr)
-    return any(isinstance(v, kinds) or (isinstance(v, tuple) and any(isinstance(u, kinds) for u in v))
-               for v in params.values())
+    return any(isinstance(u, kinds) for v in params.values()
+               for u in (v if isinstance(v, tuple) else (v,)))
 
 
 def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, mode: Mode, depth: int, hook: Hook,
@@ -200,7 +184,7 @@ def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, mode: Mode, depth: int, hook: H
     run = lambda j, vals: _eval_jaxpr(*_sub(j), vals, mode, depth + 1, hook, where)  # noqa: E731
     out_dtypes = [v.aval.dtype for v in eqn.outvars]
     in_dtypes = [v.aval.dtype for v in eqn.invars]
-    if name in _CALL_PARAM:
+    if name in _CALL_PARAM:  # recurse (never bind) so that every inner op is rounded
         outs = run(eqn.params[_CALL_PARAM[name]], invals)
     elif name in _RECURSE:
         outs = _RECURSE[name](eqn.params, invals, run)
@@ -210,13 +194,13 @@ def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, mode: Mode, depth: int, hook: H
     elif name in _BIT_LEVEL:  # no float64 meaning: run natively on the declared dtypes
         if mode == "f64" and name == "reduce_precision":
             return [invals[0]]
-        vals = [_store(x, d, "declared") for x, d in zip(invals, in_dtypes)]
-        outs = _bind(eqn.primitive, vals, eqn.params)
-    elif not any(_inexact(d) for d in out_dtypes) and (
-            mode == "declared" or not any(_inexact(d) for d in in_dtypes)):
-        # exact ops (integer/bool/key, comparisons, float->int casts of declared values)
+        outs = _bind(eqn.primitive, [_store(x, d, "declared") for x, d in zip(invals, in_dtypes)],
+                     eqn.params)
+    elif not any(map(_inexact, out_dtypes)) and (
+            mode == "declared" or not any(map(_inexact, in_dtypes))):
+        # exact ops: integer/bool/key, and comparisons / float->int casts of declared values
         outs = _apply(eqn, invals, eqn.params, exact=True)
-    else:  # compute in float64, round afterwards
+    else:  # compute in float64; _store rounds afterwards
         vals = [np.asarray(x).astype(_wide(d), copy=False) if _inexact(d) else x
                 for x, d in zip(invals, in_dtypes)]
         params = _widen_params(eqn.params)
@@ -229,8 +213,7 @@ def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, mode: Mode, depth: int, hook: H
 # ------------------------------------------------------------- recursion rules
 def _cond(params: dict, invals: list, run: Callable) -> list:
     branches = params["branches"]
-    index = int(np.clip(np.asarray(invals[0]), 0, len(branches) - 1))
-    return run(branches[index], invals[1:])
+    return run(branches[int(np.clip(np.asarray(invals[0]), 0, len(branches) - 1))], invals[1:])
 
 
 def _while(params: dict, invals: list, run: Callable) -> list:
@@ -244,26 +227,24 @@ def _while(params: dict, invals: list, run: Callable) -> list:
 def _scan(params: dict, invals: list, run: Callable) -> list:
     nc, ncarry, length = params["num_consts"], params["num_carry"], params["length"]
     consts, carry, xs = invals[:nc], list(invals[nc:nc + ncarry]), invals[nc + ncarry:]
-    ys: list[list] = [[None] * length for _ in range(len(params["jaxpr"].jaxpr.outvars) - ncarry)]
+    outvars = params["jaxpr"].jaxpr.outvars[ncarry:]
+    ys: list[list] = [[None] * length for _ in outvars]
     for i in (reversed(range(length)) if params["reverse"] else range(length)):
-        outs = run(params["jaxpr"], consts + carry + [_index(x, i) for x in xs])
+        outs = run(params["jaxpr"], consts + carry + [x[i] if isinstance(x, jax.Array)
+                                                      else np.asarray(x[i]) for x in xs])
         carry = outs[:ncarry]
         for k, y in enumerate(outs[ncarry:]):
             ys[k][i] = y
-    outvars = params["jaxpr"].jaxpr.outvars[ncarry:]
-    return carry + [np.zeros((0, *v.aval.shape), v.aval.dtype) if length == 0  # _store fixes dtype
+    return carry + [np.zeros((0, *v.aval.shape), v.aval.dtype) if length == 0  # _store: dtype
                     else (jax.numpy.stack if _is_key(v.aval.dtype) else np.stack)(y)
                     for v, y in zip(outvars, ys)]
 
 
-def _index(x: Any, i: int) -> Any:
-    return x[i] if isinstance(x, jax.Array) else np.asarray(x[i])
-
-
 _RECURSE: dict[str, Callable] = {"cond": _cond, "while": _while, "scan": _scan}
 
-# Bit-level primitives: no float64 meaning, evaluated natively on the declared dtypes.
-# (reduce_precision is the identity in "f64" mode.)
+# Bit-level primitives: no float64 meaning, evaluated natively on the declared dtypes
+# (in "f64" mode the inputs are rounded to their declared dtypes first; reduce_precision
+# is the identity there).
 _BIT_LEVEL = frozenset({
     "bitcast_convert_type", "nextafter", "reduce_precision", "rng_uniform",
     "rng_bit_generator", "random_seed", "random_bits", "random_split", "random_fold_in",
@@ -271,18 +252,19 @@ _BIT_LEVEL = frozenset({
 
 
 # ------------------------------------------------------ combiner jaxprs (scatter...)
-_RETYPED: dict[int, tuple[Any, jcore.ClosedJaxpr]] = {}
+_WIDENED: dict[jcore.Jaxpr, jcore.ClosedJaxpr] = {}  # Jaxprs hash by identity
 
 
-def _widen_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any]) -> jcore.ClosedJaxpr:
-    """Re-trace a small combiner jaxpr with inexact values widened to float64/complex128."""
-    key = id(jaxpr)
-    if key in _RETYPED:
-        return _RETYPED[key][1]
+def _widen_combiner(name: str, params: dict) -> dict:
+    """Re-trace a combiner jaxpr param with inexact values widened to float64/complex128."""
+    jparam, cparam = _COMBINER_PARAMS[name]
+    if params.get(jparam) is None:
+        return params
+    jaxpr, consts = _sub(params[jparam])
+    consts = consts if cparam is None else params[cparam]
 
     def widened(*args: Any) -> list:
-        env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))
-        env.update(zip(jaxpr.invars, args))
+        env: dict[Any, Any] = dict(zip([*jaxpr.constvars, *jaxpr.invars], [*consts, *args]))
 
         def read(v: Any) -> Any:
             x = v.val if isinstance(v, jcore.Literal) else env[v]
@@ -293,21 +275,10 @@ def _widen_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any]) -> jcore.ClosedJaxpr
             env.update(zip(e.outvars, outs if e.primitive.multiple_results else [outs]))
         return [read(v) for v in jaxpr.outvars]
 
-    avals = [jax.ShapeDtypeStruct(v.aval.shape, _wide(v.aval.dtype)) for v in jaxpr.invars]
-    closed = jax.make_jaxpr(widened)(*avals)
-    _RETYPED[key] = (jaxpr, closed)  # keep the original alive so its id stays unique
-    return closed
-
-
-def _widen_combiner(name: str, params: dict) -> dict:
-    jparam, cparam = _COMBINER_PARAMS[name]
-    j = params.get(jparam)
-    if j is None:
-        return params
-    jaxpr, consts = _sub(j)
-    if cparam is not None:
-        consts = params[cparam]
-    closed = _widen_jaxpr(jaxpr, consts)
+    if jaxpr not in _WIDENED:  # cached, so that the jitted-bind cache hits
+        avals = [jax.ShapeDtypeStruct(v.aval.shape, _wide(v.aval.dtype)) for v in jaxpr.invars]
+        _WIDENED[jaxpr] = jax.make_jaxpr(widened)(*avals)
+    closed = _WIDENED[jaxpr]
     if cparam is None:
         return {**params, jparam: closed}
     return {**params, jparam: closed.jaxpr, cparam: tuple(closed.consts)}
@@ -353,18 +324,23 @@ def _apply(eqn: jcore.JaxprEqn, vals: list, params: dict, *, exact: bool) -> lis
 
 
 # --------------------------------------------------------------- numpy fast path
-def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # lax.max: NaN wins, +0 > -0
-    return np.where((x == 0) & (y == 0), x + y, np.maximum(x, y))
+def _static(p: dict, *dyn: Any) -> dict:
+    if dyn or p.get("dimensions") is not None:  # dynamic shapes / reshape-with-transpose
+        raise _NoFast
+    return p
 
 
-def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # lax.min: NaN wins, -0 < +0
-    return np.where((x == 0) & (y == 0), -(-x + -y), np.minimum(x, y))
+# lax.max/min propagate NaN like np.maximum/minimum, but also order -0 < +0.
+_max = lambda x, y: np.where((x == 0) & (y == 0), x + y, np.maximum(x, y))  # noqa: E731
+_min = lambda x, y: np.where((x == 0) & (y == 0), -(-x + -y), np.minimum(x, y))  # noqa: E731
+_ew = lambda f: lambda p, *xs: f(*xs)  # noqa: E731  (elementwise: no params)
+_reduction = lambda f: lambda p, x: f(x, axis=tuple(p["axes"]))  # noqa: E731
 
 
 def _round(p: dict, x: np.ndarray) -> np.ndarray:
     if int(p["rounding_method"]) == int(lax.RoundingMethod.TO_NEAREST_EVEN):
         return np.rint(x)
-    t = np.trunc(x)
+    t = np.trunc(x)  # AWAY_FROM_ZERO; x - t is exact
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
@@ -383,70 +359,58 @@ def _convert(p: dict, x: np.ndarray) -> np.ndarray:
 
 
 def _broadcast_in_dim(p: dict, x: np.ndarray, *dyn: Any) -> np.ndarray:
-    if dyn:
-        raise _NoFast
-    shape = [1] * len(p["shape"])
+    shape = [1] * len(_static(p, *dyn)["shape"])
     for i, d in enumerate(p["broadcast_dimensions"]):
         shape[d] = x.shape[i]
     return np.broadcast_to(x.reshape(shape), p["shape"]).copy()
 
 
 def _iota(p: dict, *dyn: Any) -> np.ndarray:
-    if dyn:
-        raise _NoFast
-    shape, dim = p["shape"], p["dimension"]
-    a = np.arange(shape[dim], dtype=p["dtype"]).reshape([-1 if i == dim else 1 for i in range(len(shape))])
+    shape, dim = _static(p, *dyn)["shape"], p["dimension"]
+    a = np.arange(shape[dim], dtype=p["dtype"])
+    a = a.reshape([-1 if i == dim else 1 for i in range(len(shape))])
     return np.broadcast_to(a, shape).copy()
 
 
 def _select_n(p: dict, pred: np.ndarray, *cases: np.ndarray) -> np.ndarray:
     if pred.dtype == np.bool_:
-        return np.where(pred, cases[1], cases[0]) if len(cases) == 2 else cases[0].copy()
+        return np.where(pred, cases[1], cases[0]) if len(cases) == 2 else cases[0]
     return np.choose(pred, cases)
 
 
-def _dynamic_slice(p: dict, x: np.ndarray, *idx: np.ndarray) -> np.ndarray:
-    sizes = p["slice_sizes"]
-    starts = [int(np.clip(i, 0, n - s)) for i, n, s in zip(idx, x.shape, sizes)]
-    return x[tuple(slice(b, b + s) for b, s in zip(starts, sizes))]
+def _window(x: np.ndarray, idx: Sequence[Any], sizes: Sequence[int]) -> tuple:
+    """The slice a dynamic_(update_)slice touches; lax clamps the start indices."""
+    return tuple(slice(b, b + s) for b, s in
+                 zip((int(np.clip(i, 0, n - s)) for i, n, s in zip(idx, x.shape, sizes)), sizes))
 
 
 def _dynamic_update_slice(p: dict, x: np.ndarray, upd: np.ndarray, *idx: np.ndarray) -> np.ndarray:
-    starts = [int(np.clip(i, 0, n - s)) for i, n, s in zip(idx, x.shape, upd.shape)]
     out = x.copy()
-    out[tuple(slice(b, b + s) for b, s in zip(starts, upd.shape))] = upd
+    out[_window(x, idx, upd.shape)] = upd
     return out
 
 
 def _dot_general(p: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     (lc, rc), (lb, rb) = p["dimension_numbers"]
-    dtype = p["preferred_element_type"]  # np.dtype is falsy: no `or` here
+    dtype = p["preferred_element_type"]  # (np.dtype is falsy: no `or` here)
     dtype = np.result_type(lhs, rhs) if dtype is None else dtype
     lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
-    a = lhs.transpose([*lb, *lf, *lc]).astype(dtype).reshape(size(lhs, lb), size(lhs, lf), size(lhs, lc))
-    b = rhs.transpose([*rb, *rc, *rf]).astype(dtype).reshape(size(rhs, rb), size(rhs, rc), size(rhs, rf))
-    shape = [lhs.shape[d] for d in (*lb, *lf)] + [rhs.shape[d] for d in rf]
-    return np.matmul(a, b).reshape(shape)
+    def as3d(x: np.ndarray, *groups: Sequence[int]) -> np.ndarray:
+        shape = [math.prod(x.shape[d] for d in g) for g in groups]
+        return x.transpose([d for g in groups for d in g]).astype(dtype).reshape(shape)
+
+    a, b = as3d(lhs, lb, lf, lc), as3d(rhs, rb, rc, rf)
+    return np.matmul(a, b).reshape([lhs.shape[d] for d in (*lb, *lf)] + [rhs.shape[d] for d in rf])
 
 
-def _reshape(p: dict, x: np.ndarray, *dyn: Any) -> np.ndarray:
-    if dyn or p.get("dimensions") is not None:
-        raise _NoFast
-    return x.reshape(p["new_sizes"])
-
-
-def _ew(f: Callable) -> Callable:  # elementwise: ignore params
-    return lambda p, *xs: f(*xs)
-
-
-def _reduction(f: Callable) -> Callable:
-    return lambda p, x: f(x, axis=tuple(p["axes"]))
+def _logistic(x: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(x))  # no overflow, no cancellation
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 _NUMPY: dict[str, Callable] = {
-    # arithmetic (float64; lax.max/min propagate NaN like np.maximum/np.minimum)
+    # arithmetic, in float64
     "add": _ew(np.add), "sub": _ew(np.subtract), "mul": _ew(np.multiply),
     "div": _ew(np.true_divide), "rem": _ew(np.fmod), "neg": _ew(np.negative),
     "max": _ew(_max), "min": _ew(_min), "abs": _ew(np.abs),
@@ -454,9 +418,9 @@ _NUMPY: dict[str, Callable] = {
     "pow": _ew(np.power), "integer_pow": lambda p, x: np.power(x, float(p["y"])),
     "square": _ew(np.square), "sqrt": _ew(np.sqrt), "rsqrt": _ew(lambda x: 1.0 / np.sqrt(x)),
     "exp": _ew(np.exp), "exp2": _ew(np.exp2), "log": _ew(np.log), "log1p": _ew(np.log1p),
-    "expm1": _ew(np.expm1), "tanh": _ew(np.tanh), "logistic": _ew(scipy.special.expit),
+    "expm1": _ew(np.expm1), "tanh": _ew(np.tanh), "logistic": _ew(_logistic),
     "sin": _ew(np.sin), "cos": _ew(np.cos), "tan": _ew(np.tan), "atan2": _ew(np.arctan2),
-    "erf": _ew(scipy.special.erf), "floor": _ew(np.floor), "ceil": _ew(np.ceil), "round": _round,
+    "floor": _ew(np.floor), "ceil": _ew(np.ceil), "round": _round,
     "is_finite": _ew(np.isfinite), "clamp": _ew(lambda lo, x, hi: _min(_max(x, lo), hi)),
     # comparisons and logic
     "eq": _ew(np.equal), "ne": _ew(np.not_equal), "lt": _ew(np.less), "le": _ew(np.less_equal),
@@ -465,13 +429,15 @@ _NUMPY: dict[str, Callable] = {
     "select_n": _select_n,
     # structure
     "convert_element_type": _convert, "broadcast_in_dim": _broadcast_in_dim, "iota": _iota,
-    "reshape": _reshape, "transpose": lambda p, x: x.transpose(p["permutation"]),
-    "squeeze": lambda p, x: x.reshape([n for i, n in enumerate(x.shape) if i not in
-                                       [d % x.ndim for d in p["dimensions"]]]),
+    "reshape": lambda p, x, *dyn: x.reshape(_static(p, *dyn)["new_sizes"]),
+    "transpose": lambda p, x: x.transpose(p["permutation"]),
+    "squeeze": lambda p, x: x.reshape([n for i, n in enumerate(x.shape)
+                                       if i not in [d % x.ndim for d in p["dimensions"]]]),
     "concatenate": lambda p, *xs: np.concatenate(xs, axis=p["dimension"]),
     "slice": lambda p, x: x[tuple(slice(b, e, s) for b, e, s in zip(
         p["start_indices"], p["limit_indices"], p["strides"] or [1] * x.ndim))],
-    "dynamic_slice": _dynamic_slice, "dynamic_update_slice": _dynamic_update_slice,
+    "dynamic_slice": lambda p, x, *idx: x[_window(x, idx, p["slice_sizes"])],
+    "dynamic_update_slice": _dynamic_update_slice,
     "stop_gradient": _ew(lambda x: x), "copy": _ew(lambda x: x), "copy_p": _ew(lambda x: x),
     # reductions and contraction
     "reduce_sum": _reduction(np.sum), "reduce_max": _reduction(np.max),
@@ -479,9 +445,15 @@ _NUMPY: dict[str, Callable] = {
     "reduce_and": _reduction(np.all), "reduce_or": _reduction(np.any),
     "dot_general": _dot_general,
 }
+try:  # scipy is optional: without it erf goes through bind
+    import scipy.special
 
-# Fast-path entries whose numpy semantics are also exact for integer/bool operands
-# (two's-complement wrap-around matches XLA); integer div/rem/pow/dot always use bind.
+    _NUMPY["erf"] = _ew(scipy.special.erf)
+except ImportError:  # pragma: no cover
+    pass
+
+# Fast-path entries also exact for integer/bool operands (wrap-around matches XLA) and for
+# comparisons of declared floats; integer div/rem/pow/dot/sum always go through bind.
 _EXACT_OK = frozenset({
     "add", "sub", "mul", "neg", "max", "min", "abs", "sign", "eq", "ne", "lt", "le", "gt",
     "ge", "and", "or", "xor", "not", "is_finite", "select_n", "clamp", "convert_element_type",
@@ -492,12 +464,9 @@ _EXACT_OK = frozenset({
 
 # ------------------------------------------------------------------- entry point
 def interpret(fn: Callable, *args: Any, mode: Mode = "declared") -> Any:
-    """Trace `fn(*args)` (x64 disabled, so it gets its normal dtypes) and evaluate it in `mode`.
-
-    Returns `fn`'s output pytree with numpy arrays as leaves.
-    """
+    """Trace `fn(*args)` with x64 disabled (so it gets its normal dtypes), evaluate it in
+    `mode`, and return `fn`'s output pytree with numpy arrays as leaves."""
     with jax.enable_x64(False):
         closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*args)
-    leaves = jax.tree_util.tree_leaves(args)
-    outs = evaluate_jaxpr(closed, leaves, mode=mode)
+    outs = evaluate_jaxpr(closed, jax.tree_util.tree_leaves(args), mode=mode)
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)
