@@ -130,7 +130,8 @@ def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], 
     """Evaluate `closed_jaxpr` on `args` in `mode`; returns the outputs as numpy arrays.
 
     Arguments are first converted to the declared input dtypes (as JAX would), then, in
-    ``"f64"`` mode, widened to float64/complex128. ``on_eqn`` sees every equation.
+    ``"f64"`` mode, widened to float64/complex128. ``on_eqn`` sees every equation (inner
+    ones first, then the equation that holds them), and runs with x64 enabled.
     """
     if mode not in ("declared", "f64"):
         raise ValueError(f"mode must be 'declared' or 'f64', not {mode!r}")
