@@ -42,3 +42,23 @@ def test_every_registered_path_describes_itself():
         path = cls()
         assert path.spec == name and cls.summary
         assert path.unavailable_reason() is None  # every runtime is installed in the test environment
+
+
+def test_a_runtime_that_is_not_installed_is_named_and_does_not_stop_the_others(monkeypatch):
+    import sys
+
+    import jax.numpy as jnp
+
+    import jaxparity
+
+    monkeypatch.setitem(sys.modules, "tensorflow", None)  # how Python marks a module as not importable
+    reason = make_path("savedmodel").unavailable_reason()
+    assert reason and "TensorFlow is not installed" in reason and "pip install" in reason
+
+    x = jnp.ones(3)
+    asked = jaxparity.compare(lambda x: x * 2, x, paths=["eager", "jit", "savedmodel"])
+    assert asked.path("savedmodel").verdict == "unavailable" and asked.path("jit").verdict == "identical"
+    assert not asked.passed  # explicitly requested and not run: cannot vouch for it
+    default = jaxparity.compare(lambda x: x * 2, x)  # savedmodel only by default: shown, not gated
+    assert default.path("savedmodel").status == "unavailable" and not default.path("savedmodel").gated
+    assert default.passed

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,9 +25,20 @@ from .base import Path, PathError
 _SERVER = FsPath(__file__).resolve().parents[1] / "serving" / "tf_savedmodel.py"
 
 
-def _tail(text: str, lines: int = 6) -> str:
-    kept = [ln for ln in text.strip().splitlines() if ln.strip()][-lines:]
-    return "\n".join(kept)
+def _missing(module: str) -> bool:
+    """Not importable here (``sys.modules[name] = None`` is how Python marks a blocked module)."""
+    if module in sys.modules:
+        return sys.modules[module] is None
+    return importlib.util.find_spec(module) is None
+
+
+_NOISE = re.compile(r"^(WARNING|[IW]\d{4} |Instructions for updating|Use `tf\.|.*is deprecated)")
+
+
+def _tail(text: str, lines: int = 4) -> str:
+    """The last lines that say something: TensorFlow's warnings and deprecation notices dropped."""
+    kept = [ln for ln in text.strip().splitlines() if ln.strip() and not _NOISE.match(ln.strip())]
+    return "\n".join(kept[-lines:])
 
 
 class SavedModelPath(Path):
@@ -38,7 +50,7 @@ class SavedModelPath(Path):
     }
 
     def unavailable_reason(self) -> str | None:
-        if importlib.util.find_spec("tensorflow") is None:
+        if _missing("tensorflow"):
             return "TensorFlow is not installed: pip install 'jaxparity[tensorflow]' (tensorflow-cpu==2.21.0)"
         return None
 
@@ -105,4 +117,9 @@ class SavedModelPath(Path):
         report = json.loads(proc.stdout.strip().splitlines()[-1])
         if report.get("jax_imported"):
             raise PathError("the serving process imported JAX; it must run TensorFlow alone")
+        env_note = ", ".join(f"{k}={v}" for k, v in self.options.items() if k.isupper())
+        self.notes.append(
+            f"served by TensorFlow {report['tensorflow']} in a fresh process without JAX "
+            f"(tag 'serve', Session.run){'; ' + env_note if env_note else ''}"
+        )
         return load_arrays(out_file)

@@ -49,5 +49,10 @@ class ExportPath(_CompiledPath):
         from jax import export
 
         exported = export.export(jax.jit(fn))(*args)
-        restored = export.deserialize(exported.serialize())
+        blob = exported.serialize()
+        restored = export.deserialize(blob)
+        self.notes.append(
+            f"{len(blob)} byte artifact, calling convention v{restored.calling_convention_version}, "
+            f"platforms {', '.join(restored.platforms)}"
+        )
         return self._compile_and_call(restored.call, args)

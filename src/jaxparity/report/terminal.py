@@ -85,7 +85,10 @@ def render(result: ComparisonResult) -> Group:
 
     findings = _grid()
     for p in result.paths:
-        findings.add_row(p.spec, Text(path_line(p, result.baseline), style=_STYLE[p.verdict] if not p.passed else ""))
+        line = Text(path_line(p, result.baseline), style=_STYLE[p.verdict] if not p.passed else "")
+        for note in p.notes:
+            line.append(f"\n{note}", style="dim")
+        findings.add_row(p.spec, line)
     parts: list[Any] = [head, Text(""), table, Text(""), findings]
     values = _values(result)
     if values is not None:

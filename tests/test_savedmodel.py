@@ -1,0 +1,37 @@
+"""The savedmodel path: arrays cross the process boundary bit-exactly, environment options reach TF."""
+
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+import jaxparity
+from jaxparity.paths import make_path
+
+pytestmark = pytest.mark.slow
+
+
+def test_bf16_inputs_and_outputs_cross_the_process_boundary_bit_exactly():
+    bits = np.array([0x3F81, 0x0001, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x4049, 0xC2F7], np.uint16)
+    x = bits.view(ml_dtypes.bfloat16)  # 1.0078125, a subnormal, -0, inf, -inf, NaN, 3.14, -123.5
+    ints = np.array([2**31 - 1, -(2**31)], np.int32)
+
+    def fn(x, n):
+        return {"same": x, "wide": x.astype(jnp.float32), "n": n}
+
+    out = make_path("savedmodel").run(fn, (jnp.asarray(x), jnp.asarray(ints)))
+    assert np.asarray(out["same"]).dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(np.asarray(out["same"]).view(np.uint16), bits)
+    np.testing.assert_array_equal(np.asarray(out["wide"]).view(np.uint32), x.astype(np.float32).view(np.uint32))
+    np.testing.assert_array_equal(np.asarray(out["n"]), ints)
+
+
+def test_the_serving_process_reports_its_environment_and_a_bad_flag_is_a_clear_failure():
+    x = jnp.ones((2,), jnp.float32)
+    good = make_path("savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false")
+    good.run(lambda x: x + 1, (x,))
+    assert any("TensorFlow 2.21.0" in n and "XLA_FLAGS=--xla_allow_excess_precision=false" in n for n in good.notes)
+    result = jaxparity.compare(lambda x: x + 1, x, paths=["eager", "savedmodel:XLA_FLAGS=--xla_no_such_flag=1"])
+    bad = result.path("savedmodel:XLA_FLAGS=--xla_no_such_flag=1")
+    assert bad.verdict == "error" and "serving process" in bad.message
+    assert "xla_no_such_flag" in bad.message  # TensorFlow's own words about the unknown flag
