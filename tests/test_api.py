@@ -1,5 +1,6 @@
 """The Python API as a notebook user calls it."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -40,3 +41,15 @@ def test_html_escapes_user_strings():
     f.__qualname__ = "<script>alert(1)</script>"
     result = jaxparity.compare(f, np.float32(1), paths=["eager", "jit"])
     assert "<script>" not in result._repr_html_()
+
+
+def test_a_failing_baseline_fails_the_run():
+    def f(x):
+        if not isinstance(x, jax.core.Tracer):
+            raise ValueError("eager is broken here")
+        return x + 1
+
+    result = jaxparity.compare(f, jnp.ones(2), paths=["eager", "jit"])
+    assert result.path("eager").verdict == "error" and "eager is broken here" in result.path("eager").message
+    assert result.path("jit").verdict == "error" and "baseline eager failed" in result.path("jit").message
+    assert not result.passed and result.exit_code == 1

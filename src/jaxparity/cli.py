@@ -6,8 +6,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path as FsPath
+from typing import TYPE_CHECKING
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.status import Status
+
+    from .execute import PathRun
 
 EXAMPLES = """\
 examples:
@@ -91,7 +98,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from rich.console import Console
 
     from .case import CaseError, load_case
-    from .comparison import compare, compare_case, plan_paths
+    from .comparison import compare_case, compare_loaded, plan_paths
     from .metrics import Tolerance
     from .paths import PathOptionError
     from .report.terminal import print_result
@@ -113,10 +120,8 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     progress = _Progress(Console(stderr=True, highlight=False), quiet=args.quiet or args.json == "-")
     try:
         if args.in_process:
-            case = load_case(args.case, args.inputs)
-            result = compare(case.fn, *case.args, paths=paths, baseline=args.baseline, tolerance=tolerance,
-                             timeout=args.timeout, progress=progress)
-            result = _named(result, case)
+            result = compare_loaded(load_case(args.case, args.inputs), paths=paths, baseline=args.baseline,
+                                    tolerance=tolerance, timeout=args.timeout, progress=progress)
         else:
             result = compare_case(args.case, inputs=args.inputs, paths=paths, baseline=args.baseline,
                                   tolerance=tolerance, timeout=args.timeout, progress=progress)
@@ -142,19 +147,14 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return result.exit_code
 
 
-def _named(result, case):  # type: ignore[no-untyped-def]
-    import dataclasses
-
-    return dataclasses.replace(result, case=case.name, source=case.source, input_source=case.input_source)
-
-
 class _Progress:
     """A spinner naming the running path, and a line per finished path, on stderr."""
 
-    def __init__(self, console, quiet: bool) -> None:  # type: ignore[no-untyped-def]
-        self.console, self.quiet, self.status = console, quiet, None
+    def __init__(self, console: Console, quiet: bool) -> None:
+        self.console, self.quiet = console, quiet
+        self.status: Status | None = None
 
-    def __call__(self, spec: str, run) -> None:  # type: ignore[no-untyped-def]
+    def __call__(self, spec: str, run: PathRun | None) -> None:
         if self.quiet:
             return
         if run is None:

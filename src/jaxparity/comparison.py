@@ -14,13 +14,14 @@ import re
 
 import numpy as np
 
+from .case import Case
 from .execute import CaseInfo, IsolatedRunner, PathRun, case_info, run_in_process
 from .metrics import Tolerance, diff_leaf, reference_error
 from .rounding import round_to_dtype
 from .paths import DEFAULT_PATHS, PATHS, make_path, parse_spec
 from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
-__all__ = ["build_result", "compare", "compare_case", "plan_paths"]
+__all__ = ["build_result", "compare", "compare_case", "compare_loaded", "plan_paths"]
 
 IDEAL = "f64"
 
@@ -77,15 +78,29 @@ def compare(
     """
     from .case import Case
 
-    specs, requested = plan_paths(paths, baseline)
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     case = Case(fn=fn, args=tuple(args), name=name, input_source="arguments of compare()")
+    return compare_loaded(case, paths=paths, baseline=baseline, tolerance=tolerance, timeout=timeout,
+                          progress=progress)
+
+
+def compare_loaded(
+    case: Case,
+    *,
+    paths: Sequence[str] | str | None = None,
+    baseline: str = "eager",
+    tolerance: Tolerance | None = None,
+    timeout: float | None = None,
+    progress: Progress | None = None,
+) -> ComparisonResult:
+    """``compare`` for a ``Case`` already loaded in this process (``load_case``)."""
+    specs, requested = plan_paths(paths, baseline)
     info = case_info(case)
     runs = {}
     for spec in specs:
         if progress:
             progress(spec, None)
-        runs[spec] = run_in_process(make_path(spec), fn, case.args, timeout)
+        runs[spec] = run_in_process(make_path(spec), case.fn, case.args, timeout)
         if progress:
             progress(spec, runs[spec])
     return build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
@@ -153,6 +168,8 @@ def build_result(
         is_ref = path.reference and spec != baseline
         # A default path that cannot run here (no TensorFlow) is shown, not failed on.
         gated = not is_ref and spec != baseline and (run.status != "unavailable" or spec in requested)
+        if spec == baseline and run.status != "ok":
+            gated = True  # without a baseline nothing was shown to agree
         leaves: list[LeafResult] = []
         verdict, message = run.status, run.message
         if run.status == "ok" and base.status != "ok" and spec != baseline:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
-from .paths import Path, PathError, PathUnavailable, make_path
+from .paths import Path, PathError, PathUnavailable
 
 __all__ = ["CaseInfo", "IsolatedRunner", "PathRun", "run_in_process"]
 
@@ -233,6 +233,3 @@ def case_info(case: Any) -> CaseInfo:
         environment=environment(),
     )
 
-
-def path_for(spec: str) -> Path:
-    return make_path(spec)
