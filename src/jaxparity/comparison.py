@@ -95,15 +95,8 @@ def compare_loaded(
 ) -> ComparisonResult:
     """``compare`` for a ``Case`` already loaded in this process (``load_case``)."""
     specs, requested = plan_paths(paths, baseline)
-    info = case_info(case)
-    runs = {}
-    for spec in specs:
-        if progress:
-            progress(spec, None)
-        runs[spec] = run_in_process(make_path(spec), case.fn, case.args, timeout)
-        if progress:
-            progress(spec, runs[spec])
-    return build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
+    runs = _run_each(specs, lambda s: run_in_process(make_path(s), case.fn, case.args, timeout), progress)
+    return build_result(case_info(case), runs, specs[0], tolerance or Tolerance(), requested)
 
 
 def compare_case(
@@ -121,16 +114,21 @@ def compare_case(
     Raises ``CaseError`` when the case cannot be loaded; failing paths never raise.
     """
     specs, requested = plan_paths(paths, baseline)
-    runs = {}
     with IsolatedRunner(case, inputs) as runner:
         info = runner.load()
-        for spec in specs:
-            if progress:
-                progress(spec, None)
-            runs[spec] = runner.run(spec, timeout)
-            if progress:
-                progress(spec, runs[spec])
+        runs = _run_each(specs, lambda s: runner.run(s, timeout), progress)
     return build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
+
+
+def _run_each(specs: list[str], run: Callable[[str], PathRun], progress: Progress | None) -> dict[str, PathRun]:
+    runs = {}
+    for spec in specs:
+        if progress:
+            progress(spec, None)
+        runs[spec] = run(spec)
+        if progress:
+            progress(spec, runs[spec])
+    return runs
 
 
 def _closer(path_err: Any, base_err: Any) -> str:
