@@ -35,3 +35,22 @@ def test_the_serving_process_reports_its_environment_and_a_bad_flag_is_a_clear_f
     bad = result.path("savedmodel:XLA_FLAGS=--xla_no_such_flag=1")
     assert bad.verdict == "error" and "serving process" in bad.message
     assert "xla_no_such_flag" in bad.message  # TensorFlow's own words about the unknown flag
+
+
+def test_scalars_in_and_out_keep_their_shapes_and_jax_dtypes():
+    def fn(x, scale):
+        return {"total": (x * scale).sum(), "positive": x.sum() > 0}
+
+    result = jaxparity.compare(fn, jnp.arange(3.0), 2.5, paths=["eager", "jit", "savedmodel"])
+    assert result.path("savedmodel").verdict == "identical", result.path("savedmodel").message
+    assert [(a.name, a.dtype, a.shape) for a in result.inputs] == [("arg0", "float32", (3,)), ("arg1", "float32", ())]
+    assert [(a.name, a.shape) for a in result.outputs] == [("out/positive", ()), ("out/total", ())]
+
+
+def test_a_prng_key_input_is_refused_with_what_to_do_instead():
+    import jax
+
+    result = jaxparity.compare(lambda k, x: x + jax.random.normal(k, x.shape), jax.random.key(0), jnp.ones(3),
+                               paths=["eager", "savedmodel"])
+    p = result.path("savedmodel")
+    assert p.verdict == "error" and "input arg0 is a PRNG key" in p.message and "key_data" in p.message

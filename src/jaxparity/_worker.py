@@ -22,10 +22,14 @@ def main(fd: int) -> None:
 
             try:
                 case = load_case(message[1], message[2])
+                info = case_info(case)
             except CaseError as e:
                 conn.send(("case_error", str(e)))
                 return
-            conn.send(("loaded", case_info(case)))
+            except Exception as e:  # describing the inputs failed: still the case's inputs at fault
+                conn.send(("case_error", f"{message[1]}: its inputs cannot be used: {type(e).__name__}: {e}"))
+                return
+            conn.send(("loaded", info))
         elif message[0] == "run":
             from .execute import run_in_process
             from .paths import make_path

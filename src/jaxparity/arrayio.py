@@ -35,7 +35,7 @@ def dtype_from_name(name: str) -> np.dtype:
 def save_arrays(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
     """Write named arrays to ``path`` (.npz or .safetensors), preserving every bit and dtype."""
     path = Path(path)
-    arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+    arrays = {k: np.require(v, requirements='C') for k, v in arrays.items()}  # keeps 0-d arrays 0-d
     if path.suffix == ".safetensors":
         from safetensors.numpy import save_file
 

@@ -207,7 +207,7 @@ def build_result(
         case=info.name,
         source=info.source,
         input_source=info.input_source,
-        inputs=tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in info.inputs),
+        inputs=info.inputs,
         outputs=outputs,
         baseline=baseline,
         tolerance=tolerance,

@@ -22,6 +22,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from .paths import Path, PathError, PathUnavailable
+from .result import ArrayInfo
 
 __all__ = ["CaseInfo", "IsolatedRunner", "PathRun", "run_in_process"]
 
@@ -45,7 +46,7 @@ class CaseInfo:
     name: str
     source: str | None
     input_source: str
-    inputs: tuple[tuple[str, np.ndarray], ...]
+    inputs: tuple[ArrayInfo, ...]
     environment: dict[str, Any] = field(default_factory=dict)
 
 
@@ -108,10 +109,15 @@ class IsolatedRunner:
         child.close()
         self._conn = Connection(parent.detach())
         self._conn.send(("load", self.case_spec, self.inputs))
-        reply = self._receive(self.load_timeout, "loading the case")
-        if reply[0] == "case_error":
-            from .case import CaseError
+        from .case import CaseError
 
+        try:
+            reply = self._receive(self.load_timeout, "loading the case")
+        except WorkerDied as e:
+            raise CaseError(f"{self.case_spec}: loading the case killed {str(e)[4:]}") from e
+        except TimeoutError as e:
+            raise CaseError(f"{self.case_spec}: loading the case took over {self.load_timeout:g} s") from e
+        if reply[0] == "case_error":
             self.close()
             raise CaseError(reply[1])
         self.info = reply[1]
@@ -223,13 +229,19 @@ def environment() -> dict[str, Any]:
 
 
 def case_info(case: Any) -> CaseInfo:
-    from .pytree import argument_leaves, to_numpy
+    import jax
+
+    from .pytree import argument_leaves
+
+    def info(name: str, x: Any) -> ArrayInfo:
+        aval = jax.numpy.asarray(x) if not isinstance(x, (jax.Array, np.ndarray, np.generic)) else x
+        return ArrayInfo(name, str(aval.dtype), tuple(int(d) for d in np.shape(aval)))
 
     return CaseInfo(
         name=case.name,
         source=case.source,
         input_source=case.input_source,
-        inputs=tuple((n, np.asarray(to_numpy(x))) for n, x in argument_leaves(case.args)),
+        inputs=tuple(info(n, x) for n, x in argument_leaves(case.args)),
         environment=environment(),
     )
 

@@ -7,7 +7,7 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["named_leaves", "to_numpy"]
+__all__ = ["argument_leaves", "host", "named_leaves", "to_numpy"]
 
 
 def _key_name(key: Any) -> str:
@@ -31,6 +31,16 @@ def argument_leaves(args: tuple) -> list[tuple[str, Any]]:
     return out
 
 
+def host(x: Any) -> np.ndarray:
+    """One leaf on the host as numpy: bf16 stays ml_dtypes.bfloat16, a PRNG key becomes its key
+    data, and a Python scalar gets the dtype JAX gives it (float32, not float64)."""
+    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return np.asarray(jax.random.key_data(x))
+    if isinstance(x, (np.ndarray, np.generic, jax.Array)):
+        return np.asarray(x)
+    return np.asarray(jax.numpy.asarray(x))
+
+
 def to_numpy(tree: Any) -> Any:
-    """Copy every array leaf to host numpy (bf16 stays ml_dtypes.bfloat16)."""
-    return jax.tree_util.tree_map(lambda x: np.asarray(x), tree)
+    """Copy every leaf of ``tree`` to the host (see ``host``)."""
+    return jax.tree_util.tree_map(host, tree)

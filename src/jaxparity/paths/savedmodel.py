@@ -57,13 +57,13 @@ class SavedModelPath(Path):
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         import jax
 
-        from ..pytree import argument_leaves
+        from ..pytree import host
 
+        args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
         with tempfile.TemporaryDirectory(prefix="jaxparity-savedmodel-") as tmp:
             model_dir = self.options.get("keep") or os.path.join(tmp, "model")
-            leaves = [leaf for _, leaf in argument_leaves(args)]
             out_tree = self._save(fn, args, model_dir)
-            inputs = {f"input_{i}": jax.device_get(x) for i, x in enumerate(leaves)}
+            inputs = {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))}
             outputs = self._serve(model_dir, inputs, tmp, timeout)
         flat = [outputs[f"output_{i}"] for i in range(out_tree.num_leaves)]
         return jax.tree_util.tree_unflatten(out_tree, flat)
@@ -74,6 +74,14 @@ class SavedModelPath(Path):
         import tensorflow as tf
         from jax.experimental import jax2tf
 
+        from ..pytree import argument_leaves
+
+        for name, leaf in argument_leaves(args):
+            if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+                raise PathError(
+                    f"input {name} is a PRNG key ({leaf.dtype}); a SavedModel signature takes tensors: pass "
+                    "jax.random.key_data(key) and rebuild it in fn with jax.random.wrap_key_data"
+                )
         leaves, in_tree = jax.tree_util.tree_flatten(args)
         out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
 
