@@ -37,6 +37,20 @@ def main(fd: int) -> None:
             assert case is not None, "run before load"
             _, spec, timeout = message
             conn.send(("done", run_in_process(make_path(spec), case.fn, case.args, timeout)))
+        elif message[0] == "explain":
+            from .explain.explainer import explain_path
+
+            assert case is not None, "explain before load"
+            _, paths, baseline, base_out = message
+            base = [a for _, a in base_out]
+            try:
+                found = [explain_path(case.fn, case.args, spec, baseline, [a for _, a in outs], base)
+                         for spec, outs in paths]
+            except Exception as e:  # report, keep the comparison
+                import traceback
+
+                found = f"explaining failed: {type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
+            conn.send(("explained", found))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path as FsPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 
@@ -22,10 +22,13 @@ examples:
   jaxparity compare model.py:make_small --paths eager,jit,savedmodel
   jaxparity compare model.py --paths jit:xla_allow_excess_precision=false,savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false
   jaxparity compare model.py --inputs logged_batch.safetensors --ulp 2 --json report.json
+  jaxparity explain examples/conv_bf16.py --paths savedmodel --write-fixed conv_fixed.py
+  jaxparity explain examples/conv_bf16.py:make_report_input --paths observed:tf_serving_outputs.npz
   jaxparity paths
 
-exit status: 0 every path agrees with the baseline within tolerance, 1 one does not (or failed),
-2 usage or input error (bad case file, unknown path or option, unreadable inputs).
+exit status: 0 every path agrees with the baseline within tolerance, 1 one does not (or failed;
+for explain: a divergence was found and explained), 2 usage or input error (bad case file, unknown
+path or option, unreadable inputs).
 """
 
 COMPARE_HELP = """\
@@ -52,6 +55,21 @@ def _parser() -> argparse.ArgumentParser:
 
     cmp = sub.add_parser("compare", help="compare a case across execution paths", description=COMPARE_HELP,
                          epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _compare_arguments(cmp)
+    cmp.add_argument("--explain", action="store_true", help="also explain every diverging path (as `explain`)")
+    exp = sub.add_parser("explain", help="compare, then say where, why and how to fix each divergence",
+                         description=EXPLAIN_HELP, epilog=EXAMPLES,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    _compare_arguments(exp)
+    exp.add_argument("--write-fixed", metavar="OUT.py", help="write a case file whose model rounds where the "
+                     "program declares (jaxparity.fixes.round_like_declared), when that fix is verified")
+    exp.add_argument("--all-causes", action="store_true", help="list every known cause, also those not tested")
+
+    sub.add_parser("paths", help="list the execution paths, their options and whether they can run here")
+    return parser
+
+
+def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     cmp.add_argument("case", metavar="CASE", help="FILE.py[:FACTORY] whose factory returns (fn, args)")
     cmp.add_argument("--paths", action="append", metavar="P,P,...",
                      help="paths to run, comma-separated (default: eager,jit,export,savedmodel,declared,f64); "
@@ -71,14 +89,22 @@ def _parser() -> argparse.ArgumentParser:
                      "path that crashes or hangs takes the run with it")
     cmp.add_argument("-q", "--quiet", action="store_true", help="print only the verdict line")
 
-    sub.add_parser("paths", help="list the execution paths, their options and whether they can run here")
-    return parser
+
+EXPLAIN_HELP = """\
+Compare CASE along its paths (as `compare`), then explain each path that differs from the
+baseline: the first ops whose own output is wrong given their own inputs (with the Flax module
+and your source line), how the difference grows layer by layer, what the compiler did (optimized
+HLO), which candidate semantics reproduce the numbers, and which known cause is behind it — each
+cause confirmed or refuted by re-running an experiment — and the fixes, re-run to prove parity.
+
+Paths can include observed:FILE.npz, outputs production logged, explained by fingerprint.
+"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "compare":
+    if args.command in ("compare", "explain"):
         return _compare(args, parser)
     if args.command == "paths":
         return _list_paths()
@@ -98,7 +124,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from rich.console import Console
 
     from .case import CaseError, load_case
-    from .comparison import compare_case, compare_loaded, plan_paths
+    from .comparison import ExplainError, compare_case, compare_loaded, plan_paths
     from .metrics import Tolerance
     from .paths import PathOptionError
     from .report.terminal import print_result
@@ -116,20 +142,27 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.inputs and not FsPath(args.inputs).is_file():
         return _error(f"--inputs {args.inputs}: no such file")
 
+    explain = args.command == "explain" or getattr(args, "explain", False)
+    if explain and args.baseline.split(":", 1)[0] not in ("eager", "declared", "f64"):
+        return _error(f"explain localizes against an op-level baseline: --baseline eager or declared, "
+                      f"not {args.baseline}")
     out = Console(highlight=False)
     progress = _Progress(Console(stderr=True, highlight=False), quiet=args.quiet or args.json == "-")
     try:
         if args.in_process:
             result = compare_loaded(load_case(args.case, args.inputs), paths=paths, baseline=args.baseline,
                                     tolerance=tolerance, timeout=args.timeout, progress=progress)
+            result = result.explain() if explain else result
         else:
             result = compare_case(args.case, inputs=args.inputs, paths=paths, baseline=args.baseline,
-                                  tolerance=tolerance, timeout=args.timeout, progress=progress)
-    except CaseError as e:
+                                  tolerance=tolerance, timeout=args.timeout, progress=progress, explain=explain)
+    except (CaseError, ExplainError) as e:
         progress.stop()
         return _error(str(e))
     finally:
         progress.stop()
+    if getattr(args, "write_fixed", None):
+        _write_fixed(args, result, out)
 
     if args.json:
         text = result.to_json()
@@ -143,8 +176,23 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
             out.print(summary_line(result))
         else:
-            print_result(result, out)
+            print_result(result, out, verbose=getattr(args, "all_causes", False))
     return result.exit_code
+
+
+def _write_fixed(args: argparse.Namespace, result: Any, out: Console) -> None:
+    from .fixes import write_fixed_case
+
+    verified = [f for e in result.explanations for f in e.fixes if f.kind == "model change" and f.verified]
+    if not verified:
+        out.print(f"[yellow]--write-fixed: no verified model-side fix for this case; {args.write_fixed} not "
+                  "written[/]")
+        return
+    flags = next((f.spec for e in result.explanations for f in e.fixes if f.kind == "serving flag" and f.verified),
+                 None)
+    write_fixed_case(args.case, args.write_fixed, serving_flags=flags)
+    out.print(f"wrote {args.write_fixed}: the case with jaxparity.fixes.round_like_declared applied "
+              f"(verified: {verified[0].evidence})")
 
 
 class _Progress:

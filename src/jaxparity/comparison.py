@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import dataclasses
 import re
 
 import numpy as np
@@ -96,7 +97,8 @@ def compare_loaded(
     """``compare`` for a ``Case`` already loaded in this process (``load_case``)."""
     specs, requested = plan_paths(paths, baseline)
     runs = _run_each(specs, lambda s: run_in_process(make_path(s), case.fn, case.args, timeout), progress)
-    return build_result(case_info(case), runs, specs[0], tolerance or Tolerance(), requested)
+    result = build_result(case_info(case), runs, specs[0], tolerance or Tolerance(), requested)
+    return dataclasses.replace(result, _source=(case, runs))
 
 
 def compare_case(
@@ -108,16 +110,53 @@ def compare_case(
     tolerance: Tolerance | None = None,
     timeout: float | None = None,
     progress: Progress | None = None,
+    explain: bool = False,
 ) -> ComparisonResult:
     """Like ``compare`` for a case file (``FILE.py[:FACTORY]``), each path isolated in a worker.
 
+    With ``explain``, the worker then explains every diverging path (see ``explain_result``).
     Raises ``CaseError`` when the case cannot be loaded; failing paths never raise.
     """
     specs, requested = plan_paths(paths, baseline)
     with IsolatedRunner(case, inputs) as runner:
         info = runner.load()
         runs = _run_each(specs, lambda s: runner.run(s, timeout), progress)
-    return build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
+        result = build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
+        if explain and _to_explain(result):
+            if progress:
+                progress("explain", None)
+            found = runner.explain([(p, runs[p].outputs) for p in _to_explain(result)],
+                                   result.baseline, runs[result.baseline].outputs)
+            if progress:
+                progress("explain", PathRun("explain", "ok" if not isinstance(found, str) else "error"))
+            if isinstance(found, str):
+                raise ExplainError(found)
+            result = dataclasses.replace(result, explanations=tuple(found))
+    return result
+
+
+class ExplainError(Exception):
+    """Explaining crashed its worker; the comparison itself is intact."""
+
+
+def _to_explain(result: ComparisonResult, paths: Sequence[str] | None = None) -> list[str]:
+    """The paths worth explaining: those that differ from the baseline (or the ones asked for)."""
+    if paths is not None:
+        return [p for p in paths if result.path(p).status == "ok"]
+    return [p.spec for p in result.paths if p.verdict in ("differs", "within tolerance") and not p.reference]
+
+
+def explain_result(result: ComparisonResult, paths: Sequence[str] | None = None) -> ComparisonResult:
+    """``result`` with explanations of its diverging paths, computed in this process."""
+    from .explain.explainer import explain_path
+
+    if result._source is None:
+        raise ValueError("this result holds no function to re-run; use compare(..., explain) or `jaxparity explain`")
+    case, runs = result._source
+    base = [a for _, a in runs[result.baseline].outputs]
+    found = [explain_path(case.fn, case.args, p, result.baseline, [a for _, a in runs[p].outputs], base)
+             for p in _to_explain(result, paths)]
+    return dataclasses.replace(result, explanations=tuple(found))
 
 
 def _run_each(specs: list[str], run: Callable[[str], PathRun], progress: Progress | None) -> dict[str, PathRun]:

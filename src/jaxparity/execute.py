@@ -175,6 +175,19 @@ class IsolatedRunner:
             return PathRun(spec, "crashed", seconds=time.perf_counter() - start, message=str(e))
         return reply[1]
 
+    def explain(self, paths: list[tuple[str, Any]], baseline: str, base_out: Any) -> list | str:
+        """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        assert self._conn is not None
+        self._conn.send(("explain", paths, baseline, base_out))
+        try:
+            reply = self._receive(None, "explain")
+        except WorkerDied as e:
+            self._proc = None
+            return f"explaining crashed: {e}"
+        return reply[1]
+
     def close(self) -> None:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:
             try:

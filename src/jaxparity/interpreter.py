@@ -1,11 +1,20 @@
 """Reference evaluation of a jaxpr, equation by equation, in float64.
 
-* ``"declared"``: each equation is computed in float64 from its declared-dtype inputs and
-  every float result is rounded *once* to the equation's declared output dtype (the
-  program's declared semantics: a bf16 conv is exact math rounded to bf16).
-* ``"f64"``: the same, but float results are never rounded (float64 / complex128 throughout).
+Each equation is computed in float64 (complex128) from its inputs; a :class:`Semantics`
+says how its float results are then rounded. The two original modes are strings:
 
-Integer and bool values keep their exact dtypes in both modes; PRNG key values stay JAX key
+* ``"declared"`` (``Semantics.declared()``): every float result is rounded *once* to the
+  equation's declared output dtype (the program's declared semantics: a bf16 conv is exact
+  math rounded to bf16).
+* ``"f64"`` (``Semantics.ideal()``): float results are never rounded (float64 / complex128
+  throughout).
+
+The other candidates model what compilers and runtimes actually do (skipped roundings,
+float32 instead of bf16, narrow accumulators, flushed subnormals, fused multiply-adds);
+see :class:`Semantics`. Values are held in the dtype this semantics rounded them to: the
+declared dtype, float32 (a narrow value kept in float32), or float64 (never rounded).
+
+Integer and bool values keep their exact dtypes in every mode; PRNG key values stay JAX key
 arrays (numpy cannot hold them); every other value is a numpy array. The JAX-version-specific
 facts sit in one block below; the rule tables (``_CALL_PARAM``, ``_RECURSE``, ``_BIT_LEVEL``,
 ``_NUMPY``) pick how each primitive is evaluated; anything else is bound with float64
@@ -17,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import jax
@@ -27,7 +36,8 @@ from jax import lax
 
 from jaxparity.rounding import is_float_dtype, round_to_dtype
 
-__all__ = ["EqnEvent", "InterpretError", "Mode", "evaluate_jaxpr", "interpret"]
+__all__ = ["EqnEvent", "InterpretError", "Mode", "Semantics", "evaluate_eqn", "evaluate_jaxpr",
+           "interpret"]
 
 Mode = Literal["declared", "f64"]
 
@@ -76,6 +86,106 @@ class EqnEvent:
 Hook = Callable[[EqnEvent], None] | None
 
 
+@dataclass(frozen=True)
+class Semantics:
+    """A candidate semantics for a jaxpr: which float roundings happen, and how.
+
+    Plain data: the flags are independent and combine (``dataclasses.replace`` one onto
+    another, with a new ``name``); two Semantics with the same flags compare equal whatever
+    their names. The named constructors are the candidates a fingerprint tries:
+
+    * ``declared()``: every float result rounded once to its declared dtype (mode
+      ``"declared"``).
+    * ``ideal()``: never round (mode ``"f64"``); the other flags are then ignored.
+    * ``skip_widened()`` (``elide_widened``): rounding elided where a narrow (bf16, f16,
+      float8) result is immediately widened: a ``convert_element_type`` to a wider float
+      reads the result rounded to float32 instead of to its narrow dtype, as XLA's excess
+      precision does when it removes a convert-to-bf16/convert-to-f32 pair. Decided per use,
+      within the result's own jaxpr: its other consumers, and the jaxpr's outputs (inner
+      jaxprs' included), get the declared narrow value; a result whose consumers are all
+      widening converts is simply kept in float32. An explicit narrowing
+      ``convert_element_type`` (``x.astype(bf16).astype(f32)``) keeps its rounding. (XLA
+      on CPU computes bf16 ops in f32 and drops the rounding at every widening use of their
+      results, but keeps a user's own convert pair: this reproduces its bf16 conv and
+      softmax.)
+    * ``f32_everywhere()`` (``narrow_as_f32``): every narrow float dtype is treated as
+      float32, including the converts of inputs to bf16: no narrow rounding anywhere.
+    * ``narrow_accumulation()`` (``sequential_narrow``): ``reduce_sum``, ``dot_general``
+      and ``conv_general_dilated`` with a narrow result accumulate in that narrow dtype:
+      each product is rounded to it and the running sum is rounded after every addition,
+      sequentially in index order (contracted dims row-major in the order the equation
+      lists them; for a conv, input feature major, window position minor). A conv with
+      ``batch_group_count != 1`` stays declared.
+    * ``flush_subnormals()`` (``ftz``): declared, plus flush-to-zero / denormals-are-zero
+      as XLA on CPU does: subnormal inputs and results of float arithmetic become zero of
+      the same sign. Subnormal means below the smallest normal float32 for narrow dtypes
+      (which the CPU computes in float32) and of the dtype itself for float32 / float64.
+      Data movement (reshape, select, slice...), ``neg``, ``abs`` and
+      ``convert_element_type`` do not flush (XLA CPU's do not either).
+    * ``fma_contraction()`` (``fma``): declared, but a float ``mul`` whose consumers are
+      all ``add`` / ``sub`` / ``add_any`` is not rounded (the product is kept exact, as in a
+      fused multiply-add). Approximate: when both operands of an add are such products,
+      both stay exact, whereas a real FMA rounds one of them.
+    """
+
+    name: str = field(default="declared", compare=False)
+    description: str = field(default="every float result rounded once to its declared dtype",
+                             compare=False)
+    round_results: bool = True  # False: the float64 ideal, nothing is ever rounded
+    narrow_as_f32: bool = False
+    elide_widened: bool = False
+    sequential_narrow: bool = False
+    ftz: bool = False
+    fma: bool = False
+
+    @classmethod
+    def declared(cls) -> Semantics:
+        return cls()
+
+    @classmethod
+    def ideal(cls) -> Semantics:
+        return cls("f64", "no rounding at all: every float computed and kept in float64",
+                   round_results=False)
+
+    @classmethod
+    def skip_widened(cls) -> Semantics:
+        return cls("skip-widened", "declared, but a narrow result is not rounded to its narrow "
+                   "dtype where it is immediately widened (kept in float32: XLA excess precision)",
+                   elide_widened=True)
+
+    @classmethod
+    def f32_everywhere(cls) -> Semantics:
+        return cls("f32-everywhere", "all narrow rounding skipped: bf16/f16/float8 values "
+                   "computed and kept in float32, inputs included", narrow_as_f32=True)
+
+    @classmethod
+    def narrow_accumulation(cls) -> Semantics:
+        return cls("narrow-accumulation", "declared, but sums, dots and convs with a narrow "
+                   "result accumulate sequentially in the narrow dtype", sequential_narrow=True)
+
+    @classmethod
+    def flush_subnormals(cls) -> Semantics:
+        return cls("ftz", "declared, plus subnormal inputs and results of float arithmetic "
+                   "flushed to zero (FTZ/DAZ, as XLA on CPU)", ftz=True)
+
+    @classmethod
+    def fma_contraction(cls) -> Semantics:
+        return cls("fma-contraction", "declared, but a product feeding only adds is not "
+                   "rounded (fused multiply-add)", fma=True)
+
+
+DECLARED = Semantics.declared()
+IDEAL = Semantics.ideal()
+
+
+def _semantics(mode: Mode | Semantics) -> Semantics:
+    if isinstance(mode, Semantics):
+        return mode
+    if isinstance(mode, str) and mode in ("declared", "f64"):
+        return DECLARED if mode == "declared" else IDEAL
+    raise ValueError(f"mode must be 'declared', 'f64' or a Semantics, not {mode!r}")
+
+
 # ----------------------------------------------------------------------------- dtypes
 @functools.cache
 def _is_key(dtype: Any) -> bool:
@@ -88,6 +198,12 @@ def _inexact(dtype: Any) -> bool:
 
 
 @functools.cache
+def _narrow(dtype: Any) -> bool:
+    """Real floats narrower than float32: bfloat16, float16, the float8 (and float4) formats."""
+    return not _is_key(dtype) and is_float_dtype(dtype) and np.dtype(dtype).itemsize < 4
+
+
+@functools.cache
 def _wide(dtype: Any) -> Any:
     """The dtype an equation is computed in: float64 / complex128 for inexact dtypes."""
     if not _inexact(dtype):
@@ -95,24 +211,64 @@ def _wide(dtype: Any) -> Any:
     return np.dtype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
 
 
-def _store(x: Any, dtype: Any, mode: Mode) -> Any:
-    """Turn a computed value into this mode's representation of a value of `dtype`."""
+_F32 = np.dtype(np.float32)
+# Per-result relaxations (see _relaxations): kept exact; kept in float32; rounded as
+# declared, with a float32 copy for the widening converts that read it.
+_EXACT, _AS_F32, _ALSO_F32 = "exact", "f32", "also-f32"
+
+
+def _target(dtype: Any, sem: Semantics, relax: str | None = None) -> Any:
+    """The dtype an inexact result of declared `dtype` is rounded to (None: not rounded)."""
+    if not sem.round_results or relax == _EXACT:
+        return None
+    if _narrow(dtype) and (sem.narrow_as_f32 or relax == _AS_F32):
+        return _F32
+    return np.dtype(dtype)
+
+
+@functools.cache
+def _tiny(dtype: Any) -> float:
+    """Below this magnitude a CPU with FTZ/DAZ flushes a value of `dtype` (narrow dtypes are
+    computed in float32 there)."""
+    return float(np.finfo(np.float64 if np.dtype(dtype).itemsize >= 8 else np.float32).tiny)
+
+
+def _flush(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """Subnormals (see _tiny) to zero of the same sign; non-real values pass through."""
+    if not is_float_dtype(x.dtype):
+        return x
+    xf = x.astype(np.float64)
+    sub = (np.abs(xf) < _tiny(dtype)) & (xf != 0)
+    return np.where(sub, np.copysign(0.0, xf), xf).astype(x.dtype) if sub.any() else x
+
+
+def _store(x: Any, dtype: Any, sem: Semantics, relax: str | None = None,
+           flush: bool = False) -> Any:
+    """Turn a computed value into `sem`'s representation of a value of `dtype`."""
     if _is_key(dtype):
         return x
     x = np.asarray(x)
     if not _inexact(dtype):
         return x.astype(dtype, copy=False)
-    return x.astype(_wide(dtype), copy=False) if mode == "f64" else round_to_dtype(x, dtype)
+    target = _target(dtype, sem, relax)
+    if target is None:
+        return x.astype(_wide(dtype), copy=False)
+    x = round_to_dtype(x, target)
+    return _flush(x, dtype) if flush else x
 
 
-def _coerce(x: Any, dtype: Any, mode: Mode) -> Any:
+def _coerce(x: Any, dtype: Any, sem: Semantics) -> Any:
     """Bring an external value (argument, const, literal) to `dtype` (one rounding, as JAX
-    converts its inputs), then into `mode`."""
+    converts its inputs; to float32 for a narrow dtype under ``narrow_as_f32``), then into
+    `sem`'s representation."""
     if _is_key(dtype):
         return x
     x = np.asarray(x)
-    return _store(round_to_dtype(x, dtype) if _inexact(dtype) and x.dtype != dtype else x,
-                  dtype, mode)
+    if _inexact(dtype):
+        first = _target(dtype, sem) or np.dtype(dtype)
+        if x.dtype != first:
+            x = round_to_dtype(x, first)
+    return _store(x, dtype, sem)
 
 
 def _widen_params(params: dict) -> dict:
@@ -124,49 +280,141 @@ def _widen_params(params: dict) -> dict:
     return {k: widen(v) for k, v in params.items()}
 
 
+# ---------------------------------------------------------- consumer analysis
+_RELAX_CACHE: dict[tuple[jcore.Jaxpr, bool, bool], dict] = {}  # Jaxprs hash by identity
+# Producers whose narrow rounding elide_widened keeps: an explicit convert to a narrow type
+# (XLA keeps a user's f32->bf16->f32 pair; it drops only the rounding of an op it computed
+# in f32), and call-like / control-flow equations (their inner outputs are already rounded).
+_ADDS = frozenset({"add", "sub", "add_any"})
+_NOT_ELIDED = frozenset({"convert_element_type", *_CALL_PARAM, "cond", "while", "scan"})
+
+
+def _widening_convert(eqn: jcore.JaxprEqn | None, dtype: Any) -> bool:
+    if eqn is None or eqn.primitive.name != "convert_element_type":
+        return False
+    new = np.dtype(eqn.params["new_dtype"])
+    return is_float_dtype(new) and new.itemsize > np.dtype(dtype).itemsize
+
+
+def _relaxations(jaxpr: jcore.Jaxpr, sem: Semantics) -> dict[Any, str]:
+    """Results of `jaxpr`'s equations that `sem` does not (only) round to their declared
+    dtype. ``elide_widened``: a narrow result read by widening converts is also kept in
+    float32 for them (only in float32 when nothing else reads it). ``fma``: a product only
+    added is kept exact. A jaxpr output is a consumer that needs the declared dtype."""
+    if not sem.round_results or not (sem.elide_widened or sem.fma):
+        return {}
+    key = (jaxpr, sem.elide_widened, sem.fma)
+    if key in _RELAX_CACHE:
+        return _RELAX_CACHE[key]
+    uses: dict[Any, list] = {}
+    for eqn in jaxpr.eqns:
+        for v in eqn.invars:
+            if not isinstance(v, jcore.Literal):
+                uses.setdefault(v, []).append(eqn)
+    for v in jaxpr.outvars:
+        if not isinstance(v, jcore.Literal):
+            uses.setdefault(v, []).append(None)
+    relax: dict[Any, str] = {}
+    for eqn in jaxpr.eqns:
+        for v in eqn.outvars:
+            users, dtype = uses.get(v), v.aval.dtype
+            if not users or isinstance(v, _DropVar):
+                continue
+            widened = [_widening_convert(u, dtype) for u in users] if sem.elide_widened else []
+            if any(widened) and _narrow(dtype) and eqn.primitive.name not in _NOT_ELIDED:
+                relax[v] = _AS_F32 if all(widened) else _ALSO_F32
+            elif (sem.fma and eqn.primitive.name == "mul" and _inexact(dtype)
+                  and all(u is not None and u.primitive.name in _ADDS for u in users)):
+                relax[v] = _EXACT
+    _RELAX_CACHE[key] = relax
+    return relax
+
+
 # --------------------------------------------------------------- jaxpr evaluation
-def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], *, mode: Mode,
-                   on_eqn: Hook = None) -> list[np.ndarray]:
-    """Evaluate `closed_jaxpr` on `args` in `mode`; returns the outputs as numpy arrays.
+def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], *,
+                   mode: Mode | Semantics, on_eqn: Hook = None) -> list[np.ndarray]:
+    """Evaluate `closed_jaxpr` on `args` in `mode` (a string or a :class:`Semantics`);
+    returns the outputs as numpy arrays.
 
     Arguments are first converted to the declared input dtypes (as JAX would), then, in
     ``"f64"`` mode, widened to float64/complex128. ``on_eqn`` sees every equation (inner
     ones first, then the equation that holds them), and runs with x64 enabled.
     """
-    if mode not in ("declared", "f64"):
-        raise ValueError(f"mode must be 'declared' or 'f64', not {mode!r}")
+    sem = _semantics(mode)
     jaxpr = closed_jaxpr.jaxpr
     if len(args) != len(jaxpr.invars):
         raise ValueError(f"expected {len(jaxpr.invars)} arguments, got {len(args)}")
     with jax.enable_x64(True):
-        args = [_coerce(a, v.aval.dtype, mode) for a, v in zip(args, jaxpr.invars)]
-        return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, mode, 0, on_eqn, "<unknown>")
+        args = [_coerce(a, v.aval.dtype, sem) for a, v in zip(args, jaxpr.invars)]
+        return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, sem, 0, on_eqn, "<unknown>")
 
 
-def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], mode: Mode,
+def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Semantics = "declared",
+                 on_eqn: Hook = None) -> list[np.ndarray]:
+    """Evaluate the single equation `eqn` on `inputs` in `mode` (recursing into the jaxpr
+    of a call-like equation); returns one value per ``eqn.outvars``.
+
+    `inputs` holds one value per ``eqn.invars`` (literals included), or one per non-literal
+    invar (the literals' own values are used). They are taken as values of the declared
+    dtypes (converted with one rounding where they are not). With no consumers to look at,
+    the eqn's results are rounded as a jaxpr output would be (``declared``: to their
+    declared dtypes).
+    """
+    sem = _semantics(mode)
+    inputs = list(inputs)
+    if len(inputs) != len(eqn.invars):
+        holes = [v for v in eqn.invars if not isinstance(v, jcore.Literal)]
+        if len(inputs) != len(holes):
+            raise ValueError(f"{eqn.primitive.name} takes {len(eqn.invars)} inputs "
+                             f"({len(holes)} without literals), got {len(inputs)}")
+        it = iter(inputs)
+        inputs = [v.val if isinstance(v, jcore.Literal) else next(it) for v in eqn.invars]
+    where = _source_info.summarize(eqn.source_info) or "<unknown>"
+    with jax.enable_x64(True):
+        invals = [_coerce(x, v.aval.dtype, sem) for x, v in zip(inputs, eqn.invars)]
+        outs = _eval_checked(eqn, invals, sem, 0, on_eqn, where, None)
+    if on_eqn is not None:
+        on_eqn(EqnEvent(eqn, 0, tuple(invals), tuple(outs)))
+    return outs
+
+
+def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], sem: Semantics,
                 depth: int, hook: Hook, outer: str) -> list[Any]:
-    """Evaluate an open jaxpr; `args` are already in mode representation, `consts` are not."""
-    env: dict[Any, Any] = {v: _coerce(c, v.aval.dtype, mode)
+    """Evaluate an open jaxpr; `args` are already in `sem`'s representation, `consts` are not."""
+    env: dict[Any, Any] = {v: _coerce(c, v.aval.dtype, sem)
                            for v, c in zip(jaxpr.constvars, consts)}
     env.update(zip(jaxpr.invars, args))
+    relax = _relaxations(jaxpr, sem)
+    as_f32: dict[Any, Any] = {}  # float32 copies of narrow results, for widening converts
 
     def read(v: Any) -> Any:
-        return _coerce(v.val, v.aval.dtype, mode) if isinstance(v, jcore.Literal) else env[v]
+        return _coerce(v.val, v.aval.dtype, sem) if isinstance(v, jcore.Literal) else env[v]
 
     for eqn in jaxpr.eqns:
         invals = [read(v) for v in eqn.invars]
+        if as_f32 and eqn.invars[0] in as_f32 and _widening_convert(eqn, eqn.invars[0].aval.dtype):
+            invals[0] = as_f32[eqn.invars[0]]
         where = _source_info.summarize(eqn.source_info) or outer  # else the enclosing eqn's
-        try:
-            outs = _eval_eqn(eqn, invals, mode, depth, hook, where)
-        except InterpretError:
-            raise
-        except Exception as e:
-            raise InterpretError(f"cannot evaluate {eqn.primitive.name} at {where}: "
-                                 f"{type(e).__name__}: {e}") from e
+        extra: dict[int, Any] = {}
+        outs = _eval_checked(eqn, invals, sem, depth, hook, where,
+                             [relax.get(v) for v in eqn.outvars] if relax else None, extra)
         if hook is not None:
             hook(EqnEvent(eqn, depth, tuple(invals), tuple(outs)))
         env.update((v, o) for v, o in zip(eqn.outvars, outs) if not isinstance(v, _DropVar))
+        as_f32.update((eqn.outvars[i], o) for i, o in extra.items())
     return [read(v) for v in jaxpr.outvars]
+
+
+def _eval_checked(eqn: jcore.JaxprEqn, invals: list, sem: Semantics, depth: int, hook: Hook,
+                  where: str, relax: Sequence[str | None] | None,
+                  extra: dict[int, Any] | None = None) -> list:
+    try:
+        return _eval_eqn(eqn, invals, sem, depth, hook, where, relax, extra)
+    except InterpretError:
+        raise
+    except Exception as e:
+        raise InterpretError(f"cannot evaluate {eqn.primitive.name} at {where}: "
+                             f"{type(e).__name__}: {e}") from e
 
 
 def _sub(j: Any) -> tuple[jcore.Jaxpr, Sequence[Any]]:
@@ -179,12 +427,31 @@ def _has_jaxpr(params: dict) -> bool:
                for u in (v if isinstance(v, tuple) else (v,)))
 
 
-def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, mode: Mode, depth: int, hook: Hook,
-              where: str) -> list:
+def _declared_storage(x: Any, dtype: Any) -> bool:
+    return not _inexact(dtype) or np.asarray(x).dtype == dtype
+
+
+# Float ops that neither read nor write through the FPU's FTZ/DAZ: data movement, sign
+# bit operations, conversions (XLA CPU's f32->bf16 convert is integer bit work).
+_NO_FLUSH = frozenset({
+    "reshape", "broadcast_in_dim", "transpose", "squeeze", "expand_dims", "concatenate",
+    "slice", "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "select_n", "pad",
+    "rev", "copy", "copy_p", "stop_gradient", "neg", "abs", "convert_element_type",
+    "optimization_barrier", "sort"})
+
+
+def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, sem: Semantics, depth: int, hook: Hook,
+              where: str, relax: Sequence[str | None] | None = None,
+              extra: dict[int, Any] | None = None) -> list:
+    """Evaluate one equation on values in `sem`'s representation. `relax` (per result, see
+    _relaxations) loosens the rounding of results; results marked ``_ALSO_F32`` also get a
+    float32 copy in `extra` (result index -> value)."""
     name = eqn.primitive.name
-    run = lambda j, vals: _eval_jaxpr(*_sub(j), vals, mode, depth + 1, hook, where)  # noqa: E731
+    run = lambda j, vals: _eval_jaxpr(*_sub(j), vals, sem, depth + 1, hook, where)  # noqa: E731
     out_dtypes = [v.aval.dtype for v in eqn.outvars]
     in_dtypes = [v.aval.dtype for v in eqn.invars]
+    relax = relax or [None] * len(out_dtypes)
+    flush = False
     if name in _CALL_PARAM:  # recurse (never bind) so that every inner op is rounded
         outs = run(eqn.params[_CALL_PARAM[name]], invals)
     elif name in _RECURSE:
@@ -193,22 +460,36 @@ def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, mode: Mode, depth: int, hook: H
         raise InterpretError(f"cannot evaluate {name} at {where}: primitive carries a "
                              "sub-jaxpr and the interpreter has no rule for it")
     elif name in _BIT_LEVEL:  # no float64 meaning: run natively on the declared dtypes
-        if mode == "f64" and name == "reduce_precision":
+        if not sem.round_results and name == "reduce_precision":
             return [invals[0]]
-        outs = _bind(eqn.primitive, [_store(x, d, "declared") for x, d in zip(invals, in_dtypes)],
+        outs = _bind(eqn.primitive, [_store(x, d, DECLARED) for x, d in zip(invals, in_dtypes)],
                      eqn.params)
     elif not any(map(_inexact, out_dtypes)) and (
-            mode == "declared" or not any(map(_inexact, in_dtypes))):
+            not any(map(_inexact, in_dtypes))
+            or (sem.round_results and not (sem.ftz and name not in _NO_FLUSH)
+                and all(map(_declared_storage, invals, in_dtypes)))):
         # exact ops: integer/bool/key, and comparisons / float->int casts of declared values
         outs = _apply(eqn, invals, eqn.params, exact=True)
     else:  # compute in float64; _store rounds afterwards
-        vals = [np.asarray(x).astype(_wide(d), copy=False) if _inexact(d) else x
+        flush = sem.ftz and sem.round_results and name not in _NO_FLUSH
+        vals = [(_flush(np.asarray(x).astype(_wide(d)), d) if flush
+                 else np.asarray(x).astype(_wide(d), copy=False)) if _inexact(d) else x
                 for x, d in zip(invals, in_dtypes)]
         params = _widen_params(eqn.params)
         if name in _COMBINER_PARAMS:
             params = _widen_combiner(name, params)
-        outs = _apply(eqn, vals, params, exact=False)
-    return [_store(o, d, mode) for o, d in zip(outs, out_dtypes)]
+        outs = None
+        if sem.sequential_narrow and name in _SEQUENTIAL:
+            acc = _target(out_dtypes[0], sem)
+            if acc is not None and _narrow(acc):
+                outs = _SEQUENTIAL[name](eqn.params, vals, acc)
+        if outs is None:
+            outs = _apply(eqn, vals, params, exact=False)
+    if extra is not None:
+        extra.update((i, _store(o, d, sem, _AS_F32, flush))
+                     for i, (o, d, r) in enumerate(zip(outs, out_dtypes, relax)) if r == _ALSO_F32)
+    return [_store(o, d, sem, None if r == _ALSO_F32 else r, flush)
+            for o, d, r in zip(outs, out_dtypes, relax)]
 
 
 # ------------------------------------------------------------- recursion rules
@@ -391,18 +672,26 @@ def _dynamic_update_slice(p: dict, x: np.ndarray, upd: np.ndarray, *idx: np.ndar
     return out
 
 
-def _dot_general(p: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+def _dot_operands(p: dict, lhs: np.ndarray, rhs: np.ndarray,
+                  dtype: Any) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """dot_general as a batched matmul: lhs (batch, free, contracted), rhs (batch,
+    contracted, free), and the result's shape."""
     (lc, rc), (lb, rb) = p["dimension_numbers"]
-    dtype = p["preferred_element_type"]  # (np.dtype is falsy: no `or` here)
-    dtype = np.result_type(lhs, rhs) if dtype is None else dtype
     lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
     def as3d(x: np.ndarray, *groups: Sequence[int]) -> np.ndarray:
         shape = [math.prod(x.shape[d] for d in g) for g in groups]
         return x.transpose([d for g in groups for d in g]).astype(dtype).reshape(shape)
 
-    a, b = as3d(lhs, lb, lf, lc), as3d(rhs, rb, rc, rf)
-    return np.matmul(a, b).reshape([lhs.shape[d] for d in (*lb, *lf)] + [rhs.shape[d] for d in rf])
+    return (as3d(lhs, lb, lf, lc), as3d(rhs, rb, rc, rf),
+            [lhs.shape[d] for d in (*lb, *lf)] + [rhs.shape[d] for d in rf])
+
+
+def _dot_general(p: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    dtype = p["preferred_element_type"]  # (np.dtype is falsy: no `or` here)
+    dtype = np.result_type(lhs, rhs) if dtype is None else dtype
+    a, b, shape = _dot_operands(p, lhs, rhs, dtype)
+    return np.matmul(a, b).reshape(shape)
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:
@@ -463,8 +752,66 @@ _EXACT_OK = frozenset({
     "reduce_max", "reduce_min", "reduce_and", "reduce_or"})
 
 
+# ------------------------------------------- narrow accumulation (Semantics.sequential_narrow)
+def _rounded(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """`x` rounded once to `dtype`, held in float64."""
+    return round_to_dtype(np.asarray(x, np.float64), dtype).astype(np.float64)
+
+
+def _accumulate(term: Callable[[int], np.ndarray], n: int, shape: Sequence[int],
+                dtype: Any) -> np.ndarray:
+    """0 + term(0) + term(1) + ... in index order, rounding to `dtype` after every addition."""
+    acc = np.zeros(shape)
+    for k in range(n):
+        acc = _rounded(acc + term(k), dtype)
+    return acc
+
+
+def _seq_reduce_sum(p: dict, vals: list, dtype: Any) -> list:
+    (x,) = vals
+    axes = sorted(a % x.ndim for a in p["axes"])
+    keep = [d for d in range(x.ndim) if d not in axes]
+    xt = x.transpose(keep + axes).reshape([x.shape[d] for d in keep] + [-1])
+    return [_accumulate(lambda k: _rounded(xt[..., k], dtype), xt.shape[-1], xt.shape[:-1], dtype)]
+
+
+def _seq_dot_general(p: dict, vals: list, dtype: Any) -> list:
+    lhs, rhs = vals
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return None
+    a, b, shape = _dot_operands(p, lhs, rhs, np.float64)
+    acc = _accumulate(lambda k: _rounded(a[:, :, k, None] * b[:, None, k, :], dtype),
+                      a.shape[2], (a.shape[0], a.shape[1], b.shape[2]), dtype)
+    return [acc.reshape(shape)]
+
+
+def _seq_conv(p: dict, vals: list, dtype: Any) -> list | None:
+    """conv_general_dilated as patches (lax.conv_general_dilated_patches, exact in float64:
+    it gathers with a one-hot kernel) times the kernel, summed over (input feature, window
+    position) in that order."""
+    lhs, rhs = vals
+    if p["batch_group_count"] != 1 or np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return None
+    dn = p["dimension_numbers"]
+    lhs, rhs = lhs.transpose(dn.lhs_spec), rhs.transpose(dn.rhs_spec)  # N C *S, O I *W
+    n, (o, i), win, g = lhs.shape[0], rhs.shape[:2], rhs.shape[2:], p["feature_group_count"]
+    patches = np.asarray(lax.conv_general_dilated_patches(
+        lhs, win, p["window_strides"], p["padding"], p["lhs_dilation"], p["rhs_dilation"],
+        precision=lax.Precision.HIGHEST))  # N, C*W (C major), *out_spatial
+    k = i * math.prod(win)
+    pt = patches.reshape(n, g, k, -1)  # C = g * i
+    kt = rhs.reshape(g, o // g, k)
+    acc = _accumulate(lambda j: _rounded(pt[:, :, None, j, :] * kt[None, :, :, j, None], dtype),
+                      k, (n, g, o // g, pt.shape[-1]), dtype)
+    return [acc.reshape(n, o, *patches.shape[2:]).transpose(np.argsort(dn.out_spec))]
+
+
+_SEQUENTIAL: dict[str, Callable] = {"reduce_sum": _seq_reduce_sum, "dot_general": _seq_dot_general,
+                                    "conv_general_dilated": _seq_conv}
+
+
 # ------------------------------------------------------------------- entry point
-def interpret(fn: Callable, *args: Any, mode: Mode = "declared") -> Any:
+def interpret(fn: Callable, *args: Any, mode: Mode | Semantics = "declared") -> Any:
     """Trace `fn(*args)` with x64 disabled (so it gets its normal dtypes), evaluate it in
     `mode`, and return `fn`'s output pytree with numpy arrays as leaves."""
     with jax.enable_x64(False):

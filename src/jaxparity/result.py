@@ -85,7 +85,11 @@ class ComparisonResult:
     tolerance: Tolerance
     paths: tuple[PathResult, ...]
     environment: dict[str, Any] = field(default_factory=dict)
+    explanations: tuple[Any, ...] = ()  # explain.explainer.PathExplanation, one per explained path
     schema_version: int = SCHEMA_VERSION
+    # How to re-run this comparison in process (the case and each path's raw outputs), for
+    # ``explain()``; not part of the JSON document.
+    _source: Any = field(default=None, compare=False, repr=False)
 
     @property
     def passed(self) -> bool:
@@ -102,12 +106,20 @@ class ComparisonResult:
                 return p
         raise KeyError(f"no path {spec!r} in this result; paths: {[p.spec for p in self.paths]}")
 
+    def explain(self, paths: list[str] | None = None) -> ComparisonResult:
+        """This result with an explanation of each diverging path (or of ``paths``): where, why, and
+        which fix restores parity, each cause confirmed or refuted by re-running. In process."""
+        from .comparison import explain_result
+
+        return explain_result(self, paths)
+
     # -- rendering ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         from . import __version__
 
         head = {"schema_version": SCHEMA_VERSION, "tool": "jaxparity", "tool_version": __version__}
-        return head | _jsonable(dataclasses.asdict(self)) | {"passed": self.passed}
+        body = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
+        return head | _jsonable(body) | {"passed": self.passed}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -130,6 +142,8 @@ class ComparisonResult:
 
 def _jsonable(value: Any) -> Any:
     """dataclasses.asdict output -> strict JSON: tuples to lists, non-finite floats to strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value))
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

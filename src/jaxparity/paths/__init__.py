@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import Path, PathError, PathOptionError, PathUnavailable, parse_spec
 from .eager import EagerPath
+from .observed import ObservedPath
 from .reference import DeclaredPath, F64Path
 from .savedmodel import SavedModelPath
 from .xla import ExportPath, JitPath
@@ -20,7 +21,7 @@ __all__ = [
 ]
 
 PATHS: dict[str, type[Path]] = {
-    cls.name: cls for cls in (EagerPath, JitPath, ExportPath, SavedModelPath, DeclaredPath, F64Path)
+    cls.name: cls for cls in (EagerPath, JitPath, ExportPath, SavedModelPath, DeclaredPath, F64Path, ObservedPath)
 }
 
 DEFAULT_PATHS: tuple[str, ...] = ("eager", "jit", "export", "savedmodel", "declared", "f64")

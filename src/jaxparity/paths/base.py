@@ -39,6 +39,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not m:
         raise PathOptionError(f"{spec!r} is not a path: write NAME or NAME:key=value,...")
     options: dict[str, str] = {}
+    if m["name"] == "observed" and m["opts"] and "=" not in m["opts"].split(",")[0]:
+        return "observed", {"file": m["opts"]}  # observed:FILE.npz, the shorthand
     for item in filter(None, (m["opts"] or "").split(",")):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():

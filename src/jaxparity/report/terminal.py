@@ -63,7 +63,7 @@ def _grid() -> Table:
     return grid
 
 
-def render(result: ComparisonResult) -> Group:
+def render(result: ComparisonResult, verbose: bool = False) -> Group:
     head = Text()
     head.append("jaxparity compare ", style="bold")
     head.append(result.case, style="bold cyan")
@@ -93,6 +93,10 @@ def render(result: ComparisonResult) -> Group:
     values = _values(result)
     if values is not None:
         parts += [Text(""), Text("values", style="bold"), values]
+    for e in result.explanations:
+        from .explanation import render_explanation
+
+        parts += [Text(""), render_explanation(e, verbose)]
     parts += [Text(""), Text(summary_line(result), style="bold green" if result.passed else "bold red")]
     return Group(*parts)
 
@@ -109,8 +113,8 @@ def _values(result: ComparisonResult) -> Table | None:
     return grid
 
 
-def print_result(result: ComparisonResult, console: Console | None = None) -> None:
-    (console or Console()).print(render(result))
+def print_result(result: ComparisonResult, console: Console | None = None, verbose: bool = False) -> None:
+    (console or Console()).print(render(result, verbose))
 
 
 def render_text(result: ComparisonResult, width: int = 120) -> str:

@@ -1,0 +1,1 @@
+"""Explaining divergences: compiler evidence, candidate semantics, known causes, experiments."""

@@ -1,0 +1,165 @@
+"""The known causes of divergence, as data: what each is, where it can happen, the experiment that
+confirms or refutes it, and the fix. ``explainer.py`` runs the experiments; nothing here guesses.
+
+An experiment is one of a few kinds:
+- ``recompile``: re-run the diverging path with XLA options changed (a compile option for ``jit``
+  and ``export``, ``XLA_FLAGS`` in the TensorFlow serving process); confirmed when the path then
+  agrees with the baseline, partly when it moves closer, refuted when nothing changes.
+- ``matmul-precision``: re-run under ``jax.default_matmul_precision('highest')``.
+- ``noise-bound``: every local divergence is a reduction whose difference lies within the analytic
+  error bound of summing that many terms: expected rounding noise, not a bug.
+- ``fingerprint``: a candidate semantics of the interpreter reproduces the path bit for bit.
+- ``same-compiler``: ``jit`` with the same XLA settings agrees with the baseline while this runtime
+  does not: it lowers or runs the program differently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CAUSES", "Cause"]
+
+COMPILED = ("jit", "export", "savedmodel")
+
+
+@dataclass(frozen=True)
+class Cause:
+    id: str
+    title: str
+    description: str
+    primitives: tuple[str, ...] | None  # where it shows (None: any op)
+    dtypes: tuple[str, ...] | None  # declared dtypes it affects (None: any float)
+    devices: tuple[str, ...]  # platforms where it happens
+    paths: tuple[str, ...]  # path kinds the experiment can run on
+    experiment: str  # kind, see the module docstring
+    options: tuple[tuple[str, str], ...] = ()  # XLA options the recompile experiment sets
+    candidates: tuple[str, ...] = ()  # interpreter candidates for a fingerprint experiment
+    fix: str = ""
+
+
+CAUSES: tuple[Cause, ...] = (
+    Cause(
+        id="excess-precision",
+        title="elided bf16/f16 rounding (excess precision)",
+        description="XLA computes bf16/f16 ops in float32 and, allowed to keep 'excess precision', drops "
+        "the rounding back to the declared narrow dtype between ops, so values the program declares "
+        "as bf16 carry float32 precision into the next op.",
+        primitives=None,
+        dtypes=("bfloat16", "float16"),
+        devices=("cpu", "gpu"),
+        paths=COMPILED,
+        experiment="recompile",
+        options=(("xla_allow_excess_precision", "false"),),
+        fix="compile with xla_allow_excess_precision=false (jit/export: compiler_options; TensorFlow "
+        "Serving: XLA_FLAGS=--xla_allow_excess_precision=false in the server's environment), or "
+        "make the model round where it declares: jaxparity.fixes.round_like_declared(fn)",
+    ),
+    Cause(
+        id="narrow-rounding-skipped",
+        title="bf16/f16 rounding skipped by the system that produced these outputs",
+        description="Outputs that cannot be re-run (read from a file) are matched against candidate "
+        "semantics: keeping a narrow result in float32 where it is immediately widened is what XLA's "
+        "excess precision does; computing every bf16 value in float32 is what a runtime without bf16 "
+        "arithmetic, or one that skips the rounding of inputs too, does.",
+        primitives=None,
+        dtypes=("bfloat16", "float16"),
+        devices=("cpu", "gpu", "tpu"),
+        paths=("observed",),
+        experiment="fingerprint",
+        candidates=("skip-widened", "f32-everywhere"),
+        fix="on the serving system: XLA_FLAGS=--xla_allow_excess_precision=false (TensorFlow Serving) or "
+        "compiler_options={'xla_allow_excess_precision': False}; or make the model round where it declares "
+        "with jaxparity.fixes.round_like_declared(fn), which no runtime can skip",
+    ),
+    Cause(
+        id="algebraic-rewrite",
+        title="algebraic rewrite by the HLO simplifier (e.g. x / c -> x * (1/c))",
+        description="XLA's algebraic simplifier rewrites expressions into forms that are equal in exact "
+        "arithmetic but round differently, such as division by a constant into multiplication by its "
+        "reciprocal.",
+        primitives=("div", "rsqrt", "sqrt", "pow", "exp", "log", "sub", "add", "mul", "reduce_sum"),
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=COMPILED,
+        experiment="recompile",
+        options=(("xla_disable_hlo_passes", "algsimp"),),
+        fix="write the cheaper form in the model (x * (1/c)) so every path computes it, or compile with "
+        "xla_disable_hlo_passes=algsimp (slower)",
+    ),
+    Cause(
+        id="fma-contraction",
+        title="FMA contraction and other backend (LLVM) optimizations",
+        description="The CPU/GPU backend fuses a multiply and an add into one fused multiply-add, which "
+        "rounds once instead of twice, or reassociates arithmetic inside a fusion.",
+        primitives=("add", "sub", "mul", "reduce_sum", "dot_general"),
+        dtypes=("float32", "float64"),
+        devices=("cpu", "gpu"),
+        paths=COMPILED,
+        experiment="recompile",
+        options=(("xla_backend_optimization_level", "0"),),
+        candidates=("fma-contraction",),
+        fix="accept it within a tolerance (it is usually more accurate), or compile with "
+        "xla_backend_optimization_level=0 (much slower)",
+    ),
+    Cause(
+        id="fast-math",
+        title="fast math",
+        description="Fast-math code generation lets the backend ignore NaN/inf and reassociate floating "
+        "point arithmetic.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu",),
+        paths=COMPILED,
+        experiment="recompile",
+        options=(("xla_cpu_enable_fast_math", "false"),),
+        fix="compile with xla_cpu_enable_fast_math=false",
+    ),
+    Cause(
+        id="matmul-precision",
+        title="reduced matmul precision (TF32 or bf16 passes)",
+        description="On GPUs and TPUs, float32 matmuls and convolutions run by default with TF32 or "
+        "bf16 inputs unless the precision is set to highest.",
+        primitives=("dot_general", "conv_general_dilated"),
+        dtypes=("float32",),
+        devices=("gpu", "tpu"),
+        paths=("jit", "export"),
+        experiment="matmul-precision",
+        fix="jax.default_matmul_precision('highest'), or precision=lax.Precision.HIGHEST on the op",
+    ),
+    Cause(
+        id="reduction-order",
+        title="reduction order (expected rounding noise)",
+        description="Sums, dot products and convolutions add their terms in an implementation-chosen "
+        "order; different orders give results that differ within a known error bound.",
+        primitives=("reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"),
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=COMPILED + ("eager", "declared", "observed"),
+        experiment="noise-bound",
+        fix="nothing is wrong: compare with a tolerance (the smallest passing --ulp / --atol is printed)",
+    ),
+    Cause(
+        id="denormal-flush",
+        title="subnormals flushed to zero",
+        description="The runtime flushes subnormal inputs or results to zero (FTZ/DAZ), as XLA does on CPU.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu"),
+        paths=COMPILED + ("eager", "observed"),
+        experiment="fingerprint",
+        candidates=("ftz",),
+        fix="keep values out of the subnormal range (rescale), or accept it: no XLA option restores subnormals",
+    ),
+    Cause(
+        id="other-lowering",
+        title="a different lowering or kernel in another runtime",
+        description="The runtime lowers or executes the program differently from JAX's own XLA with the "
+        "same settings (another XLA build, other kernels).",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=("savedmodel",),
+        experiment="same-compiler",
+        fix="report it to the runtime's maintainers with this report attached",
+    ),
+)

@@ -1,0 +1,386 @@
+"""Explain one diverging path: where (localization), how (compiler evidence, fingerprint), why (the
+known causes, each confirmed or refuted by re-running an experiment) and what fixes it (re-run to
+prove it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ..localize.localizer import Localization, localize, output_cone
+from ..localize.program import FlatProgram, flatten
+from ..localize.values import op_values
+from ..metrics import ulp_distance
+from ..paths import make_path, parse_spec
+from .causes import CAUSES, Cause
+
+__all__ = ["CauseVerdict", "Fix", "PathExplanation", "explain_path", "with_xla_option"]
+
+Status = Literal["confirmed", "partly", "refuted", "noise", "not run"]
+
+
+@dataclass(frozen=True)
+class CauseVerdict:
+    cause: str
+    title: str
+    status: Status
+    experiment: str  # what was run or checked
+    evidence: str  # what was seen
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class Fix:
+    kind: Literal["compile option", "serving flag", "model change"]
+    description: str
+    spec: str | None  # the path that shows the fix working, e.g. "jit:xla_allow_excess_precision=false"
+    verified: bool
+    evidence: str
+
+
+@dataclass(frozen=True)
+class PathExplanation:
+    path: str
+    baseline: str
+    summary: str
+    localization: Localization | None
+    evidence: Any  # explain.hlo.CompilerEvidence | None
+    fingerprint: Any  # explain.fingerprint.Fingerprint | None
+    causes: tuple[CauseVerdict, ...]
+    fixes: tuple[Fix, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def confirmed(self) -> tuple[CauseVerdict, ...]:
+        return tuple(c for c in self.causes if c.status in ("confirmed", "partly", "noise"))
+
+
+def with_xla_option(spec: str, key: str, value: str) -> str:
+    """The same path with one more XLA option: a compile option, or a flag in XLA_FLAGS for TF."""
+    name, options = parse_spec(spec)
+    if name == "savedmodel":
+        flags = options.get("XLA_FLAGS", "")
+        options["XLA_FLAGS"] = f"{flags} --{key}={value}".strip()
+    else:
+        options[key] = value
+    return make_path(f"{name}:" + ",".join(f"{k}={v}" for k, v in options.items())).spec
+
+
+def _distance(outs: Sequence[np.ndarray], base: Sequence[np.ndarray]) -> tuple[int, int]:
+    """(elements that differ, max ULP) between two flat output lists."""
+    n = worst = 0
+    for a, b in zip(outs, base):
+        u = ulp_distance(np.asarray(a), np.asarray(b))
+        n += int(np.count_nonzero(u))
+        worst = max(worst, int(np.where(u < 0, np.iinfo(np.int64).max, u).max(initial=0)))
+    return n, worst
+
+
+@dataclass
+class _Context:
+    fn: Callable[..., Any]
+    args: tuple
+    path: str
+    baseline: str
+    path_out: list[np.ndarray]
+    base_out: list[np.ndarray]
+    device: str
+    program: FlatProgram
+    dtypes: set[str]
+    localization: Localization | None
+    fingerprint: Any
+    runs: dict[str, list[np.ndarray] | str]  # spec -> outputs, or the error message
+
+    def run(self, spec: str, fn: Callable[..., Any] | None = None) -> list[np.ndarray] | str:
+        """Outputs of ``spec`` (flattened), or why it failed; each distinct run happens once."""
+        from ..execute import run_in_process
+
+        key = spec if fn is None else f"{spec} [fixed model]"
+        if key not in self.runs:
+            r = run_in_process(make_path(spec), fn or self.fn, self.args)
+            self.runs[key] = [a for _, a in r.outputs] if r.status == "ok" and r.outputs else f"{r.status}: {r.message}"
+        return self.runs[key]
+
+
+def _applies(cause: Cause, ctx: _Context) -> str | None:
+    """Why the cause cannot be behind this divergence, or None when its experiment should run."""
+    kind = ctx.path.split(":", 1)[0]
+    if kind not in cause.paths:
+        return f"not applicable to the {kind} path"
+    if ctx.device not in cause.devices:
+        return f"does not occur on {ctx.device}"
+    if cause.dtypes is not None and not ctx.dtypes & set(cause.dtypes):
+        return f"the program has no {'/'.join(cause.dtypes)} values"
+    if cause.primitives is not None and ctx.localization is not None and ctx.localization.local:
+        prims = {d.op.primitive for d in ctx.localization.local}
+        if not prims & set(cause.primitives) and cause.experiment != "recompile":
+            return f"no local divergence in {', '.join(cause.primitives)}"
+    return None
+
+
+def _recompile(cause: Cause, ctx: _Context) -> CauseVerdict:
+    spec = ctx.path
+    for key, value in cause.options:
+        spec = with_xla_option(spec, key, value)
+    outs = ctx.run(spec)
+    if isinstance(outs, str):
+        return CauseVerdict(cause.id, cause.title, "refuted", f"re-ran {spec}", f"the re-run failed ({outs})")
+    before = _distance(ctx.path_out, ctx.base_out)
+    after = _distance(outs, ctx.base_out)
+    changed = _distance(outs, ctx.path_out)[0] > 0
+    seen = (f"{ctx.path} differs from {ctx.baseline} in {before[0]} elements (max {before[1]} ULP); "
+            f"{spec} differs in {after[0]} (max {after[1]} ULP)")
+    if after[0] == 0:
+        return CauseVerdict(cause.id, cause.title, "confirmed", f"re-ran {spec}", seen + ": parity restored",
+                            cause.fix)
+    if changed and after[1] < before[1]:
+        return CauseVerdict(cause.id, cause.title, "partly", f"re-ran {spec}", seen + ": closer, not equal",
+                            cause.fix)
+    return CauseVerdict(cause.id, cause.title, "refuted", f"re-ran {spec}",
+                        seen + (": no change" if not changed else ": no closer"))
+
+
+def _noise(cause: Cause, ctx: _Context) -> CauseVerdict:
+    loc = ctx.localization
+    if loc is None or not loc.local:
+        return CauseVerdict(cause.id, cause.title, "not run", "noise bound", "no per-op values for this path")
+    reductions = [d for d in loc.local if d.op.primitive in (cause.primitives or ())]
+    if reductions and len(reductions) == len(loc.local) and all(d.within_noise_bound for d in reductions):
+        worst = max(reductions, key=lambda d: d.max_abs)
+        return CauseVerdict(cause.id, cause.title, "noise", "checked each local divergence against the error "
+                            "bound of its reduction",
+                            f"all {len(reductions)} local divergences are reductions within their bound "
+                            f"(largest: {worst.op.primitive} at {worst.op.user_source or worst.op.source}, "
+                            f"difference {worst.max_abs:.3g} <= bound {worst.noise_bound:.3g})", cause.fix)
+    inside = sum(d.within_noise_bound for d in reductions)
+    return CauseVerdict(cause.id, cause.title, "refuted", "checked each local divergence against the error bound "
+                        "of its reduction", f"{len(loc.local) - inside} of {len(loc.local)} local divergences "
+                        "are not reductions within their error bound")
+
+
+def _fingerprinted(cause: Cause, ctx: _Context) -> CauseVerdict:
+    fp = ctx.fingerprint
+    what = f"candidate semantics {', '.join(repr(c) for c in cause.candidates)} against {ctx.path}'s outputs"
+    if fp is None:
+        return CauseVerdict(cause.id, cause.title, "not run", what, "no fingerprint for this path")
+    by_name = {m.candidate: m for m in fp.matches}
+    declared = by_name.get("declared")
+    exact = [c for c in cause.candidates if c in by_name and by_name[c].exact]
+    if exact and not (declared and declared.exact):
+        return CauseVerdict(cause.id, cause.title, "confirmed", what, f"'{exact[0]}' reproduces {ctx.path} bit for "
+                            f"bit ({by_name[exact[0]].description}); the declared semantics do not", cause.fix)
+    near = ", ".join(f"'{c}' is {by_name[c].max_ulp} ULP away in {by_name[c].n_differ} elements"
+                     for c in cause.candidates if c in by_name)
+    return CauseVerdict(cause.id, cause.title, "refuted", what, near or "no such candidate")
+
+
+def _same_compiler(cause: Cause, ctx: _Context) -> CauseVerdict:
+    _, options = parse_spec(ctx.path)
+    flags = options.get("XLA_FLAGS", "")
+    jit = "jit"
+    for flag in flags.split():
+        key, _, value = flag.lstrip("-").partition("=")
+        jit = with_xla_option(jit, key, value or "true")
+    outs = ctx.run(jit)
+    if isinstance(outs, str):
+        return CauseVerdict(cause.id, cause.title, "not run", f"ran {jit}", f"it failed ({outs})")
+    jit_vs_base = _distance(outs, ctx.base_out)
+    jit_vs_path = _distance(outs, ctx.path_out)
+    if jit_vs_base[0] == 0 and jit_vs_path[0] > 0:
+        return CauseVerdict(cause.id, cause.title, "confirmed", f"ran {jit} with the same XLA settings",
+                            f"{jit} agrees with {ctx.baseline}; {ctx.path} does not", cause.fix)
+    return CauseVerdict(cause.id, cause.title, "refuted", f"ran {jit} with the same XLA settings",
+                        f"{jit} gives {ctx.path}'s numbers" if jit_vs_path[0] == 0 else
+                        f"{jit} differs from both {ctx.baseline} and {ctx.path}")
+
+
+def _matmul_precision(cause: Cause, ctx: _Context) -> CauseVerdict:
+    import jax
+
+    from ..execute import run_in_process
+
+    with jax.default_matmul_precision("highest"):
+        r = run_in_process(make_path(ctx.path), ctx.fn, ctx.args)
+    outs = [a for _, a in r.outputs] if r.status == "ok" and r.outputs else None
+    if outs is None:
+        return CauseVerdict(cause.id, cause.title, "refuted", "re-ran with matmul precision 'highest'",
+                            f"the re-run failed ({r.message})")
+    after = _distance(outs, ctx.base_out)
+    status: Status = "confirmed" if after[0] == 0 else "refuted"
+    return CauseVerdict(cause.id, cause.title, status, "re-ran with jax.default_matmul_precision('highest')",
+                        f"differs from {ctx.baseline} in {after[0]} elements after", cause.fix if after[0] == 0 else None)
+
+
+_EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
+    "recompile": _recompile,
+    "noise-bound": _noise,
+    "fingerprint": _fingerprinted,
+    "same-compiler": _same_compiler,
+    "matmul-precision": _matmul_precision,
+}
+
+
+_RERUNS = ("recompile", "same-compiler", "matmul-precision")
+
+
+def explain_path(
+    fn: Callable[..., Any],
+    args: tuple,
+    path: str,
+    baseline: str,
+    path_out: Sequence[np.ndarray],
+    base_out: Sequence[np.ndarray],
+    *,
+    evidence: bool = True,
+) -> PathExplanation:
+    """Explain why ``path`` gave ``path_out`` where ``baseline`` gave ``base_out`` (flat output leaves)."""
+    import jax
+
+    program = flatten(fn, args)
+    flat_args = jax.tree_util.tree_leaves(args)
+    kind = path.split(":", 1)[0]
+    notes: list[str] = []
+    localization = None
+    if kind == "observed":
+        notes.append("outputs read from a file have no per-op values: explained by fingerprint only")
+    elif baseline.split(":", 1)[0] not in ("eager", "declared", "f64"):
+        notes.append(f"per-op localization needs an op-level baseline (eager or declared), not {baseline}")
+    else:
+        base_vals = op_values(program, baseline, flat_args)
+        path_vals = op_values(program, path, flat_args)
+        moved = _distance(path_vals.outputs, path_out)[0]
+        if moved:
+            notes.append(f"returning every intermediate changed {moved} output elements of {path} (the compiler "
+                         "fused differently): per-op values are evidence, cross-checked by the compiler's own HLO")
+        localization = localize(program, path_vals, base_vals, flat_args, baseline)
+        if moved and not localization.local:
+            differing = [i for i, (a, b) in enumerate(zip(path_out, base_out)) if _distance([a], [b])[0]]
+            localization = dataclasses.replace(localization, perturbed=True,
+                                               cone=output_cone(program, differing))
+        notes.extend(localization.notes)
+
+    hlo = _compiler_evidence(fn, args, path, notes) if evidence and kind in ("jit", "export", "savedmodel") else None
+    fp = _fingerprint(fn, args, path_out, notes)
+    device = jax.default_backend() if kind in ("jit", "export", "eager") else "cpu"
+    dtypes = {str(a.dtype) for a in program.avals.values() if hasattr(a, "dtype")}
+    ctx = _Context(fn, tuple(args), path, baseline, list(path_out), list(base_out), device, program, dtypes,
+                   localization, fp, {})
+
+    causes: list[CauseVerdict] = []
+    explained_by: str | None = None
+    for cause in CAUSES:
+        reason = _applies(cause, ctx)
+        if reason is None and explained_by and cause.experiment in _RERUNS:
+            reason = f"not needed: {explained_by} already restores parity"
+        if reason is not None:
+            causes.append(CauseVerdict(cause.id, cause.title, "not run", "", reason))
+            continue
+        verdict = _EXPERIMENTS[cause.experiment](cause, ctx)
+        causes.append(verdict)
+        if verdict.status == "confirmed" and verdict.cause != "denormal-flush":
+            explained_by = explained_by or verdict.cause
+    if not any(c.status in ("confirmed", "partly", "noise") for c in causes):
+        causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",
+                                   "no known cause's experiment restored parity or reproduced the numbers"))
+    fixes = _fixes(ctx, causes)
+    summary = _summary(ctx, causes, fixes)
+    return PathExplanation(path, baseline, summary, localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes))
+
+
+def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: list[str]) -> Any:
+    from . import hlo
+
+    name, options = parse_spec(path)
+    if name == "savedmodel":
+        options = {k.lstrip("-"): v for k, _, v in (f.partition("=") for f in options.get("XLA_FLAGS", "").split())}
+        notes.append("compiler evidence for savedmodel comes from JAX's XLA on the same program; TensorFlow "
+                     "runs its own XLA build")
+    compile_options = make_path("jit:" + ",".join(f"{k}={v}" for k, v in options.items() if k.islower())) \
+        .compiler_options() if any(k.islower() for k in options) else None  # type: ignore[attr-defined]
+    try:
+        return hlo.compiler_evidence(fn, args, compiler_options=compile_options, path=path)
+    except Exception as e:  # evidence is optional: the experiments still decide
+        notes.append(f"no compiler evidence: {type(e).__name__}: {e}")
+        return None
+
+
+def _fingerprint(fn: Callable[..., Any], args: tuple, outs: Sequence[np.ndarray], notes: list[str]) -> Any:
+    from .fingerprint import fingerprint
+
+    try:
+        return fingerprint(fn, args, list(outs))
+    except Exception as e:
+        notes.append(f"no fingerprint: {type(e).__name__}: {e}")
+        return None
+
+
+def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
+    fixes = []
+    kind = ctx.path.split(":", 1)[0]
+    for verdict in causes:
+        if verdict.status != "confirmed" or not verdict.experiment.startswith("re-ran "):
+            continue
+        spec = verdict.experiment.removeprefix("re-ran ").split(" with ")[0]
+        fixes.append(Fix("serving flag" if kind == "savedmodel" else "compile option", verdict.fix or "", spec,
+                         True, verdict.evidence))
+    narrow = {"excess-precision", "narrow-rounding-skipped"}
+    if any(v.cause in narrow and v.status in ("confirmed", "partly") for v in causes):
+        from ..fixes import round_like_declared
+
+        # Outputs from a file cannot be re-run: show the model-side fix on the TF serving path here.
+        target = "savedmodel" if kind == "observed" else ctx.path
+        if kind == "observed":
+            fixes.append(Fix("serving flag", "XLA_FLAGS=--xla_allow_excess_precision=false on the serving system",
+                             None, False, f"{ctx.path} cannot be re-run from here: set the flag on the system that "
+                             "produced it and compare again"))
+        outs = ctx.run(target, round_like_declared(ctx.fn))
+        if isinstance(outs, str):
+            fixes.append(Fix("model change", "jaxparity.fixes.round_like_declared(fn)", None, False,
+                             f"the fixed model failed on {target}: {outs}"))
+        else:
+            n, worst = _distance(outs, ctx.base_out)
+            fixes.append(Fix("model change", "wrap the model with jaxparity.fixes.round_like_declared(fn): it "
+                             "inserts lax.reduce_precision where the program declares a bf16/f16 rounding, so "
+                             "every compiler keeps it; no flag needed", f"{target} [fixed model]", n == 0,
+                             f"{target} on the fixed model " + ("equals " + ctx.baseline if n == 0 else
+                             f"still differs from {ctx.baseline} in {n} elements (max {worst} ULP)")))
+    return fixes
+
+
+def _where(op: Any) -> str:
+    src = op.user_source or op.source or "unknown line"
+    made = f", created at {op.source}" if op.source and op.source != op.user_source else ""
+    stack = f" in {op.name_stack}" if op.name_stack else ""
+    return f"#{op.index} {op.primitive} {', '.join(op.inputs)} -> {', '.join(op.outputs)}{stack} ({src}{made})"
+
+
+def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str:
+    parts = []
+    loc = ctx.localization
+    if loc is not None and loc.perturbed and loc.cone:
+        ops = ", ".join(f"#{o.index} {o.primitive}" for o in loc.cone)
+        lines = sorted({o.user_source or o.source or "?" for o in loc.cone})
+        parts.append(f"{ctx.path} departs from {ctx.baseline} only while these ops are compiled together: {ops} "
+                     f"({', '.join(lines)}); observing their values one by one removes the difference")
+    elif loc is not None and loc.first is not None:
+        first = loc.first
+        parts.append(f"{ctx.path} first departs from {ctx.baseline} on its own at op {_where(first.op)}"
+                     + (f": {first.detail}" if first.detail else ""))
+    found = [c for c in causes if c.status in ("confirmed", "partly", "noise") and c.cause != "unknown"]
+    if any(c.status == "noise" for c in found) and not any(c.status == "confirmed" for c in found):
+        parts.append("the differences are expected rounding noise of reductions, not a bug")
+    elif found:
+        parts.append("cause: " + "; ".join(f"{c.title} ({c.status}: {c.evidence})" for c in found))
+    else:
+        parts.append("cause unknown: no known cause's experiment restored parity")
+    good = [f for f in fixes if f.verified]
+    if good:
+        parts.append("verified fix: " + "; or ".join(
+            "the model change round_like_declared(fn)" if f.kind == "model change" else f"{f.kind} {f.spec}"
+            for f in good))
+    return ". ".join(parts) + "."

@@ -1,0 +1,278 @@
+"""Where two paths part ways: the ops whose own output is wrong given their own inputs.
+
+Each op is replayed on the path's own input values twice: with the baseline's implementation of
+that op (eager: the primitive compiled on its own; declared: float64 rounded once) and with the
+declared reference. An op whose output differs from the baseline's replay on the same inputs
+diverges *locally*; every other difference is inherited from earlier ops. The declared replay says
+which side keeps the program's declared semantics. Prefix bisection is deliberately not used:
+divergence is not monotone along a program (a later bf16 rounding can erase earlier f32 noise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax.extend.core import Literal
+
+from ..metrics import ulp_distance
+from ..rounding import is_float_dtype
+from .program import FlatProgram, Op, OpInfo
+from .values import OpValues, _bind
+
+__all__ = ["Localization", "LocalDivergence", "OpDrift", "localize", "output_cone"]
+
+# Reductions whose result depends on the order of additions: the only ops where two correct
+# implementations may differ, within an error bound that grows with the number of terms.
+_REDUCTIONS = {"reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"}
+
+
+@dataclass(frozen=True)
+class LocalDivergence:
+    op: OpInfo
+    n_differ: int  # elements where the path's output differs from the baseline's replay
+    size: int
+    max_ulp: int  # between the path's output and the baseline's replay, in the output dtype
+    max_abs: float
+    # Who keeps the declared semantics on these inputs: "baseline", "path", "both" or "neither".
+    declared_side: str
+    # For reductions: the analytic bound on the difference of two summation orders, and whether
+    # every difference is within it ("expected rounding noise").
+    noise_bound: float | None = None
+    within_noise_bound: bool = False
+    # What the values themselves show about the mechanism, when they show something.
+    detail: str | None = None
+    # For a widening convert fed an unrounded value: the op whose narrow result was never rounded.
+    unrounded: OpInfo | None = None
+
+
+@dataclass(frozen=True)
+class OpDrift:
+    """Difference between the path and the baseline at one op's output (inherited + local)."""
+
+    index: int
+    name_stack: str
+    max_abs: float
+    max_rel: float
+    max_ulp: int
+
+
+@dataclass(frozen=True)
+class Localization:
+    path: str
+    baseline: str
+    ops: int  # ops in the flattened program
+    local: tuple[LocalDivergence, ...]  # in program order
+    drift: tuple[OpDrift, ...]  # per op with a float output, in program order
+    notes: tuple[str, ...] = ()
+    # When observing every intermediate removes the divergence (the compiler fuses differently),
+    # the ops that feed the differing outputs: the divergence lives inside their fusion.
+    perturbed: bool = False
+    cone: tuple[OpInfo, ...] = ()
+
+    @property
+    def first(self) -> LocalDivergence | None:
+        real = [d for d in self.local if not d.within_noise_bound]
+        return real[0] if real else (self.local[0] if self.local else None)
+
+
+def _read(program: FlatProgram, ref: Any, values: dict[int, Any], args: dict[int, Any]) -> Any:
+    if isinstance(ref, Literal):
+        return ref.val
+    if ref in values:
+        return values[ref]
+    if ref in args:
+        return args[ref]
+    return program.consts.get(ref)
+
+
+def _unit_roundoff(dtype: np.dtype) -> float:
+    import ml_dtypes
+
+    return float(ml_dtypes.finfo(dtype).eps) / 2
+
+
+def _contraction_length(op: Op) -> int:
+    eqn, p = op.eqn, op.eqn.params
+    if eqn.primitive.name == "reduce_sum":
+        shape = eqn.invars[0].aval.shape
+        return int(np.prod([shape[a] for a in p["axes"]])) if p["axes"] else 1
+    if eqn.primitive.name == "dot_general":
+        (lhs_contract, _), _ = p["dimension_numbers"]
+        shape = eqn.invars[0].aval.shape
+        return int(np.prod([shape[a] for a in lhs_contract])) if lhs_contract else 1
+    if eqn.primitive.name == "conv_general_dilated":
+        rhs = eqn.invars[1].aval.shape
+        spec = p["dimension_numbers"].rhs_spec  # (out feature, in feature, spatial...)
+        return int(rhs[spec[1]] * np.prod([rhs[d] for d in spec[2:]]))
+    if eqn.primitive.name == "cumsum":
+        return int(eqn.invars[0].aval.shape[p["axis"]])
+    return 1
+
+
+def _noise_bound(op: Op, ins: list[Any], path_out: np.ndarray, base_out: np.ndarray) -> np.ndarray | None:
+    """Elementwise bound on |path - baseline| for two summation orders of the same terms.
+
+    Each order errs from the exact sum by at most gamma_n * sum|terms| (Higham, Accuracy and
+    Stability of Numerical Algorithms, 2nd ed., Sec. 4.2; gamma_n = n*u / (1 - n*u)), with u the unit
+    roundoff of the accumulation (at least float32: XLA accumulates narrow floats in float32), and
+    each result is then rounded to the output dtype (half an ulp each).
+    """
+    from ..interpreter import evaluate_eqn
+
+    dtype = np.dtype(op.eqn.outvars[0].aval.dtype)
+    if not is_float_dtype(dtype):
+        return None
+    n = _contraction_length(op)
+    u = _unit_roundoff(np.float32 if dtype.itemsize < 4 else dtype)
+    gamma = n * u / (1 - n * u) if n * u < 1 else math.inf
+    abs_ins = [np.abs(np.asarray(x)) if is_float_dtype(np.asarray(x).dtype) else x for x in ins]
+    abs_sum = np.abs(np.asarray(evaluate_eqn(op.eqn, abs_ins, mode="f64")[0], dtype=np.float64))
+    out_ulp = _unit_roundoff(dtype) * 2 * np.maximum(np.abs(path_out.astype(np.float64)),
+                                                     np.abs(base_out.astype(np.float64)))
+    return 2 * gamma * abs_sum + out_ulp
+
+
+def _baseline_replay(baseline: str, op: Op, ins: list[Any]) -> list[np.ndarray]:
+    from ..interpreter import evaluate_eqn
+    from ..pytree import host
+
+    if baseline.split(":", 1)[0] == "eager":
+        with jax.disable_jit():
+            return [host(x) for x in _bind(op, [jax.numpy.asarray(x) if isinstance(x, np.ndarray) else x
+                                                for x in ins])]
+    mode = baseline.split(":", 1)[0]
+    return [host(x) for x in evaluate_eqn(op.eqn, ins, mode=mode)]
+
+
+def _compare(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
+    ulps = ulp_distance(a, b)
+    differ = ulps != 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64)) if a.dtype.kind != "b" else differ * 1.0
+    diff = np.where(differ, diff, 0.0)
+    return int(differ.sum()), int(np.where(ulps < 0, 0, ulps).max(initial=0)), float(np.nan_to_num(diff, nan=np.inf).max(initial=0.0))
+
+
+def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Sequence[Any],
+             baseline: str) -> Localization:
+    """Classify every op of ``program`` as locally diverging or not, for ``path`` against ``base``."""
+    from ..interpreter import evaluate_eqn
+    from ..pytree import host
+
+    if baseline.split(":", 1)[0] not in ("eager", "declared", "f64"):
+        raise ValueError(f"localizing against {baseline!r} needs an op-level implementation of it; "
+                         "use --baseline eager or declared")
+    args = {vid: host(a) for vid, a in zip(program.arg_ids, flat_args)}
+    producers = {vid: o for o in program.ops for vid in o.outputs if vid is not None}
+    local: list[LocalDivergence] = []
+    drift: list[OpDrift] = []
+    skipped = 0
+    for op in program.ops:
+        outs = [vid for vid in op.outputs if vid is not None and vid in path.values and vid in base.values]
+        if not outs:
+            continue
+        p_outs = [path.values[v] for v in outs]
+        b_outs = [base.values[v] for v in outs]
+        _record_drift(op, p_outs, b_outs, drift)
+        p_ins = [_read(program, r, path.values, args) for r in op.inputs]
+        b_ins = [_read(program, r, base.values, args) for r in op.inputs]
+        if any(x is None for x in p_ins):
+            skipped += 1
+            continue
+        same_inputs = all(_bitwise_equal(a, b) for a, b in zip(p_ins, b_ins))
+        positions = [i for i, v in enumerate(op.outputs) if v in outs]  # of the recorded outputs
+        if same_inputs:
+            replay = b_outs  # the baseline already ran this op on exactly these inputs
+        else:
+            replay_all = _baseline_replay(baseline, op, p_ins)
+            replay = [replay_all[i] for i in positions]
+        worst = None
+        for k, (p_out, r_out) in enumerate(zip(p_outs, replay)):
+            n, ulp, mx = _compare(p_out, r_out)
+            if n and (worst is None or ulp > worst[1]):
+                worst = (n, ulp, mx, k)
+        if worst is None:
+            continue
+        n, ulp, mx, k = worst
+        p_out, r_out = p_outs[k], replay[k]
+        d_out = host(evaluate_eqn(op.eqn, p_ins, mode="declared")[positions[k]])
+        side = {(True, True): "both", (True, False): "path", (False, True): "baseline", (False, False): "neither"}[
+            (_values_equal(p_out, d_out), _values_equal(r_out, d_out))]
+        bound, within = None, False
+        if op.info.primitive in _REDUCTIONS:
+            b = _noise_bound(op, p_ins, p_out, r_out)
+            if b is not None:
+                with np.errstate(invalid="ignore"):
+                    diff = np.abs(p_out.astype(np.float64) - r_out.astype(np.float64))
+                within = bool(np.all((diff <= b) | (diff == 0)))
+                bound = float(np.max(b)) if b.size else 0.0
+        producer = producers.get(op.inputs[0]) if op.inputs and not isinstance(op.inputs[0], Literal) else None
+        detail = _widening_detail(op, p_out, producer)
+        local.append(LocalDivergence(op.info, n, int(p_out.size), ulp, mx, side, bound, within, detail,
+                                     producer.info if detail and producer else None))
+    notes = (f"{skipped} ops could not be replayed (inputs not observable)",) if skipped else ()
+    return Localization(path.path, baseline, len(program.ops), tuple(local), tuple(drift), notes)
+
+
+def _widening_detail(op: Op, p_out: np.ndarray, producer: Op | None) -> str | None:
+    """A widening convert whose output a narrow float cannot hold: its input was never rounded."""
+    from ..rounding import round_to_dtype
+
+    if op.info.primitive != "convert_element_type":
+        return None
+    src = np.dtype(op.eqn.invars[0].aval.dtype)
+    if not (is_float_dtype(src) and is_float_dtype(p_out.dtype) and src.itemsize < p_out.dtype.itemsize):
+        return None
+    lost = ulp_distance(round_to_dtype(p_out.astype(np.float64), src).astype(p_out.dtype), p_out) != 0
+    if not lost.any():
+        return None
+    what = f"the {src} result of #{producer.info.index} {producer.info.primitive}" if producer else f"its {src} input"
+    where = producer.info.user_source or producer.info.source if producer else None
+    return (f"{int(lost.sum())} of its {p_out.size} {p_out.dtype} outputs are not {src} values: {what}"
+            f"{f' ({where})' if where else ''} was never rounded to {src}; it arrived in {p_out.dtype} precision")
+
+
+def output_cone(program: FlatProgram, out_positions: Sequence[int], limit: int = 12) -> tuple[OpInfo, ...]:
+    """The ops that compute the given outputs (a backward slice), the last ``limit`` in program order."""
+    producers = {vid: o for o in program.ops for vid in o.outputs if vid is not None}
+    todo = [program.out_ids[i] for i in out_positions if not isinstance(program.out_ids[i], Literal)]
+    seen: dict[int, Op] = {}
+    while todo:
+        op = producers.get(todo.pop())
+        if op is None or op.info.index in seen:
+            continue
+        seen[op.info.index] = op
+        todo.extend(r for r in op.inputs if not isinstance(r, Literal))
+    return tuple(seen[i].info for i in sorted(seen))[-limit:]
+
+
+def _bitwise_equal(a: Any, b: Any) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _values_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and bool(np.all(ulp_distance(a, b) == 0))
+
+
+def _record_drift(op: Op, p_outs: list[np.ndarray], b_outs: list[np.ndarray], drift: list[OpDrift]) -> None:
+    floats = [(p, b) for p, b in zip(p_outs, b_outs) if is_float_dtype(p.dtype) and p.size]
+    if not floats:
+        return
+    max_abs = max_rel = 0.0
+    max_ulp = 0
+    for p, b in floats:
+        ulps = ulp_distance(p, b)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            d = np.abs(p.astype(np.float64) - b.astype(np.float64))
+            d = np.where(ulps == 0, 0.0, d)
+            rel = d / np.fmax(np.abs(b.astype(np.float64)), 1e-30)
+        max_abs = max(max_abs, float(np.nan_to_num(d, nan=np.inf).max()))
+        max_rel = max(max_rel, float(np.nan_to_num(rel, nan=np.inf).max()))
+        max_ulp = max(max_ulp, int(np.where(ulps < 0, 0, ulps).max()))
+    drift.append(OpDrift(op.info.index, op.info.name_stack, max_abs, max_rel, max_ulp))

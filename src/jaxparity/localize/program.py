@@ -1,0 +1,165 @@
+"""A case's jaxpr flattened into one list of ops, the unit in which divergence is localized.
+
+Call-like equations (``jit``, ``custom_jvp_call``, ``custom_vjp_call``, ``remat``) are inlined, so
+every op the user's model runs is one entry with its own values; control flow (``cond``,
+``while``, ``scan``) stays one op, since its inner values exist only per iteration. Each op keeps
+its equation, its Flax module path (name stack) and two source lines: where the primitive was
+created (often inside flax) and the user's own line that led to it.
+"""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import source_info_util
+from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
+
+__all__ = ["FlatProgram", "Op", "OpInfo", "flatten"]
+
+# jax 0.9.2 names of call-like primitives and the param holding their body.
+_CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "remat2": "jaxpr",
+          "checkpoint": "jaxpr"}
+
+_LIBRARY_DIRS = tuple({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+                       sysconfig.get_paths()["stdlib"]})
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What a report says about one op (plain values, serializable)."""
+
+    index: int
+    primitive: str
+    inputs: tuple[str, ...]  # "bfloat16[1,1,2]"
+    outputs: tuple[str, ...]
+    name_stack: str  # Flax module path, e.g. "GroupedConvResidual/Conv_0"
+    source: str | None  # where the primitive was created, "flax/linen/linear.py:700"
+    user_source: str | None  # the user's own line that led to it, "conv_bf16.py:29"
+
+
+@dataclass(frozen=True)
+class Op:
+    info: OpInfo
+    eqn: Any  # jax.extend.core.JaxprEqn
+    inputs: tuple[int | Literal, ...]  # value ids, or literals
+    outputs: tuple[int | None, ...]  # value ids (None for dropped outputs)
+
+
+@dataclass(frozen=True)
+class FlatProgram:
+    ops: tuple[Op, ...]
+    arg_ids: tuple[int, ...]
+    out_ids: tuple[int | Literal, ...]
+    consts: dict[int, Any]  # value id -> constant (closed-over arrays of the jaxpr and inlined bodies)
+    avals: dict[int, Any]  # value id -> abstract value (shape, dtype)
+    in_tree: Any
+    out_tree: Any
+
+    def evaluate(self, args: Sequence[Any], apply: Callable[[Op, list[Any]], Sequence[Any]]) -> dict[int, Any]:
+        """All values of the program, each op computed by ``apply(op, input_values)``."""
+        values: dict[int, Any] = dict(self.consts)
+        values.update(zip(self.arg_ids, args))
+        for op in self.ops:
+            ins = [x.val if isinstance(x, Literal) else values[x] for x in op.inputs]
+            for vid, out in zip(op.outputs, apply(op, ins)):
+                if vid is not None:
+                    values[vid] = out
+        return values
+
+    def outputs(self, values: dict[int, Any]) -> list[Any]:
+        return [x.val if isinstance(x, Literal) else values[x] for x in self.out_ids]
+
+
+def _relative(path: str) -> str:
+    for base in _LIBRARY_DIRS:
+        if path.startswith(base):
+            return os.path.relpath(path, base)
+    try:
+        rel = os.path.relpath(path)
+        return rel if not rel.startswith("..") else path
+    except ValueError:
+        return path
+
+
+def _sources(eqn: Any) -> tuple[str | None, str | None]:
+    tb = eqn.source_info.traceback
+    frames = list(source_info_util.user_frames(tb)) if tb is not None else []
+    if not frames:
+        return None, None
+    inner = frames[0]
+    user = next((f for f in frames if not f.file_name.startswith(_LIBRARY_DIRS)), None)
+    fmt = lambda f: f"{_relative(f.file_name)}:{f.start_line}"  # noqa: E731
+    return fmt(inner), fmt(user) if user else None
+
+
+def _aval_str(aval: Any) -> str:
+    return f"{aval.dtype}[{','.join(map(str, getattr(aval, 'shape', ())))}]"
+
+
+def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
+    """Trace ``fn(*args)`` and flatten its jaxpr into one list of ops."""
+    closed = jax.make_jaxpr(fn)(*args)
+    flat_args, in_tree = jax.tree_util.tree_flatten(args)
+    out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
+    ops: list[Op] = []
+    consts: dict[int, Any] = {}
+    avals: dict[int, Any] = {}
+    counter = iter(range(1 << 62))
+
+    def new_id(var: Any) -> int:
+        vid = next(counter)
+        avals[vid] = var.aval
+        return vid
+
+    def inline(jaxpr: Jaxpr, const_vals: Sequence[Any], in_refs: Sequence[int | Literal], stack: str) -> list:
+        env: dict[Any, int | Literal] = {}
+        for var, val in zip(jaxpr.constvars, const_vals):
+            env[var] = vid = new_id(var)
+            consts[vid] = val
+        env.update(zip(jaxpr.invars, in_refs))
+        read = lambda x: x if isinstance(x, Literal) else env[x]  # noqa: E731
+        for eqn in jaxpr.eqns:
+            name_stack = "/".join(filter(None, [stack, str(eqn.source_info.name_stack)]))
+            refs = [read(x) for x in eqn.invars]
+            body = eqn.params.get(_CALLS.get(eqn.primitive.name, ""), None)
+            if body is not None:
+                inner, inner_consts = (body.jaxpr, body.consts) if isinstance(body, ClosedJaxpr) else (body, ())
+                outs = inline(inner, inner_consts, refs, name_stack)
+                for var, ref in zip(eqn.outvars, outs):
+                    if type(var).__name__ != "DropVar":
+                        env[var] = ref
+                continue
+            out_ids = tuple(None if type(v).__name__ == "DropVar" else new_id(v) for v in eqn.outvars)
+            for var, vid in zip(eqn.outvars, out_ids):
+                if vid is not None:
+                    env[var] = vid
+            source, user = _sources(eqn)
+            info = OpInfo(
+                index=len(ops),
+                primitive=eqn.primitive.name,
+                inputs=tuple(_aval_str(x.aval) for x in eqn.invars),
+                outputs=tuple(_aval_str(v.aval) for v in eqn.outvars),
+                name_stack=name_stack,
+                source=source,
+                user_source=user,
+            )
+            ops.append(Op(info, eqn, tuple(refs), out_ids))
+        return [read(x) for x in jaxpr.outvars]
+
+    arg_ids = tuple(new_id(v) for v in closed.jaxpr.invars)
+    out_ids = inline(closed.jaxpr, closed.consts, arg_ids, "")
+    del flat_args
+    return FlatProgram(tuple(ops), arg_ids, tuple(out_ids), consts, avals, in_tree, out_tree)
+
+
+def is_numeric(aval: Any) -> bool:
+    """Values a path can return and we can compare: not PRNG keys, not tokens."""
+    dtype = getattr(aval, "dtype", None)
+    return dtype is not None and not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) and np.dtype(dtype).kind in "biufcV"

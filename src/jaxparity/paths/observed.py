@@ -1,0 +1,60 @@
+"""``observed:FILE``: outputs a production system logged, read from an .npz or .safetensors file.
+
+Users often have only what production returned. The file's arrays are matched to the function's
+outputs by name (``out``, ``out/logits``, ``out/0``) or, with numpy's default names, by order
+(``arr_0``, ``arr_1``...); bf16 saved by plain ``np.savez`` (raw ``|V2``) is viewed, never converted.
+Written ``observed:FILE`` (the option-less shorthand) or ``observed:file=FILE``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .base import Path, PathError
+
+
+class ObservedPath(Path):
+    name = "observed"
+    summary = "outputs read from a file (what production logged), matched to the function's outputs"
+    options_help = {"file": "the .npz or .safetensors file holding the outputs"}
+
+    @property
+    def spec(self) -> str:
+        return f"observed:{self.options['file']}" if set(self.options) == {"file"} else super().spec
+
+    @property
+    def file(self) -> str:
+        if "file" not in self.options:
+            raise PathError("write observed:FILE.npz (or observed:file=FILE.npz)")
+        return self.options["file"]
+
+    def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
+        import jax
+        import numpy as np
+
+        from ..arrayio import ArrayFileError, load_arrays
+        from ..pytree import named_leaves
+
+        try:
+            arrays = load_arrays(self.file)
+        except ArrayFileError as e:
+            raise PathError(str(e)) from e
+        shapes = jax.eval_shape(fn, *args)
+        expected = named_leaves(shapes, "out")
+        names = [n for n, _ in expected]
+        if arrays and all(k.startswith("arr_") for k in arrays) and not set(arrays) & set(names):
+            arrays = {names[int(k[4:])]: v for k, v in arrays.items() if int(k[4:]) < len(names)}
+        missing = [n for n in names if n not in arrays]
+        if missing:
+            raise PathError(f"{self.file} has no array for {missing}; it has {sorted(arrays)}")
+        leaves = []
+        for name, aval in expected:
+            got = arrays[name]
+            if got.dtype.kind == "V" and got.dtype.itemsize == np.dtype(aval.dtype).itemsize:
+                got = got.view(aval.dtype)
+            if got.shape != aval.shape or got.dtype != aval.dtype:
+                raise PathError(f"{self.file}: {name} is {got.dtype}{list(got.shape)}, "
+                                f"the function returns {aval.dtype}{list(aval.shape)}")
+            leaves.append(got)
+        self.notes.append(f"read from {self.file}")
+        return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), leaves)

@@ -1,0 +1,110 @@
+"""Terminal rendering of explanations: where, how, why, and the verified fix, per diverging path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from .format import fmt
+
+__all__ = ["layer_growth", "render_explanation"]
+
+_STATUS = {"confirmed": "bold green", "partly": "yellow", "noise": "cyan", "refuted": "dim", "not run": "dim"}
+
+
+def layer_growth(loc: Any, depth: int = 2) -> list[tuple[str, int, float, int]]:
+    """Per layer (name stack cut to ``depth`` levels), in program order: (layer, first op, max abs, max ULP)."""
+    rows: dict[str, list[Any]] = {}
+    for d in loc.drift:
+        layer = "/".join(d.name_stack.split("/")[:depth]) or "(top level)"
+        row = rows.setdefault(layer, [layer, d.index, 0.0, 0])
+        row[2], row[3] = max(row[2], d.max_abs), max(row[3], d.max_ulp)
+    return [tuple(r) for r in rows.values()]  # type: ignore[misc]
+
+
+def _where(op: Any) -> str:
+    src = op.user_source or op.source or "?"
+    if op.source and op.source != op.user_source:
+        src += f" (via {op.source})"
+    return src
+
+
+def render_explanation(e: Any, verbose: bool = False) -> Group:
+    parts: list[Any] = [Text(f"why {e.path} differs from {e.baseline}", style="bold underline"), Text(e.summary)]
+    loc = e.localization
+    if loc is not None and loc.perturbed and loc.cone:
+        t = Table(title="ops computed together where the difference arises (per-op values hide it)",
+                  title_justify="left", show_edge=False, header_style="bold", pad_edge=False)
+        for col in ("#", "op", "module", "line"):
+            t.add_column(col, overflow="fold")
+        for o in loc.cone:
+            t.add_row(str(o.index), f"{o.primitive} {','.join(o.inputs)}->{','.join(o.outputs)}", o.name_stack,
+                      _where(o))
+        parts.append(t)
+    if loc is not None:
+        shown = [d for d in loc.local if not d.within_noise_bound][:5] or list(loc.local[:5])
+        if shown:
+            t = Table(title=f"first ops that diverge on their own ({len(loc.local)} of {loc.ops} ops; "
+                      f"{sum(d.within_noise_bound for d in loc.local)} are reduction noise)",
+                      title_justify="left", show_edge=False, header_style="bold", pad_edge=False)
+            for col in ("#", "op", "module", "line", "ULP", "differ", "declared kept by"):
+                t.add_column(col, overflow="fold")
+            for d in shown:
+                t.add_row(str(d.op.index), f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}",
+                          d.op.name_stack or "", _where(d.op), str(d.max_ulp), f"{d.n_differ}/{d.size}",
+                          d.declared_side)
+            parts.append(t)
+            for d in shown:
+                if d.detail:
+                    parts.append(Text(f"#{d.op.index}: {d.detail}", style="italic"))
+        growth = layer_growth(loc)
+        if len(growth) > 1:
+            g = Table(title="how the difference grows, layer by layer", title_justify="left", show_edge=False,
+                      header_style="bold", pad_edge=False)
+            for col in ("layer", "from op", "max abs", "max ULP"):
+                g.add_column(col, justify="left" if col == "layer" else "right")
+            for layer, first, mx, ulp in growth:
+                g.add_row(layer, str(first), fmt(mx), str(ulp))
+            parts.append(g)
+    ev = e.evidence
+    if ev is not None and ev.widened:
+        lines = Text(f"compiler evidence ({ev.path}): {len(ev.widened)} of {ev.declared_narrow_ops} declared "
+                     "narrow results kept wider in the optimized HLO\n", style="bold")
+        for w in ev.widened[:5]:
+            by = f", rounding removed by pass {w.removed_by_pass}" if w.removed_by_pass else ""
+            lines.append(f"  {w.primitive} declared {w.declared_dtype}, computed {w.computed_dtype} at "
+                         f"{w.source or '?'}{by}\n    {w.hlo_line}\n")
+        parts.append(lines)
+    fp = e.fingerprint
+    if fp is not None and fp.matches:
+        f = Table(title="which semantics reproduce these outputs", title_justify="left", show_edge=False,
+                  header_style="bold", pad_edge=False)
+        for col in ("candidate", "", "max ULP", "differ", "what it means"):
+            f.add_column(col)
+        for m in fp.matches:
+            f.add_row(m.candidate, Text("exact", style="bold green") if m.exact else "",
+                      "—" if m.max_ulp is None else str(m.max_ulp), str(m.n_differ), m.description)
+        parts.append(f)
+    c = Table(title="causes, each tested", title_justify="left", show_edge=False, header_style="bold",
+              pad_edge=False)
+    for col in ("cause", "result", "experiment", "evidence"):
+        c.add_column(col, overflow="fold")
+    for v in e.causes:
+        if v.status == "not run" and not verbose:
+            continue
+        c.add_row(v.title, Text(v.status, style=_STATUS.get(v.status, "")), v.experiment, v.evidence)
+    not_run = sum(v.status == "not run" for v in e.causes)
+    parts.append(c)
+    if not_run and not verbose:
+        parts.append(Text(f"{not_run} other known causes not tested: they cannot apply here or are not needed "
+                          "(JSON lists why)", style="dim"))
+    for fix in e.fixes:
+        mark = Text("✓ verified" if fix.verified else "✗ not verified", style="green" if fix.verified else "red")
+        parts.append(Text.assemble("fix (", fix.kind, "): ", mark, f"  {fix.spec or ''}\n  {fix.description}\n  "
+                                   f"{fix.evidence}"))
+    for note in e.notes:
+        parts.append(Text(f"note: {note}", style="dim"))
+    return Group(*parts)

@@ -1,0 +1,64 @@
+"""Small cases with one planted divergence each, and the line where it is planted.
+
+Each factory's culprit line carries a `# planted: <cause>` comment; the tests find the line number
+from that comment, so editing this file cannot silently break what they check.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def _normal(shape, seed=0):
+    return jnp.asarray(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def make_softmax_bf16():
+    def fn(x):
+        return jax.nn.softmax(x.astype(jnp.bfloat16), axis=-1)  # planted: excess-precision softmax
+
+    return fn, (_normal((10, 100)),)
+
+
+def make_layernorm_bf16():
+    def layer_norm(x):
+        x = x.astype(jnp.bfloat16)
+        y = (x - jnp.mean(x, -1, keepdims=True)) / jnp.sqrt(jnp.var(x, -1, keepdims=True) + 1e-5)  # planted: excess-precision layernorm
+        return y.astype(jnp.float32)
+
+    return layer_norm, (_normal((8, 64)) * 3 + 1,)
+
+
+def make_fma():
+    def fn(a, b, c, d):
+        return a * b - c * d  # planted: fma-contraction
+
+    return fn, tuple(_normal((1000,), seed=i) for i in range(4))
+
+
+def make_div_by_constant():
+    def fn(x):
+        return x / 3.0  # planted: algebraic-rewrite
+
+    return fn, (_normal((1000,)),)
+
+
+def make_reduction_noise():
+    def fn(x, y):
+        return jnp.sum(x * y, axis=-1)  # planted: reduction-order
+
+    return fn, (_normal((64, 4096)), _normal((64, 4096), seed=1))
+
+
+def make_subnormals():
+    def fn(x):
+        return x * jnp.float32(1e-39)  # planted: denormal-flush
+
+    return fn, (_normal((256,)),)
+
+
+def make_clean():
+    def fn(x, w):
+        return jnp.tanh(x @ w)
+
+    return fn, (_normal((4, 16)), _normal((16, 8), seed=1))
