@@ -54,3 +54,8 @@ def _build(model):
 def make():
     """Two pre-LN blocks (self-attention + gelu MLP) and a final LayerNorm on a (2, 8, 32) input."""
     return _build(TwoBlockEncoder())
+
+
+def make_deep():
+    """Twelve pre-LN blocks: over 1,000 jaxpr equations, for localization at scale."""
+    return _build(TwoBlockEncoder(num_blocks=12))

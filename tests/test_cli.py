@@ -68,3 +68,31 @@ def test_paths_lists_every_path_and_says_it_can_run():
     assert r.returncode == 0
     for name in ("eager", "jit", "export", "savedmodel", "declared", "f64"):
         assert name in r.stdout
+
+
+@pytest.mark.slow
+def test_explain_exits_1_writes_schema_valid_json_and_a_fixed_case_that_passes(tmp_path):
+    out, fixed = tmp_path / "e.json", tmp_path / "conv_fixed.py"
+    r = run_cli("explain", SEED, "--paths", "eager,jit,export", "--json", str(out), "--write-fixed", str(fixed))
+    assert r.returncode == 1, r.stderr
+    assert "why jit differs from eager" in r.stdout and "excess precision" in r.stdout
+    assert "fix (compile option): ✓ verified" in r.stdout
+    doc = json.loads(out.read_text())
+    schema = json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert {e["path"] for e in doc["explanations"]} == {"jit", "export"}
+    assert fixed.exists() and f"wrote {fixed}" in r.stdout.replace("\n", "")
+    # the written case is the fix: jit and export now agree with eager, without any option
+    again = run_cli("compare", str(fixed), "--paths", "eager,jit,export")
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+@pytest.mark.slow
+def test_explain_on_agreeing_paths_exits_0():
+    r = run_cli("explain", "examples/mlp_bf16.py", "--paths", "eager,jit")
+    assert r.returncode == 0 and "why" not in r.stdout
+
+
+def test_explain_needs_an_op_level_baseline():
+    r = run_cli("explain", SEED, "--baseline", "jit")
+    assert r.returncode == 2 and "op-level baseline" in r.stderr

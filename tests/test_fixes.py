@@ -353,6 +353,9 @@ def test_write_fixed_case_factory_and_only_with_load_case(examples, tmp_path):
     text = write_fixed_case(f"{examples / 'conv_bf16.py'}:make_report_input", out,
                             only={"conv_general_dilated"})
     assert "XLA_FLAGS" not in text and "['conv_general_dilated']" in text
+    spec_text = write_fixed_case(str(examples / "conv_bf16.py"), tmp_path / "spec.py",
+                                 serving_flags="savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false")
+    assert "\n    XLA_FLAGS=--xla_allow_excess_precision=false\n" in spec_text
     case = load_case(str(out))  # runnable as a jaxparity case
     orig = load_case(f"{examples / 'conv_bf16.py'}:make_report_input")
     assert same(run("jit", case.fn, case.args), run("eager", orig.fn, orig.args))

@@ -445,3 +445,261 @@ def test_interpret_traces_without_x64_and_keeps_pytrees():
     assert got["s"].dtype == np.float32 and got["n"].dtype == np.int32
     assert_bits_equal(got["s"], eager(fn, args)["s"])
     assert interpret(fn, args, mode="f64")["s"].dtype == np.float64
+
+
+# ------------------------------------------------------------ candidate semantics
+from dataclasses import replace  # noqa: E402
+
+from jaxparity.interpreter import Semantics, evaluate_eqn  # noqa: E402
+from jaxparity.rounding import round_to_dtype  # noqa: E402
+
+F32 = np.float32
+
+
+def rnd(x, dtype):
+    """Round once to `dtype`, back to float64 (for hand computations)."""
+    return round_to_dtype(np.asarray(x, np.float64), dtype).astype(np.float64)
+
+
+def test_semantics_are_data_and_strings_still_work():
+    assert Semantics() == Semantics.declared() and Semantics.declared().name == "declared"
+    assert replace(Semantics.skip_widened(), name="other") == Semantics.skip_widened()
+    names = [s.name for s in (Semantics.declared(), Semantics.skip_widened(), Semantics.f32_everywhere(),
+                              Semantics.narrow_accumulation(), Semantics.flush_subnormals(),
+                              Semantics.fma_contraction(), Semantics.ideal())]
+    assert names == ["declared", "skip-widened", "f32-everywhere", "narrow-accumulation", "ftz",
+                     "fma-contraction", "f64"]
+    closed = jax.make_jaxpr(absorb)(XB)
+    for string, sem in (("declared", Semantics.declared()), ("f64", Semantics.ideal())):
+        (a,), (b,) = evaluate_jaxpr(closed, [XB], mode=string), evaluate_jaxpr(closed, [XB], mode=sem)
+        assert_bits_equal(a, b)
+    with pytest.raises(ValueError, match="Semantics"):
+        evaluate_jaxpr(closed, [XB], mode="skip-widened")
+
+
+# bf16 conv y (kernel x input) widened to f32 and added to the f32 input: the seed case.
+SEED_X = np.array([-1.0932410, -1.2380177], F32).reshape(1, 1, 2)
+
+
+def test_seed_case_three_regimes():
+    want = {"declared": [-1.3705847, -2.27708], "skip-widened": [-1.3709509, -2.2795215],
+            "f32-everywhere": [-1.3713225, -2.2845213]}
+    for sem in (Semantics.declared(), Semantics.skip_widened(), Semantics.f32_everywhere()):
+        got = interpret(LAYER.apply, VARS, SEED_X, mode=sem)
+        assert got.dtype == F32
+        np.testing.assert_array_equal(got.ravel(), np.array(want[sem.name], F32))
+    # by hand: skip-widened = bf16 inputs, exact f32 product (no bf16 rounding), + x
+    k = np.asarray(VARS["params"]["Conv_0"]["kernel"]).ravel()
+    xb, kb = rnd(SEED_X.ravel(), BF16), rnd(k, BF16)
+    np.testing.assert_array_equal(interpret(LAYER.apply, VARS, SEED_X, mode=Semantics.skip_widened()).ravel(),
+                                  (rnd(xb * kb, F32) + SEED_X.ravel()).astype(F32))
+    np.testing.assert_array_equal(interpret(LAYER.apply, VARS, SEED_X, mode=Semantics.f32_everywhere()).ravel(),
+                                  (rnd(SEED_X.ravel() * k.astype(F32), F32) + SEED_X.ravel()).astype(F32))
+
+
+A16 = np.array([1.1, -2.7, 3.3, 0.01], np.float32).astype(BF16)
+B16 = np.array([0.3, 1.9, -7.1, 5.5], np.float32).astype(BF16)
+
+
+def test_skip_widened_elides_only_rounding_before_a_widening_convert():
+    a, b = A16.astype(np.float64), B16.astype(np.float64)
+    exact = a * b  # a product of two bf16 values is exact in float32
+    assert not np.array_equal(rnd(exact, BF16), exact)
+    sem = Semantics.skip_widened()
+    # all consumers widen: the product is kept in f32
+    widened = lambda x, y: (x * y).astype(jnp.float32) + 1.0  # noqa: E731
+    np.testing.assert_array_equal(interpret(widened, A16, B16, mode=sem), (exact + 1.0).astype(F32))
+    np.testing.assert_array_equal(interpret(widened, A16, B16), (rnd(exact, BF16) + 1.0).astype(F32))
+    # mixed consumers, and the result is an output: decided per use
+    mixed = lambda x, y: (lambda p: (p.astype(jnp.float32), p + 1, p))(x * y)  # noqa: E731
+    w32, plus1, p = interpret(mixed, A16, B16, mode=sem)
+    assert w32.dtype == F32 and plus1.dtype == BF16 and p.dtype == BF16
+    np.testing.assert_array_equal(w32, exact.astype(F32))
+    np.testing.assert_array_equal(plus1, round_to_dtype(rnd(exact, BF16) + 1.0, BF16))
+    np.testing.assert_array_equal(p, round_to_dtype(exact, BF16))
+    # no widening convert, or an explicit f32 -> bf16 -> f32 pair: rounded as declared
+    for fn, args in ((lambda x, y: x * y + y, (A16, B16)),
+                     (lambda x, y: (x * y).astype(jnp.bfloat16).astype(jnp.float32),
+                      (A16.astype(F32) * 1.01, B16.astype(F32)))):
+        assert_bits_equal(interpret(fn, *args, mode=sem), interpret(fn, *args))
+
+
+def test_f32_everywhere_skips_every_narrow_rounding():
+    x = np.array([1.0001, -3.14159, 1e-3, 300.7], F32)
+    fn = lambda x: (x.astype(jnp.bfloat16) * jnp.bfloat16(3)).astype(jnp.float32) - x  # noqa: E731
+    got = interpret(fn, x, mode=Semantics.f32_everywhere())
+    assert got.dtype == F32
+    np.testing.assert_array_equal(got, (rnd(x * 3.0, F32) - x).astype(F32))
+    assert not np.array_equal(got, interpret(fn, x))
+    # a narrow output comes back in float32, the dtype it was computed in
+    out = interpret(lambda x: x.astype(jnp.bfloat16) / 3, x, mode=Semantics.f32_everywhere())
+    assert out.dtype == F32
+    np.testing.assert_array_equal(out, (x.astype(np.float64) / 3).astype(F32))
+
+
+def test_narrow_accumulation_reduce_sum_300_values():
+    x = np.random.default_rng(0).uniform(0, 1, 300).astype(BF16)
+    fn = lambda x: lax.reduce(x, np.array(0, BF16), lax.add, (0,))  # noqa: E731
+    assert "reduce_sum" in str(jax.make_jaxpr(fn)(x))
+    acc = 0.0
+    for v in x.astype(np.float64):
+        acc = rnd(acc + v, BF16)
+    got = interpret(fn, x, mode=Semantics.narrow_accumulation())
+    declared = interpret(fn, x)
+    assert got.dtype == declared.dtype == BF16
+    assert float(got) == acc
+    assert float(declared) == float(round_to_dtype(x.astype(np.float64).sum(), BF16))
+    assert float(got) != float(declared)
+    ones = np.ones(300, BF16)  # 256 + 1 rounds back to 256 in bf16
+    assert float(interpret(fn, ones, mode=Semantics.narrow_accumulation())) == 256.0
+    assert float(interpret(fn, ones)) == 300.0
+    # multiple axes: row-major over the reduced axes, vectorized over the rest
+    m = np.random.default_rng(1).uniform(-1, 1, (3, 5, 7)).astype(BF16)
+    fn2 = lambda m: lax.reduce(m, np.array(0, BF16), lax.add, (0, 2))  # noqa: E731
+    want = np.zeros(5)
+    for i in range(3):
+        for k in range(7):
+            want = rnd(want + m[i, :, k].astype(np.float64), BF16)
+    np.testing.assert_array_equal(interpret(fn2, m, mode=Semantics.narrow_accumulation()).astype(np.float64), want)
+
+
+def test_narrow_accumulation_dot_general():
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((3, 40)).astype(BF16), rng.standard_normal((40, 2)).astype(BF16)
+    fn = lambda a, b: jnp.dot(a, b)  # noqa: E731
+    assert "preferred_element_type=bfloat16" in str(jax.make_jaxpr(fn)(a, b))
+    want = np.zeros((3, 2))
+    for k in range(40):
+        want = rnd(want + rnd(np.outer(a[:, k].astype(np.float64), b[k].astype(np.float64)), BF16), BF16)
+    got = interpret(fn, a, b, mode=Semantics.narrow_accumulation())
+    assert got.dtype == BF16
+    np.testing.assert_array_equal(got.astype(np.float64), want)
+    assert not np.array_equal(got, interpret(fn, a, b))
+    # an f32 result (f32 accumulation requested) is not narrow: declared
+    f32acc = lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32)  # noqa: E731
+    assert_bits_equal(interpret(f32acc, a, b, mode=Semantics.narrow_accumulation()), interpret(f32acc, a, b))
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_narrow_accumulation_conv(groups):
+    rng = np.random.default_rng(3)
+    lhs = rng.standard_normal((2, 10, 4)).astype(BF16)  # N W C
+    rhs = rng.standard_normal((3, 4 // groups, 6)).astype(BF16)  # W I O
+    fn = lambda l, r: lax.conv_general_dilated(l, r, (1,), "VALID", dimension_numbers=("NWC", "WIO", "NWC"),  # noqa: E731
+                                               feature_group_count=groups)
+    got = interpret(fn, lhs, rhs, mode=Semantics.narrow_accumulation())
+    assert got.dtype == BF16 and got.shape == (2, 8, 6)
+    lo, ro = lhs.astype(np.float64), rhs.astype(np.float64)
+    per_group_in, per_group_out = 4 // groups, 6 // groups
+    want = np.zeros((2, 8, 6))
+    for o in range(6):
+        g = o // per_group_out
+        acc = np.zeros((2, 8))
+        for i in range(per_group_in):  # input feature major, window position minor
+            for w in range(3):
+                acc = rnd(acc + rnd(lo[:, w:w + 8, g * per_group_in + i] * ro[w, i, o], BF16), BF16)
+        want[:, :, o] = acc
+    np.testing.assert_array_equal(got.astype(np.float64), want)
+    assert not np.array_equal(got, interpret(fn, lhs, rhs))
+
+
+def test_flush_subnormals():
+    x = np.array([1e-20, -3e-20, 2e-10, 1.0], F32)
+    y = np.full(4, 1e-20, F32)
+    ftz = Semantics.flush_subnormals()
+    prod = x.astype(np.float64) * y
+    declared = interpret(lambda x, y: x * y, x, y)
+    np.testing.assert_array_equal(declared, prod.astype(F32))
+    assert np.all(np.abs(declared[:2]) < np.finfo(F32).tiny) and np.all(declared[:2] != 0)
+    flushed = interpret(lambda x, y: x * y, x, y, mode=ftz)
+    assert_bits_equal(flushed, np.array([0.0, -0.0, *prod[2:]], F32))
+    # DAZ: a subnormal input reads as zero in arithmetic and comparisons...
+    s = np.array([1e-40, -1e-40, 2e-38, 0.5], F32)
+    assert_bits_equal(interpret(lambda s: s * 2, s, mode=ftz), np.array([0.0, -0.0, 4e-38, 1.0], F32))
+    np.testing.assert_array_equal(interpret(lambda s: s > 0, s, mode=ftz), [False, False, True, True])
+    np.testing.assert_array_equal(interpret(lambda s: s > 0, s), [True, False, True, True])
+    # ...but data movement, neg and converts leave it alone
+    moved = interpret(lambda s: (-s.reshape(2, 2)[::-1]).ravel(), s, mode=ftz)
+    assert_bits_equal(moved, -s.reshape(2, 2)[::-1].ravel())
+    # bf16 subnormals (below float32's smallest normal) too
+    b = np.array([1e-20, 1.0], F32).astype(BF16)
+    assert_bits_equal(interpret(lambda b: b * b, b, mode=ftz), np.array([0.0, 1.0], BF16))
+    assert float(interpret(lambda b: b * b, b)[0]) != 0
+
+
+def test_fma_contraction_keeps_products_feeding_adds():
+    rng = np.random.default_rng(4)
+    a, b, c = rng.standard_normal((3, 64)).astype(F32)
+    a64, b64, c64 = (v.astype(np.float64) for v in (a, b, c))
+    fma = Semantics.fma_contraction()
+    fn = lambda a, b, c: a * b + c  # noqa: E731
+    got = interpret(fn, a, b, c, mode=fma)
+    np.testing.assert_array_equal(got, (a64 * b64 + c64).astype(F32))
+    declared = interpret(fn, a, b, c)
+    np.testing.assert_array_equal(declared, (rnd(a64 * b64, F32) + c64).astype(F32))
+    assert not np.array_equal(got, declared)
+    # a product with another consumer is rounded
+    shared = lambda a, b, c: (lambda p: (p + c, p * 2))(a * b)  # noqa: E731
+    for g, d in zip(interpret(shared, a, b, c, mode=fma), interpret(shared, a, b, c)):
+        assert_bits_equal(g, d)
+
+
+def test_evaluate_eqn_single_equations():
+    closed = jax.make_jaxpr(lambda x, y: jnp.exp(x + y) * 0.5)(XB, XB)
+    add, exp, mul = closed.jaxpr.eqns
+    (s,) = evaluate_eqn(add, [XB, np.array(C, BF16) * np.ones(3, BF16)])
+    assert s.dtype == BF16
+    np.testing.assert_array_equal(s, XB)  # x + 2**-9 rounds back to x in bf16
+    (s64,) = evaluate_eqn(add, [XB, np.full(3, C, BF16)], mode="f64")
+    assert s64.dtype == np.float64
+    np.testing.assert_array_equal(s64, XB.astype(np.float64) + 2.0**-9)
+    (e,) = evaluate_eqn(exp, [XB])
+    np.testing.assert_array_equal(e, round_to_dtype(np.exp(XB.astype(np.float64)), BF16))
+    # the literal may be left out of the inputs; inputs that are not bf16 are rounded once
+    (m1,) = evaluate_eqn(mul, [XB])
+    (m2,) = evaluate_eqn(mul, [XB.astype(F32), np.float32(0.5)])
+    assert m1.dtype == m2.dtype == BF16
+    np.testing.assert_array_equal(m1, XB.astype(np.float64) * 0.5)
+    np.testing.assert_array_equal(m2, m1)
+    with pytest.raises(ValueError):
+        evaluate_eqn(add, [XB])
+
+
+def test_evaluate_eqn_call_like_recurses():
+    closed = jax.make_jaxpr(lambda x: jax.jit(absorb)(x) * 2)(XB)
+    (jit_eqn, _) = closed.jaxpr.eqns
+    assert jit_eqn.primitive.name in ("jit", "pjit")
+    events = []
+    (d,) = evaluate_eqn(jit_eqn, [XB], on_eqn=events.append)
+    assert d.dtype == BF16
+    np.testing.assert_array_equal(d.astype(np.float64), 0.0)
+    assert [(e.eqn.primitive.name, e.depth) for e in events] == [("add", 1), ("sub", 1), (jit_eqn.primitive.name, 0)]
+    (i,) = evaluate_eqn(jit_eqn, [XB], mode="f64")
+    np.testing.assert_array_equal(i, 2.0**-9)
+    # replaying the seed conv on its own (declared) inputs
+    closed = jax.make_jaxpr(LAYER.apply)(VARS, SEED_X)
+    conv = next(e for e in closed.jaxpr.eqns if e.primitive.name == "conv_general_dilated")
+    k = np.asarray(VARS["params"]["Conv_0"]["kernel"]).astype(BF16)
+    (y,) = evaluate_eqn(conv, [SEED_X.astype(BF16), k])
+    assert y.dtype == BF16
+    np.testing.assert_array_equal(y.ravel(), round_to_dtype(SEED_X.astype(BF16).astype(np.float64).ravel()
+                                                            * k.astype(np.float64).ravel(), BF16))
+
+
+def test_evaluate_eqn_takes_values_in_the_modes_representation():
+    # f64 outputs fed back in stay unrounded: replaying op by op gives the f64 ideal
+    fn = lambda x: (x + C) - x  # noqa: E731
+    closed = jax.make_jaxpr(fn)(XB)
+    vals = [XB]
+    for mode, want in (("f64", 2.0**-9), ("declared", 0.0)):
+        x = XB
+        (s,) = evaluate_eqn(closed.jaxpr.eqns[0], [x, C], mode=mode)
+        (d,) = evaluate_eqn(closed.jaxpr.eqns[1], [s, x], mode=mode)
+        np.testing.assert_array_equal(d.astype(np.float64), want)
+        assert_bits_equal(d, evaluate_jaxpr(closed, vals, mode=mode)[0])
+    # f32 values for a bf16 input under f32-everywhere are not rounded to bf16
+    closed = jax.make_jaxpr(lambda x: x * 3)(XB)
+    x32 = np.array([1.001, 2.0, -1.5], F32)
+    (y,) = evaluate_eqn(closed.jaxpr.eqns[0], [x32], mode=Semantics.f32_everywhere())
+    assert y.dtype == F32
+    np.testing.assert_array_equal(y, (x32.astype(np.float64) * 3).astype(F32))

@@ -1,7 +1,7 @@
 import pytest
 
 from jaxparity.comparison import plan_paths
-from jaxparity.paths import PATHS, PathOptionError, make_path, parse_spec
+from jaxparity.paths import DEFAULT_PATHS, PATHS, PathOptionError, make_path, parse_spec
 from jaxparity.paths.base import parse_option_value
 
 
@@ -34,7 +34,7 @@ def test_plan_paths_orders_baseline_first_and_always_measures_f64():
     assert specs == ["eager", "jit:xla_allow_excess_precision=false,xla_cpu_enable_fast_math=false", "export", "f64"]
     assert requested == {"eager", specs[1], "export"}
     specs, requested = plan_paths(None, "declared")
-    assert specs[0] == "declared" and set(specs) == set(PATHS) and requested == {"declared"}
+    assert specs[0] == "declared" and set(specs) == set(DEFAULT_PATHS) and requested == {"declared"}
 
 
 def test_every_registered_path_describes_itself():

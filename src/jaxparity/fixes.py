@@ -426,7 +426,8 @@ def write_fixed_case(case_spec: str, out_path: str | os.PathLike, *, only: Colle
     The written file imports the original by absolute path (importlib), so it runs from anywhere
     jaxparity is installed. Its docstring says what changed and why, lists the roundings inserted
     for the case's own inputs (when the case loads here), and, given ``serving_flags``
-    (``"XLA_FLAGS=--xla_allow_excess_precision=false"``), the flag-based alternative.
+    (``"XLA_FLAGS=--xla_allow_excess_precision=false"``, or the path spec
+    ``"savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false"``), the flag-based alternative.
     Returns the text written.
     """
     file, _, factory = case_spec.partition(":")
@@ -478,10 +479,13 @@ def write_fixed_case(case_spec: str, out_path: str | os.PathLike, *, only: Colle
     else:
         lines += ["", f"(The rounding sites could not be listed: loading the case failed with {load_error})"]
     if serving_flags:
+        # Either the variable itself or a jaxparity path spec ("savedmodel:XLA_FLAGS=...").
+        head, colon, rest = serving_flags.partition(":")
+        settings = rest if colon and head.isidentifier() and head.islower() else serving_flags
         lines += [
             "",
             "Alternative without changing the model: leave the function as it is and set",
-            f"    {serving_flags}",
+            *(f"    {item.strip()}" for item in settings.split(",") if item.strip()),
             "in the TensorFlow Serving process (for jax.jit / jax.export, the compile option",
             "xla_allow_excess_precision=False).",
         ]

@@ -271,6 +271,17 @@ def _coerce(x: Any, dtype: Any, sem: Semantics) -> Any:
     return _store(x, dtype, sem)
 
 
+def _adopt(x: Any, dtype: Any, sem: Semantics) -> Any:
+    """An input of evaluate_eqn: as _coerce, but a value already held the way `sem` holds a
+    value of `dtype` is kept as is."""
+    if _inexact(dtype) and not isinstance(x, jax.Array):
+        x = np.asarray(x)
+        held = _target(dtype, sem) or _wide(dtype)
+        if x.dtype == held:
+            return x
+    return _coerce(x, dtype, sem)
+
+
 def _widen_params(params: dict) -> dict:
     """Replace float/complex dtype params (new_dtype, preferred_element_type...) by f64/c128."""
     def widen(v: Any) -> Any:
@@ -356,9 +367,11 @@ def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Sem
 
     `inputs` holds one value per ``eqn.invars`` (literals included), or one per non-literal
     invar (the literals' own values are used). They are taken as values of the declared
-    dtypes (converted with one rounding where they are not). With no consumers to look at,
-    the eqn's results are rounded as a jaxpr output would be (``declared``: to their
-    declared dtypes).
+    dtypes (converted with one rounding where they are not), except that a value already in
+    this mode's representation is taken as is (float64 in ``"f64"`` mode, float32 for a
+    narrow dtype under ``narrow_as_f32``), so that outputs can be fed back in. With no
+    consumers to look at, the eqn's results are rounded as a jaxpr output would be
+    (``declared``: to their declared dtypes).
     """
     sem = _semantics(mode)
     inputs = list(inputs)
@@ -371,7 +384,7 @@ def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Sem
         inputs = [v.val if isinstance(v, jcore.Literal) else next(it) for v in eqn.invars]
     where = _source_info.summarize(eqn.source_info) or "<unknown>"
     with jax.enable_x64(True):
-        invals = [_coerce(x, v.aval.dtype, sem) for x, v in zip(inputs, eqn.invars)]
+        invals = [_adopt(x, v.aval.dtype, sem) for x, v in zip(inputs, eqn.invars)]
         outs = _eval_checked(eqn, invals, sem, 0, on_eqn, where, None)
     if on_eqn is not None:
         on_eqn(EqnEvent(eqn, 0, tuple(invals), tuple(outs)))
@@ -775,7 +788,7 @@ def _seq_reduce_sum(p: dict, vals: list, dtype: Any) -> list:
     return [_accumulate(lambda k: _rounded(xt[..., k], dtype), xt.shape[-1], xt.shape[:-1], dtype)]
 
 
-def _seq_dot_general(p: dict, vals: list, dtype: Any) -> list:
+def _seq_dot_general(p: dict, vals: list, dtype: Any) -> list | None:
     lhs, rhs = vals
     if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
         return None

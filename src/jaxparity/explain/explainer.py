@@ -293,6 +293,7 @@ def explain_path(
 
 
 def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: list[str]) -> Any:
+    from ..paths.xla import recent_optimized_hlo
     from . import hlo
 
     name, options = parse_spec(path)
@@ -300,10 +301,13 @@ def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: li
         options = {k.lstrip("-"): v for k, _, v in (f.partition("=") for f in options.get("XLA_FLAGS", "").split())}
         notes.append("compiler evidence for savedmodel comes from JAX's XLA on the same program; TensorFlow "
                      "runs its own XLA build")
-    compile_options = make_path("jit:" + ",".join(f"{k}={v}" for k, v in options.items() if k.islower())) \
-        .compiler_options() if any(k.islower() for k in options) else None  # type: ignore[attr-defined]
+    jit = make_path("jit:" + ",".join(f"{k}={v}" for k, v in options.items() if k.islower()))
+    compile_options = jit.compiler_options()  # type: ignore[attr-defined]
+    # The optimized HLO of jit with the same options, when the comparison has just compiled it
+    # (export and TensorFlow run the same program; evidence is read in jit's naming).
+    recent = recent_optimized_hlo(jit.spec, fn, args)
     try:
-        return hlo.compiler_evidence(fn, args, compiler_options=compile_options, path=path)
+        return hlo.compiler_evidence(fn, args, compiler_options=compile_options, path=path, optimized_text=recent)
     except Exception as e:  # evidence is optional: the experiments still decide
         notes.append(f"no compiler evidence: {type(e).__name__}: {e}")
         return None

@@ -120,11 +120,11 @@ def _parse_hlo(text: str) -> _Module:
                 frame and int(frame.group(1)), bool(m.group(1)), line.strip())
     fields = {t: {i: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", row)} for i, row in tables[t].items()}
               for t in ("FileLocations", "StackFrames")}
-    for i, frame in fields["StackFrames"].items():
-        loc = fields["FileLocations"].get(frame.get("file_location_id", 0), {})
+    for i, row in fields["StackFrames"].items():
+        loc = fields["FileLocations"].get(row.get("file_location_id", 0), {})
         where = (tables["FileNames"].get(loc.get("file_name_id", 0), "").strip('"'), loc.get("line"),
                  loc.get("column"), loc.get("end_line"), loc.get("end_column"))
-        mod.frames[i] = (where, frame.get("parent_frame_id", 1) - 1)  # the text prints the parent id + 1
+        mod.frames[i] = (where, row.get("parent_frame_id", 1) - 1)  # the text prints the parent id + 1
     callers: dict[str, list[_Instr]] = {}  # ops in a computation reached by `call` are named after the call
     for i in mod.instrs.values():
         for o in dict.fromkeys(i.operands):
@@ -255,11 +255,12 @@ def _source(frames: list[tuple]) -> str | None:
 
 
 def compiler_evidence(fn: Callable[..., Any], args: tuple, *, compiler_options: dict | None = None,
-                      path: str = "jit", passes: bool = True) -> CompilerEvidence:
+                      path: str = "jit", passes: bool = True, optimized_text: str | None = None) -> CompilerEvidence:
     """List the declared bf16/f16 results that ``jax.jit(fn)`` compiled with ``compiler_options`` keeps wider.
 
     Reads the HLO XLA receives and the optimized HLO of the same compile; never runs the program.
     With ``passes``, compiles once more with per-pass dumps to name the pass that drops each rounding.
+    ``optimized_text``: the optimized HLO of that very compile when the caller already has it.
     """
     lowered = _lower(fn, args)
     notes: list[str] = []
@@ -276,7 +277,7 @@ def compiler_evidence(fn: Callable[..., Any], args: tuple, *, compiler_options: 
     if ambiguous := sorted({k[0] for k in narrow.keys() - candidates.keys()}):
         notes.append("not checked, as the same op name and source location also declare wider results: "
                      + ", ".join(ambiguous))
-    optimized = _parse_hlo(lowered.compile(compiler_options=compiler_options).as_text())
+    optimized = _parse_hlo(optimized_text or lowered.compile(compiler_options=compiler_options).as_text())
     widened = _widened_in(optimized, candidates)
     if missing := len(candidates.keys() - {k for i in optimized.instrs.values() for k in i.keys}):
         notes.append(f"{missing} narrow op(s) have no instruction of their own in the optimized HLO "

@@ -6,9 +6,21 @@ passed to ``Lowered.compile(compiler_options=...)`` as the right Python type.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Callable
 
 from .base import Path, PathError, parse_option_value
+
+# The executables of the last few runs, keyed by (path spec, function, arguments): explaining a
+# path reads the optimized HLO of the very compile that produced its numbers instead of compiling
+# the model again.
+_RECENT: OrderedDict[tuple[str, int, int], Any] = OrderedDict()
+
+
+def recent_optimized_hlo(spec: str, fn: Callable[..., Any], args: tuple) -> str | None:
+    compiled = _RECENT.get((spec, id(fn), id(args)))
+    return compiled.as_text() if compiled is not None else None
+
 
 _XLA_OPTIONS_HELP = {"*": "any XLA compile option, e.g. xla_allow_excess_precision=false"}
 
@@ -19,7 +31,7 @@ class _CompiledPath(Path):
     def compiler_options(self) -> dict[str, bool | int | float | str] | None:
         return {k: parse_option_value(v) for k, v in self.options.items()} or None
 
-    def _compile_and_call(self, fn: Callable[..., Any], args: tuple) -> Any:
+    def _compile_and_call(self, fn: Callable[..., Any], args: tuple, key: Callable[..., Any] | None = None) -> Any:
         import jax
 
         lowered = jax.jit(fn).lower(*args)
@@ -29,6 +41,9 @@ class _CompiledPath(Path):
             if self.options and ("compile option" in str(e) or "While setting option" in str(e)):
                 raise PathError(f"XLA rejected the compile options {self.options}: {e}") from e
             raise
+        _RECENT[(self.spec, id(key or fn), id(args))] = compiled
+        while len(_RECENT) > 8:
+            _RECENT.popitem(last=False)
         return jax.block_until_ready(compiled(*args))
 
 
@@ -55,4 +70,4 @@ class ExportPath(_CompiledPath):
             f"{len(blob)} byte artifact, calling convention v{restored.calling_convention_version}, "
             f"platforms {', '.join(restored.platforms)}"
         )
-        return self._compile_and_call(restored.call, args)
+        return self._compile_and_call(restored.call, args, key=fn)
