@@ -293,10 +293,10 @@ def _widen_params(params: dict) -> dict:
 
 # ---------------------------------------------------------- consumer analysis
 _RELAX_CACHE: dict[tuple[jcore.Jaxpr, bool, bool], dict] = {}  # Jaxprs hash by identity
+_ADDS = frozenset({"add", "sub", "add_any"})  # the consumers that let fma keep a product exact
 # Producers whose narrow rounding elide_widened keeps: an explicit convert to a narrow type
 # (XLA keeps a user's f32->bf16->f32 pair; it drops only the rounding of an op it computed
 # in f32), and call-like / control-flow equations (their inner outputs are already rounded).
-_ADDS = frozenset({"add", "sub", "add_any"})
 _NOT_ELIDED = frozenset({"convert_element_type", *_CALL_PARAM, "cond", "while", "scan"})
 
 

@@ -1,0 +1,31 @@
+"""Causes that only exist on a GPU. They run where JAX sees a GPU; on CPU-only machines (CI) there
+is no such device to test, which the skip reason says."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxparity
+
+pytestmark = pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a GPU: JAX sees only "
+                                f"{jax.default_backend()} here")
+
+
+def test_tf32_matmul_is_confirmed_as_reduced_matmul_precision():
+    rng = np.random.default_rng(0)
+    a = jnp.asarray(rng.standard_normal((256, 256)).astype(np.float32))
+    b = jnp.asarray(rng.standard_normal((256, 256)).astype(np.float32))
+    result = jaxparity.compare(lambda a, b: a @ b, a, b, paths=["declared", "jit"], baseline="declared",
+                               tolerance=jaxparity.Tolerance(ulp=64)).explain()
+    (e,) = result.explanations
+    verdict = next(c for c in e.causes if c.cause == "matmul-precision")
+    assert verdict.status in ("confirmed", "partly")
+
+
+def test_bf16_excess_precision_on_gpu_is_confirmed():
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32))
+    result = jaxparity.compare(lambda x: jax.nn.softmax(x.astype(jnp.bfloat16) * 3, axis=-1), x,
+                               paths=["eager", "jit"]).explain()
+    for e in result.explanations:
+        assert any(c.cause == "excess-precision" and c.status == "confirmed" for c in e.causes)
