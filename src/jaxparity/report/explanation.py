@@ -33,7 +33,8 @@ def _where(op: Any) -> str:
 
 
 def render_explanation(e: Any, verbose: bool = False) -> Group:
-    parts: list[Any] = [Text(f"why {e.path} differs from {e.baseline}", style="bold underline"), Text(e.summary)]
+    parts: list[Any] = [Text(f"why {e.path} differs from {e.baseline}", style="bold underline"), Text(e.summary),
+                        Text("")]
     loc = e.localization
     if loc is not None and loc.perturbed and loc.cone:
         t = Table(title="ops computed together where the difference arises (per-op values hide it)",
@@ -51,7 +52,7 @@ def render_explanation(e: Any, verbose: bool = False) -> Group:
                       f"{sum(d.within_noise_bound for d in loc.local)} are reduction noise)",
                       title_justify="left", show_edge=False, header_style="bold", pad_edge=False)
             for col in ("#", "op", "module", "line", "ULP", "differ", "declared kept by"):
-                t.add_column(col, overflow="fold")
+                t.add_column(col, overflow="fold", no_wrap=col in ("#", "line", "ULP", "differ"))
             for d in shown:
                 t.add_row(str(d.op.index), f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}",
                           d.op.name_stack or "", _where(d.op), str(d.max_ulp), f"{d.n_differ}/{d.size}",
