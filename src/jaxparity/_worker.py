@@ -37,6 +37,11 @@ def main(fd: int) -> None:
             assert case is not None, "run before load"
             _, spec, timeout = message
             conn.send(("done", run_in_process(make_path(spec), case.fn, case.args, timeout)))
+        elif message[0] == "arrays":
+            from .pytree import argument_leaves, host
+
+            assert case is not None, "arrays before load"
+            conn.send(("arrays", [(name, host(x)) for name, x in argument_leaves(case.args)]))
         elif message[0] == "explain":
             from .explain.explainer import explain_path
 

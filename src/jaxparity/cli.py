@@ -24,6 +24,8 @@ examples:
   jaxparity compare model.py --inputs logged_batch.safetensors --ulp 2 --json report.json
   jaxparity explain examples/conv_bf16.py --paths savedmodel --write-fixed conv_fixed.py
   jaxparity explain examples/conv_bf16.py:make_report_input --paths observed:tf_serving_outputs.npz
+  jaxparity compare examples/conv_bf16.py --inputs-from old --paths eager@old,savedmodel@old:native_serialization=false,eager,savedmodel --env old="jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0"
+  jaxparity compare model.py --env new="..." --env old="..." --export-env new --serve-env old
   jaxparity paths
 
 exit status: 0 every path agrees with the baseline within tolerance, 1 one does not (or failed;
@@ -83,6 +85,15 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     tol.add_argument("--atol", type=float, metavar="X", help="|got - expected| <= atol + rtol * |expected|")
     tol.add_argument("--rtol", type=float, metavar="X", help="see --atol")
     cmp.add_argument("--timeout", type=float, metavar="SECONDS", help="stop a path that runs longer than this")
+    env = cmp.add_argument_group("other package versions (paths written NAME@ENV run there)")
+    env.add_argument("--env", action="append", default=[], metavar='ENV="PKG==VER ..."',
+                     help="a virtual environment with these packages, created once and cached "
+                          "(~/.cache/jaxparity/envs); may be repeated")
+    env.add_argument("--inputs-from", metavar="ENV", help="draw the case's inputs in ENV (random streams differ "
+                     "across JAX versions) and give them to every path bit-exactly (default: this environment)")
+    env.add_argument("--export-env", metavar="ENV", help="with --serve-env: export a SavedModel in ENV ...")
+    env.add_argument("--serve-env", metavar="ENV", help="... and serve it with ENV's TensorFlow: adds the path "
+                     "savedmodel@EXPORT:serve_env=SERVE (artifact compatibility)")
     cmp.add_argument("--json", metavar="FILE", help="write the result as JSON (schema: docs/json-schema.md); "
                      "'-' for stdout")
     cmp.add_argument("--in-process", action="store_true", help="run paths in this process: faster start, but a "
@@ -126,7 +137,8 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .case import CaseError, load_case
     from .comparison import ExplainError, compare_case, compare_loaded, plan_paths
     from .metrics import Tolerance
-    from .paths import PathOptionError
+    from .envs import EnvError, parse_env
+    from .paths import DEFAULT_PATHS, PathOptionError, spec_env
     from .report.terminal import print_result
 
     if args.ulp is not None and args.ulp < 0:
@@ -135,10 +147,20 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _error("--timeout must be a positive number of seconds")
     tolerance = Tolerance(ulp=args.ulp, atol=args.atol, rtol=args.rtol)
     paths = ",".join(args.paths) if args.paths else None
+    if bool(args.export_env) != bool(args.serve_env):
+        return _error("--export-env and --serve-env go together")
+    if args.export_env:
+        compat = f"savedmodel@{args.export_env}:serve_env={args.serve_env}"
+        paths = f"{paths or ','.join(DEFAULT_PATHS)},{compat}"
     try:
+        envs = [parse_env(text) for text in args.env]
         specs, _ = plan_paths(paths, args.baseline)
+    except EnvError as e:
+        return _error(str(e))
     except PathOptionError as e:
         return _error(f"{e} (see `jaxparity paths`)")
+    if any(spec_env(s) for s in specs) and args.in_process:
+        return _error("paths in other environments (NAME@ENV) cannot run --in-process")
     if args.inputs and not FsPath(args.inputs).is_file():
         return _error(f"--inputs {args.inputs}: no such file")
 
@@ -155,8 +177,9 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             result = result.explain() if explain else result
         else:
             result = compare_case(args.case, inputs=args.inputs, paths=paths, baseline=args.baseline,
-                                  tolerance=tolerance, timeout=args.timeout, progress=progress, explain=explain)
-    except (CaseError, ExplainError) as e:
+                                  tolerance=tolerance, timeout=args.timeout, progress=progress, explain=explain,
+                                  envs=envs, inputs_from=args.inputs_from, log=progress.log)
+    except (CaseError, ExplainError, EnvError) as e:
         progress.stop()
         return _error(str(e))
     finally:
@@ -213,6 +236,10 @@ class _Progress:
         mark = {"ok": "[green]✓[/]", "unavailable": "[dim]–[/]"}.get(run.status, "[red]✗[/]")
         extra = f" {run.status}" if run.status != "ok" else ""
         self.console.print(f"{mark} {spec} [dim]{run.seconds:.2f}s{extra}[/]")
+
+    def log(self, message: str) -> None:
+        if not self.quiet:
+            self.console.print(f"[dim]{message}[/]")
 
     def stop(self) -> None:
         if self.status is not None:

@@ -16,10 +16,12 @@ import re
 import numpy as np
 
 from .case import Case
-from .execute import CaseInfo, IsolatedRunner, PathRun, case_info, run_in_process
+from .envs import EnvSpec
+from .execute import CaseInfo, PathRun, case_info, run_in_process
 from .metrics import Tolerance, diff_leaf, reference_error
 from .rounding import round_to_dtype
-from .paths import DEFAULT_PATHS, PATHS, make_path, parse_spec
+from .paths import DEFAULT_PATHS, make_path, spec_env
+from .runners import Runners
 from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
 __all__ = ["build_result", "compare", "compare_case", "compare_loaded", "plan_paths"]
@@ -56,7 +58,7 @@ def _split_paths(text: str) -> list[str]:
     """
     out: list[str] = []
     for part in filter(None, (p.strip() for p in text.split(","))):
-        if out and not re.match(r"^[a-z][a-z0-9_-]*(:|$)", part):
+        if out and not re.match(r"^[a-z][a-z0-9_-]*(@[A-Za-z][A-Za-z0-9_.-]*)?(:|$)", part):
             out[-1] += "," + part
         else:
             out.append(part)
@@ -96,6 +98,9 @@ def compare_loaded(
 ) -> ComparisonResult:
     """``compare`` for a ``Case`` already loaded in this process (``load_case``)."""
     specs, requested = plan_paths(paths, baseline)
+    if any(spec_env(s) for s in specs):
+        raise ValueError("paths in other environments (NAME@ENV) run the case in another Python: give a case "
+                         "file to compare_case() or `jaxparity compare`")
     runs = _run_each(specs, lambda s: run_in_process(make_path(s), case.fn, case.args, timeout), progress)
     result = build_result(case_info(case), runs, specs[0], tolerance or Tolerance(), requested)
     return dataclasses.replace(result, _source=(case, runs))
@@ -111,22 +116,31 @@ def compare_case(
     timeout: float | None = None,
     progress: Progress | None = None,
     explain: bool = False,
+    envs: Sequence[EnvSpec] = (),
+    inputs_from: str | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> ComparisonResult:
     """Like ``compare`` for a case file (``FILE.py[:FACTORY]``), each path isolated in a worker.
 
+    Paths written ``NAME@ENV`` run in environment ENV, one of ``envs`` (built once, cached); inputs
+    are drawn in this environment, or in ``inputs_from``, and moved to the others bit-exactly.
     With ``explain``, the worker then explains every diverging path (see ``explain_result``).
-    Raises ``CaseError`` when the case cannot be loaded; failing paths never raise.
+    Raises ``CaseError`` when the case cannot be loaded, ``EnvError`` for an undeclared
+    environment; failing paths never raise.
     """
     specs, requested = plan_paths(paths, baseline)
-    with IsolatedRunner(case, inputs) as runner:
-        info = runner.load()
-        runs = _run_each(specs, lambda s: runner.run(s, timeout), progress)
+    with Runners(case, inputs, envs, inputs_from, log) as runners:
+        runners.check(specs)
+        runners.build(specs)
+        info = runners.load()
+        runs = _run_each(specs, lambda s: runners.run(s, timeout), progress)
         result = build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
-        if explain and _to_explain(result):
+        explainable = [p for p in _to_explain(result) if spec_env(p) is None]
+        if explain and explainable and spec_env(result.baseline) is None:
             if progress:
                 progress("explain", None)
-            found = runner.explain([(p, runs[p].outputs) for p in _to_explain(result)],
-                                   result.baseline, runs[result.baseline].outputs)
+            found = runners.home.explain([(p, runs[p].outputs) for p in explainable],
+                                         result.baseline, runs[result.baseline].outputs)
             if progress:
                 progress("explain", PathRun("explain", "ok" if not isinstance(found, str) else "error"))
             if isinstance(found, str):

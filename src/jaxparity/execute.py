@@ -86,8 +86,10 @@ class WorkerDied(Exception):
 class IsolatedRunner:
     """Runs paths of a case file in a worker process; replaces the worker when a path kills it."""
 
-    def __init__(self, case_spec: str, inputs: str | None = None, load_timeout: float = 600.0) -> None:
+    def __init__(self, case_spec: str, inputs: str | None = None, load_timeout: float = 600.0, *,
+                 python: str | None = None, env: dict[str, str] | None = None) -> None:
         self.case_spec, self.inputs, self.load_timeout = case_spec, inputs, load_timeout
+        self.python, self.env = python or sys.executable, env
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="jaxparity-worker-", suffix=".log", delete=False)
@@ -99,7 +101,8 @@ class IsolatedRunner:
         self._log.seek(0)
         self._log.truncate()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "jaxparity._worker", str(child.fileno())],
+            [self.python, "-m", "jaxparity._worker", str(child.fileno())],
+            env=self.env,
             pass_fds=(child.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=self._log,
@@ -174,6 +177,13 @@ class IsolatedRunner:
             self._proc = None
             return PathRun(spec, "crashed", seconds=time.perf_counter() - start, message=str(e))
         return reply[1]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The case's input arrays as the worker holds them (bit-exact), by input name."""
+        self.load()
+        assert self._conn is not None
+        self._conn.send(("arrays",))
+        return dict(self._receive(self.load_timeout, "reading the inputs")[1])
 
     def explain(self, paths: list[tuple[str, Any]], baseline: str, base_out: Any) -> list | str:
         """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed."""

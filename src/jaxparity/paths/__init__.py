@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Path, PathError, PathOptionError, PathUnavailable, parse_spec
+from .base import Path, PathError, PathOptionError, PathUnavailable, parse_spec, spec_env
 from .eager import EagerPath
 from .observed import ObservedPath
 from .reference import DeclaredPath, F64Path
@@ -18,6 +18,7 @@ __all__ = [
     "PathUnavailable",
     "make_path",
     "parse_spec",
+    "spec_env",
 ]
 
 PATHS: dict[str, type[Path]] = {
@@ -32,4 +33,4 @@ def make_path(spec: str) -> Path:
     name, options = parse_spec(spec)
     if name not in PATHS:
         raise PathOptionError(f"unknown path {name!r}; known paths: {', '.join(PATHS)}")
-    return PATHS[name](options)
+    return PATHS[name](options, env=spec_env(spec))

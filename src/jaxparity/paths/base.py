@@ -11,7 +11,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-__all__ = ["Path", "PathError", "PathOptionError", "PathUnavailable", "parse_option_value", "parse_spec"]
+__all__ = ["Path", "PathError", "PathOptionError", "PathUnavailable", "parse_option_value", "parse_spec",
+           "spec_env"]
 
 
 class PathError(Exception):
@@ -26,18 +27,19 @@ class PathOptionError(ValueError):
     """A path spec names an unknown path or option, or a value of the wrong kind."""
 
 
-_SPEC = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?::(?P<opts>.*))?$")
+_SPEC = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?:@(?P<env>[A-Za-z][A-Za-z0-9_.-]*))?(?::(?P<opts>.*))?$")
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """``'jit:xla_allow_excess_precision=false'`` -> ``('jit', {'xla_allow_excess_precision': 'false'})``.
 
     Options are separated by commas; each splits at its first ``=``, so values may contain ``=``
-    (``savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false``).
+    (``savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false``). An environment suffix
+    (``eager@old``) is not part of the name: see ``spec_env``.
     """
     m = _SPEC.match(spec.strip())
     if not m:
-        raise PathOptionError(f"{spec!r} is not a path: write NAME or NAME:key=value,...")
+        raise PathOptionError(f"{spec!r} is not a path: write NAME[@ENV] or NAME[@ENV]:key=value,...")
     options: dict[str, str] = {}
     if m["name"] == "observed" and m["opts"] and "=" not in m["opts"].split(",")[0]:
         return "observed", {"file": m["opts"]}  # observed:FILE.npz, the shorthand
@@ -47,6 +49,12 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
             raise PathOptionError(f"{spec!r}: option {item!r} must be written key=value")
         options[key.strip()] = value.strip()
     return m["name"], options
+
+
+def spec_env(spec: str) -> str | None:
+    """The environment a path spec runs in (``'eager@old'`` -> ``'old'``), or None for this one."""
+    m = _SPEC.match(spec.strip())
+    return m["env"] if m else None
 
 
 def parse_option_value(text: str) -> bool | int | float | str:
@@ -73,8 +81,9 @@ class Path(ABC):
     # ``"ENV"`` accepts any UPPERCASE key as an environment variable of the serving process.
     options_help: ClassVar[Mapping[str, str]] = {}
 
-    def __init__(self, options: Mapping[str, str] | None = None) -> None:
+    def __init__(self, options: Mapping[str, str] | None = None, env: str | None = None) -> None:
         self.options = dict(options or {})
+        self.env = env  # the --env this path runs in; None: this Python environment
         self.notes: list[str] = []  # facts a run wants in the report (versions, artifact sizes...)
         for key in self.options:
             if key.isupper() and "ENV" in self.options_help:
@@ -87,7 +96,8 @@ class Path(ABC):
     @property
     def spec(self) -> str:
         opts = ",".join(f"{k}={v}" for k, v in self.options.items())
-        return f"{self.name}:{opts}" if opts else self.name
+        name = f"{self.name}@{self.env}" if self.env else self.name
+        return f"{name}:{opts}" if opts else name
 
     def unavailable_reason(self) -> str | None:
         """Why this path cannot run here, or None when it can."""

@@ -20,7 +20,9 @@ class ObservedPath(Path):
 
     @property
     def spec(self) -> str:
-        return f"observed:{self.options['file']}" if set(self.options) == {"file"} else super().spec
+        if set(self.options) == {"file"} and not self.env:
+            return f"observed:{self.options['file']}"
+        return super().spec
 
     @property
     def file(self) -> str:

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path as FsPath
 from typing import Any, Callable
 
-from .base import Path, PathError
+from .base import Path, PathError, parse_option_value
 
 _SERVER = FsPath(__file__).resolve().parents[1] / "serving" / "tf_savedmodel.py"
 
@@ -47,6 +47,8 @@ class SavedModelPath(Path):
     options_help = {
         "ENV": "an environment variable of the serving process, e.g. XLA_FLAGS=--xla_allow_excess_precision=false",
         "keep": "a directory to keep the SavedModel in (default: a temporary one)",
+        "native_serialization": "false: jax2tf's non-native (TF ops) lowering; only JAX before 0.5 honours it",
+        "serve_env": "serve in another --env's TensorFlow (export here, load there): artifact compatibility",
     }
 
     def unavailable_reason(self) -> str | None:
@@ -92,10 +94,22 @@ class SavedModelPath(Path):
         specs = [
             tf.TensorSpec(x.shape, tf.dtypes.as_dtype(x.dtype), name=f"input_{i}") for i, x in enumerate(leaves)
         ]
-        serve = tf.function(jax2tf.convert(flat_fn, with_gradient=False), autograph=False, input_signature=specs)
+        convert_options = {}
+        if "native_serialization" in self.options:
+            convert_options["native_serialization"] = parse_option_value(self.options["native_serialization"])
+        converted = jax2tf.convert(flat_fn, with_gradient=False, **convert_options)
+        serve = tf.function(converted, autograph=False, input_signature=specs)
         module = tf.Module()
         module.serve = serve
-        tf.saved_model.save(module, model_dir, signatures={"serving_default": serve.get_concrete_function()})
+        concrete = serve.get_concrete_function()
+        graph = concrete.graph.as_graph_def()
+        ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+        if convert_options.get("native_serialization") is False and "XlaCallModule" in ops:
+            self.notes.append(f"jax {jax.__version__} ignores native_serialization=false: the model is still "
+                              "one XlaCallModule (StableHLO)")
+        tf.saved_model.save(module, model_dir, signatures={"serving_default": concrete})
+        self.notes.append(f"exported by jax {jax.__version__} / TensorFlow {tf.__version__} "
+                          f"({'XlaCallModule' if 'XlaCallModule' in ops else 'TF ops'})")
         return out_tree
 
     def _serve(self, model_dir: str, inputs: dict, tmp: str, timeout: float | None) -> dict:
@@ -105,9 +119,17 @@ class SavedModelPath(Path):
         save_arrays(in_file, inputs)
         env = dict(os.environ)
         env.update({k: v for k, v in self.options.items() if k.isupper()})
+        python = sys.executable
+        if "serve_env" in self.options:
+            from ..envs import EnvError, known_env
+
+            try:
+                python = str(known_env(self.options["serve_env"]).python)
+            except EnvError as e:
+                raise PathError(str(e)) from e
         try:
             proc = subprocess.run(
-                [sys.executable, str(_SERVER), model_dir, in_file, out_file],
+                [python, str(_SERVER), model_dir, in_file, out_file],
                 env=env,
                 capture_output=True,
                 text=True,

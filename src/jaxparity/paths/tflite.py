@@ -1,0 +1,163 @@
+"""``tflite``: the ``savedmodel`` path's SavedModel converted to TFLite and run by the LiteRT interpreter.
+
+How the conversion works in this stack (jax 0.9.2, TensorFlow 2.21.0, ai-edge-litert 2.3.0):
+jax2tf always emits one ``XlaCallModule`` op holding StableHLO (jax 0.9.2 ignores
+``native_serialization=False`` and ``enable_xla=False``). ``tf.lite.TFLiteConverter.from_saved_model``
+legalizes that StableHLO to TFLite's built-in ops by itself: float32 and integer models convert with
+the default ``supported_ops`` (``TFLITE_BUILTINS``), no ``SELECT_TF_OPS`` (Flex) needed, and the
+result runs on LiteRT's plain interpreter. bfloat16 and float16 models do not convert: TFLite's
+built-in ops have no such kernels, and the converter says e.g. "failed to legalize operation
+'tfl.batch_matmul' that was explicitly marked illegal" (``SELECT_TF_OPS`` gives the same error).
+This path reports that as an error quoting the converter.
+
+The interpreter runs in this process with LiteRT's default CPU delegate, XNNPACK, unless
+``kernels=builtin`` (TFLite's own optimized kernels) or ``kernels=reference`` is asked for.
+Different kernels sum in different orders: expect a few ulp of the largest magnitude from jit.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Callable
+
+from .base import Path, PathError, PathOptionError
+from .savedmodel import SavedModelPath, _missing, _tail
+
+_KERNELS = {"xnnpack": "AUTO", "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "reference": "BUILTIN_REF"}
+_OPTIMIZATIONS = ("none", "default")
+
+
+def _converter_lines(error: Exception) -> list[str]:
+    """The converter's own error lines: its ``error:`` diagnostics, else its structured errors."""
+    text = str(error)
+    lines = list(dict.fromkeys(ln.strip() for ln in text.splitlines() if "error:" in ln))
+    if not lines:
+        lines = list(dict.fromkeys(e.error_message for e in getattr(error, "errors", []) or [] if e.error_message))
+    return lines or [_tail(text) or type(error).__name__]
+
+
+def _narrow_float_dtypes(fn: Callable[..., Any], args: tuple) -> list[str]:
+    """The 16-bit float dtypes (bfloat16, float16) that ``fn`` computes with, from its jaxpr."""
+    import jax
+    from jax.extend.core import ClosedJaxpr, Jaxpr
+
+    found: set[str] = set()
+
+    def visit(jaxpr: Any) -> None:
+        for var in [*jaxpr.invars, *(v for eqn in jaxpr.eqns for v in eqn.outvars)]:
+            dtype = getattr(var.aval, "dtype", None)
+            if dtype is not None and jax.numpy.issubdtype(dtype, jax.numpy.floating) and dtype.itemsize == 2:
+                found.add(str(dtype))
+        for eqn in jaxpr.eqns:
+            for p in eqn.params.values():
+                for sub in p if isinstance(p, (tuple, list)) else [p]:
+                    if isinstance(sub, ClosedJaxpr):
+                        visit(sub.jaxpr)
+                    elif isinstance(sub, Jaxpr):
+                        visit(sub)
+
+    try:
+        visit(jax.make_jaxpr(fn)(*args).jaxpr)
+    except Exception:  # only a hint: never hide the converter's message behind a tracing failure
+        return []
+    return sorted(found)
+
+
+class TFLitePath(Path):
+    name = "tflite"
+    summary = "the jax2tf SavedModel converted by TFLiteConverter and run by the LiteRT interpreter"
+    options_help = {
+        "keep": "a file to keep the converted model in (FILE.tflite)",
+        "optimizations": "none (default) or default: the converter's Optimize.DEFAULT (quantizes constant weights)",
+        "kernels": "xnnpack (default: LiteRT's default CPU delegate), builtin (TFLite's kernels, no delegate) "
+        "or reference (TFLite's reference kernels)",
+        "threads": "interpreter threads (default: LiteRT's choice)",
+    }
+
+    def __init__(self, options: Any = None, **kwargs: Any) -> None:
+        super().__init__(options, **kwargs)
+        if self.options.get("kernels", "xnnpack") not in _KERNELS:
+            raise PathOptionError(f"tflite: kernels must be one of {', '.join(_KERNELS)}, not {self.options['kernels']!r}")
+        if self.options.get("optimizations", "none") not in _OPTIMIZATIONS:
+            raise PathOptionError(f"tflite: optimizations must be none or default, not {self.options['optimizations']!r}")
+        threads = self.options.get("threads")
+        if threads is not None and not (threads.isdigit() and int(threads) > 0):
+            raise PathOptionError(f"tflite: threads must be a positive integer, not {threads!r}")
+
+    def unavailable_reason(self) -> str | None:
+        if _missing("ai_edge_litert"):
+            return "LiteRT is not installed: pip install 'jaxparity[tflite]' (ai-edge-litert==2.3.0)"
+        if _missing("tensorflow"):
+            return "TensorFlow (the TFLite converter) is not installed: pip install 'jaxparity[tensorflow]' (tensorflow-cpu==2.21.0)"
+        return None
+
+    def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
+        import jax
+
+        from ..pytree import host
+
+        args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
+        with tempfile.TemporaryDirectory(prefix="jaxparity-tflite-") as tmp:
+            saver = SavedModelPath()  # the very SavedModel the savedmodel path serves
+            out_tree = saver._save(fn, args, os.path.join(tmp, "model"))
+            self.notes.extend(saver.notes)
+            model = self._convert(os.path.join(tmp, "model"), fn, args)
+        if self.options.get("keep"):
+            with open(self.options["keep"], "wb") as f:
+                f.write(model)
+        inputs = {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))}
+        outputs = self._interpret(model, inputs)
+        expected = jax.tree_util.tree_leaves(jax.eval_shape(fn, *args))
+        flat = []
+        for i, want in enumerate(expected):
+            got = outputs.get(f"output_{i}")
+            if got is None:
+                raise PathError(f"the TFLite model has no output output_{i} (it has {', '.join(sorted(outputs))})")
+            if got.dtype != want.dtype or got.shape != want.shape:
+                raise PathError(f"TFLite returned output_{i} as {got.dtype}{list(got.shape)}; "
+                                f"the function returns {want.dtype}{list(want.shape)}")
+            flat.append(got)
+        return jax.tree_util.tree_unflatten(out_tree, flat)
+
+    def _convert(self, model_dir: str, fn: Callable[..., Any], args: tuple) -> bytes:
+        import tensorflow as tf
+
+        converter = tf.lite.TFLiteConverter.from_saved_model(model_dir, signature_keys=["serving_default"])
+        optimize = self.options.get("optimizations", "none") == "default"
+        if optimize:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        try:
+            model = converter.convert()
+        except Exception as e:
+            message = "TFLite cannot convert this model: " + "\n".join(_converter_lines(e))
+            narrow = _narrow_float_dtypes(fn, args)
+            if narrow:
+                message += (f"\n(the model computes in {' and '.join(narrow)}; TFLite's built-in ops have no "
+                            f"{' or '.join(narrow)} kernels: convert a float32 version of the model)")
+            raise PathError(message) from e
+        self.notes.append(
+            f"converted by TensorFlow {tf.__version__}'s TFLiteConverter (built-in ops"
+            f"{', Optimize.DEFAULT' if optimize else ''}): {len(model)} bytes"
+        )
+        return model
+
+    def _interpret(self, model: bytes, inputs: dict) -> dict:
+        import ai_edge_litert
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+        kernels = self.options.get("kernels", "xnnpack")
+        threads = int(self.options["threads"]) if self.options.get("threads") else None
+        try:
+            interpreter = Interpreter(model_content=model, num_threads=threads,
+                                      experimental_op_resolver_type=OpResolverType[_KERNELS[kernels]])
+            runner = interpreter.get_signature_runner("serving_default")
+            wanted = runner.get_input_details()  # the converter drops inputs the model does not use
+            outputs = runner(**{k: v for k, v in inputs.items() if k in wanted})
+        except (RuntimeError, ValueError) as e:
+            raise PathError(f"the LiteRT interpreter failed: {_tail(str(e))}") from e
+        self.notes.append(
+            f"run by the LiteRT {getattr(ai_edge_litert, '__version__', '?')} interpreter in this process "
+            f"({kernels} kernels{f', threads={threads}' if threads else ''})"
+        )
+        return dict(outputs)

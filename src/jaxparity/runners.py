@@ -1,0 +1,107 @@
+"""One isolated worker per Python environment, all fed the same inputs, bit for bit.
+
+Paths written ``NAME@ENV`` run in a worker of environment ENV (see ``envs.py``); the others in a
+worker of this one. Random streams differ across JAX versions, so inputs are drawn once, in this
+environment or in the one named by ``inputs_from``, and handed to every other worker as a file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .arrayio import save_arrays
+from .case import CaseError
+from .envs import EnvError, EnvSpec, ensure_env, manifest, register, worker_environment
+from .execute import CaseInfo, IsolatedRunner, PathRun
+from .paths import make_path, spec_env
+
+__all__ = ["Runners"]
+
+
+class Runners:
+    def __init__(self, case: str, inputs: str | None, envs: Sequence[EnvSpec] = (), inputs_from: str | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.case, self.user_inputs, self.inputs_from, self.log = case, inputs, inputs_from, log
+        self.envs = {e.name: e for e in envs}
+        if inputs_from is not None and inputs_from not in self.envs:
+            raise EnvError(f"--inputs-from {inputs_from}: no such --env")
+        self._vars = register(list(envs))
+        self._runners: dict[str | None, IsolatedRunner] = {}
+        self._failed: dict[str | None, str] = {}
+        self._shared: str | None = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="jaxparity-inputs-")
+
+    def check(self, specs: Sequence[str]) -> None:
+        """Every environment a spec names must be declared (a usage error otherwise)."""
+        for spec in specs:
+            env = spec_env(spec)
+            serve = make_path(spec).options.get("serve_env")
+            for name in filter(None, (env, serve)):
+                if name not in self.envs:
+                    raise EnvError(f"{spec}: no environment {name!r}; declare it with "
+                                   f"--env {name}=\"package==version ...\"")
+
+    def build(self, specs: Sequence[str]) -> None:
+        """Create (once, cached) every environment the specs use; a failure is kept per environment."""
+        names = {spec_env(s) for s in specs} | {make_path(s).options.get("serve_env") for s in specs}
+        for name in sorted(filter(None, names)):
+            try:
+                ensure_env(self.envs[name], log=self.log)
+            except EnvError as e:
+                self._failed[name] = str(e)
+
+    def load(self) -> CaseInfo:
+        """Load the case where its inputs are drawn, and share those inputs with every other worker."""
+        info = self._runner(self.inputs_from).load()
+        if self.envs:
+            arrays = self._runner(self.inputs_from).arrays()
+            self._shared = os.path.join(self._tmp.name, "inputs.npz")
+            save_arrays(self._shared, arrays)
+        if self.inputs_from is not None:
+            home = self._runner(None).load()  # this environment's description, the drawn inputs
+            where = f"drawn in environment {self.envs[self.inputs_from].describe()}"
+            return CaseInfo(home.name, home.source, f"{info.input_source}, {where}", home.inputs,
+                            home.environment | {"inputs_from": self.inputs_from})
+        return info
+
+    def _runner(self, env: str | None) -> IsolatedRunner:
+        if env not in self._runners:
+            python, variables = None, dict(os.environ) | self._vars
+            if env is not None:
+                python, variables = str(self.envs[env].python), worker_environment(self._vars)
+            inputs = self.user_inputs if env == self.inputs_from else self._shared
+            self._runners[env] = IsolatedRunner(self.case, inputs, python=python, env=variables)
+        return self._runners[env]
+
+    def run(self, spec: str, timeout: float | None) -> PathRun:
+        env = spec_env(spec)
+        if env in self._failed:
+            return PathRun(spec, "error", message=self._failed[env])
+        try:
+            run = self._runner(env).run(spec, timeout)
+        except CaseError as e:
+            self._failed[env] = f"in environment {env}: {e}"
+            return PathRun(spec, "error", message=self._failed[env])
+        if env is None:
+            return run
+        versions = ", ".join(f"{k} {v}" for k, v in manifest(self.envs[env]).get("packages", {}).items())
+        return PathRun(run.spec, run.status, run.outputs, run.seconds, run.message,
+                       run.notes + (f"ran in environment {env}: {versions}",))
+
+    @property
+    def home(self) -> IsolatedRunner:
+        return self._runner(None)
+
+    def close(self) -> None:
+        for runner in self._runners.values():
+            runner.close()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> Runners:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,118 @@
+"""The tflite path: jax2tf SavedModel -> TFLiteConverter -> LiteRT interpreter.
+
+In this stack float32 models convert with the default built-in ops (the converter legalizes the
+XlaCallModule's StableHLO itself) and run within a few ulp of jit; bfloat16 models do not convert,
+and the path says so in the converter's own words.
+"""
+
+import sys
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxparity
+from jaxparity.case import load_case
+from jaxparity.paths import PathError, PathOptionError
+from jaxparity.paths.tflite import TFLitePath
+
+
+@pytest.fixture(autouse=True)
+def registered(monkeypatch):
+    monkeypatch.setitem(jaxparity.paths.PATHS, "tflite", TFLitePath)
+
+
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(4)(nn.relu(nn.Dense(16)(x)))
+
+
+def _mlp():
+    model = MLP()
+    x = jax.random.normal(jax.random.key(0), (3, 8))
+    return model.apply, (model.init(jax.random.key(1), x), x)
+
+
+@pytest.mark.slow
+def test_a_float32_mlp_converts_and_runs_within_a_few_ulp_of_jit(tmp_path):
+    fn, args = _mlp()
+    kept = tmp_path / "mlp.tflite"
+    path = TFLitePath({"keep": str(kept)})
+    got = np.asarray(path.run(fn, args))
+    jit = np.asarray(jax.jit(fn)(*args))
+    assert got.dtype == np.float32 and got.shape == jit.shape
+    # Kernels sum in their own order: the differences are rounding noise of the largest terms.
+    assert np.abs(got - jit).max() <= 4 * np.spacing(np.abs(jit).max())
+    assert kept.stat().st_size > 0
+    notes = " ".join(path.notes)
+    assert "TFLiteConverter (built-in ops)" in notes and "TensorFlow 2.21.0" in notes
+    assert "LiteRT 2.3.0" in notes and "xnnpack" in notes
+
+
+@pytest.mark.slow
+def test_every_kernel_choice_is_as_near_the_float64_ideal_as_jit():
+    fn, args = _mlp()
+    specs = ["tflite", "tflite:kernels=builtin", "tflite:kernels=reference,threads=1", "tflite:optimizations=default"]
+    result = jaxparity.compare(fn, *args, paths=["eager", "jit", *specs])
+    jit_error = result.path("jit").leaves[0].error_vs_f64.max_abs
+    for spec in specs:
+        p = result.path(spec)
+        assert p.status == "ok", f"{spec}: {p.message}"
+        assert p.leaves[0].error_vs_f64.max_abs <= 4 * max(jit_error, np.spacing(np.float32(1))), spec
+
+
+@pytest.mark.slow
+def test_integer_and_boolean_outputs_and_scalars_keep_their_dtypes_and_shapes():
+    def fn(x, n, b):
+        return {"total": (x * 2.5).sum(), "positive": x.sum() > 0, "n": n * 2 + jnp.argmax(x), "not": ~b}
+
+    x, n, b = jnp.arange(3.0), jnp.asarray([2**30, -(2**31)], jnp.int32), jnp.asarray([True, False])
+    result = jaxparity.compare(fn, x, n, b, paths=["eager", "tflite"])
+    assert result.path("tflite").verdict == "identical", result.path("tflite").message
+    assert [(a.name, a.shape) for a in result.outputs] == [("out/n", (2,)), ("out/not", (2,)),
+                                                          ("out/positive", ()), ("out/total", ())]
+
+
+@pytest.mark.slow
+def test_a_bfloat16_model_is_reported_in_the_converters_own_words(examples):
+    case = load_case(str(examples / "conv_bf16.py"))
+    with pytest.raises(PathError) as raised:
+        TFLitePath().run(case.fn, case.args)
+    message = str(raised.value)
+    assert message.startswith("TFLite cannot convert this model: ")
+    assert "failed to legalize operation 'tfl." in message and "explicitly marked illegal" in message
+    assert "bfloat16" in message  # our hint: what the model computes in, and what converts instead
+
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "tflite"])
+    p = result.path("tflite")
+    assert p.verdict == "error" and "TFLite cannot convert this model" in p.message
+    assert not result.passed  # asked for and not run
+
+
+def test_bad_options_are_refused_with_the_choices():
+    with pytest.raises(PathOptionError, match="xnnpack, builtin, reference"):
+        jaxparity.paths.make_path("tflite:kernels=gpu")
+    with pytest.raises(PathOptionError, match="none or default"):
+        jaxparity.paths.make_path("tflite:optimizations=int8")
+    with pytest.raises(PathOptionError, match="positive integer"):
+        jaxparity.paths.make_path("tflite:threads=0")
+    with pytest.raises(PathOptionError, match="no option 'XLA_FLAGS'"):
+        jaxparity.paths.make_path("tflite:XLA_FLAGS=--xla_cpu_enable_fast_math=true")
+    assert jaxparity.paths.make_path("tflite:keep=m.tflite,kernels=builtin,threads=2").spec == (
+        "tflite:keep=m.tflite,kernels=builtin,threads=2"
+    )
+
+
+def test_without_litert_the_path_is_unavailable_and_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ai_edge_litert", None)
+    reason = TFLitePath().unavailable_reason()
+    assert reason and "pip install 'jaxparity[tflite]'" in reason and "ai-edge-litert==2.3.0" in reason
+    result = jaxparity.compare(lambda x: x * 2, jnp.ones(3), paths=["eager", "jit", "tflite"])
+    assert result.path("tflite").verdict == "unavailable" and result.path("jit").verdict == "identical"
+
+
+def test_the_runtime_is_installed_here():
+    assert TFLitePath().unavailable_reason() is None
