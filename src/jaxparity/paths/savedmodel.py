@@ -25,6 +25,13 @@ from .base import Path, PathError, parse_option_value
 _SERVER = FsPath(__file__).resolve().parents[1] / "serving" / "tf_savedmodel.py"
 
 
+def _describe_call_module(node: Any) -> str:
+    """'XlaCallModule version 10, StableHLO 1.13.7': what a loader must understand."""
+    text = f"XlaCallModule version {node.attr['version'].i}"
+    found = re.search(rb"StableHLO_v(\d+\.\d+\.\d+)", node.attr["module"].s)
+    return text + (f", StableHLO {found.group(1).decode()}" if found else "")
+
+
 def _missing(module: str) -> bool:
     """Not importable here (``sys.modules[name] = None`` is how Python marks a blocked module)."""
     if module in sys.modules:
@@ -103,7 +110,10 @@ class SavedModelPath(Path):
         module.serve = serve
         concrete = serve.get_concrete_function()
         graph = concrete.graph.as_graph_def()
-        ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+        nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+        ops = {n.op for n in nodes}
+        self._artifact = [_describe_call_module(n) for n in nodes if n.op == "XlaCallModule"]
+        self._exported_by = f"jax {jax.__version__} / TensorFlow {tf.__version__}"
         if convert_options.get("native_serialization") is False and "XlaCallModule" in ops:
             self.notes.append(f"jax {jax.__version__} ignores native_serialization=false: the model is still "
                               "one XlaCallModule (StableHLO)")
@@ -111,6 +121,25 @@ class SavedModelPath(Path):
         self.notes.append(f"exported by jax {jax.__version__} / TensorFlow {tf.__version__} "
                           f"({'XlaCallModule' if 'XlaCallModule' in ops else 'TF ops'})")
         return out_tree
+
+    def _compatibility(self, output: str) -> None:
+        """A SavedModel the other environment's TensorFlow cannot load: name both sides and the fault."""
+        from ..envs import known_env, manifest
+
+        env = self.options["serve_env"]
+        packages = manifest(known_env(env)).get("packages", {})
+        served = f"TensorFlow {packages.get('tensorflow-cpu') or packages.get('tensorflow', '?')}"
+        lines = [ln.strip() for ln in output.splitlines() if ln.strip() and not _NOISE.match(ln.strip())]
+        reason = next((ln for ln in lines if "deserialize" in ln.lower()), None) or next(
+            (ln for ln in lines if re.search(r"version|vhlo|unknown|not supported", ln, re.I)),
+            lines[-1] if lines else "no message")
+        faults = [f"attribute {a} of {op}" for a, op in re.findall(r"mentions attribute (\w+) which is not in the "
+                                                                   r"op definition:\s*Op<name=(\w+)", output)]
+        faults += re.findall(r"(?:vhlo|stablehlo|chlo)\.[\w.]+", output)
+        at_fault = ", ".join(dict.fromkeys(faults)) or "unknown"
+        raise PathError(f"compatibility: the SavedModel exported by {self._exported_by} cannot be loaded by "
+                        f"{served} (environment {env}): {reason.rsplit(': ', 1)[-1]}; at fault: {at_fault}; the "
+                        f"model holds {'; '.join(self._artifact) or 'no XlaCallModule'}")
 
     def _serve(self, model_dir: str, inputs: dict, tmp: str, timeout: float | None) -> dict:
         from ..arrayio import load_arrays, save_arrays
@@ -137,6 +166,8 @@ class SavedModelPath(Path):
             )
         except subprocess.TimeoutExpired as e:
             raise PathError(f"the TensorFlow serving process did not answer within {timeout:g} s") from e
+        if proc.returncode != 0 and "serve_env" in self.options:
+            self._compatibility(proc.stderr + proc.stdout)
         if proc.returncode != 0:
             how = (
                 f"was killed by {signal.Signals(-proc.returncode).name}"

@@ -1,0 +1,55 @@
+"""Other package versions. One test builds the second environment (jax 0.4.38 + TF 2.18, about 2 GB,
+1-2 minutes on a new machine; cached in ~/.cache/jaxparity/envs afterwards) and reproduces the bug
+report's own numbers with it; another checks that a SavedModel from this stack is reported as a
+compatibility failure by that TensorFlow, never as a crash."""
+
+import numpy as np
+import pytest
+
+from jaxparity.comparison import compare_case
+from jaxparity.envs import EnvError, EnvSpec, parse_env
+from jaxparity.paths import make_path, spec_env
+
+OLD = parse_env("old=jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0")
+
+
+def test_parse_env_and_specs():
+    assert OLD == EnvSpec("old", ("jax==0.4.38", "jaxlib==0.4.38", "flax==0.10.2", "tensorflow-cpu==2.18.0"))
+    assert OLD.key == parse_env('old="jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0"').key
+    assert parse_env("old=jax==0.4.37").key != OLD.key  # a changed spec is a new environment
+    with pytest.raises(EnvError, match="write NAME="):
+        parse_env("no requirements")
+    p = make_path("savedmodel@old:native_serialization=false")
+    assert (p.name, p.env, p.spec) == ("savedmodel", "old", "savedmodel@old:native_serialization=false")
+    assert spec_env("eager@old") == "old" and spec_env("eager") is None
+
+
+def test_an_undeclared_environment_is_a_usage_error(examples):
+    with pytest.raises(EnvError, match="no environment 'new'"):
+        compare_case(str(examples / "conv_bf16.py"), paths=["eager", "eager@new"])
+
+
+@pytest.mark.slow
+def test_old_stack_reproduces_the_reports_numbers(examples):
+    result = compare_case(str(examples / "conv_bf16.py"), envs=[OLD], inputs_from="old",
+                          paths=["eager@old", "savedmodel@old:native_serialization=false", "eager", "jit"])
+    report = np.float32([-1.3705847, -2.27708])
+    for spec in ("eager@old", "savedmodel@old:native_serialization=false", "eager"):
+        p = result.path(spec)
+        assert p.status == "ok", p.message
+        np.testing.assert_array_equal(np.float32(p.leaves[0].values), report)
+    assert "drawn in environment old" in result.input_source
+    old_saved = result.path("savedmodel@old:native_serialization=false")
+    assert any("TF ops" in n for n in old_saved.notes)  # jax 0.4.38 honours non-native serialization
+    assert any("ran in environment old: jax 0.4.38" in n for n in old_saved.notes)
+    assert result.path("jit").verdict == "differs"
+
+
+@pytest.mark.slow
+def test_a_savedmodel_from_this_stack_is_a_compatibility_failure_in_old_tensorflow(examples):
+    result = compare_case(str(examples / "conv_bf16.py"), envs=[OLD], paths=["eager", "savedmodel:serve_env=old"])
+    p = result.path("savedmodel:serve_env=old")
+    assert p.status == "error"
+    assert p.message.startswith("compatibility: the SavedModel exported by jax 0.9.2 / TensorFlow 2.21.0 cannot be "
+                                "loaded by TensorFlow 2.18.0 (environment old): Cannot deserialize computation")
+    assert "at fault: attribute use_shardy_partitioner of XlaCallModule" in p.message
