@@ -127,6 +127,25 @@ def test_a_bad_xla_flag_is_a_clear_failure():
     assert "xla_no_such_flag" in p.message  # TensorFlow's own words about the unknown flag
 
 
+@pytest.mark.slow
+def test_an_error_inside_the_c_program_is_reported_in_its_own_words(monkeypatch):
+    from jaxparity.paths import savedmodel_c
+
+    real = savedmodel_c._signature
+
+    def wrong_output(model_dir):
+        inputs, outputs = real(model_dir)
+        return inputs, {k: "no_such_op:0" for k in outputs}
+
+    monkeypatch.setattr(savedmodel_c, "_signature", wrong_output)
+    with pytest.raises(PathError) as raised:
+        SavedModelCPath().run(lambda x: x + 1, (jnp.ones(2),))
+    assert str(raised.value) == (
+        "the C serving process exited with status 1:\n"
+        "tf_c_serve: the model has no operation named 'no_such_op' (tensor no_such_op:0)"
+    )
+
+
 def test_a_failed_build_quotes_the_compiler(tmp_path, monkeypatch):
     fake = tmp_path / "fake-cc"
     fake.write_text("#!/bin/sh\necho 'tf_c_serve.c:1:1: error: planted compiler failure' >&2\nexit 1\n")

@@ -229,7 +229,7 @@ def build_result(
         elif run.status == "ok":
             assert run.outputs is not None and (base.outputs is not None)
             outputs = run.outputs
-            if spec == IDEAL and spec != baseline and _same_names(outputs, base.outputs):
+            if path.name == IDEAL and spec != baseline and _same_names(outputs, base.outputs):
                 # The ideal is float64; compare it correctly rounded to the baseline's dtypes.
                 outputs = tuple((n, round_to_dtype(a, b.dtype)) for (n, a), (_, b) in zip(outputs, base.outputs))
             problem = _structure_problem(outputs, base.outputs) if spec != baseline else None

@@ -54,10 +54,20 @@ Mode = Literal["declared", "f64"]
 #    verification): scatter-* `update_jaxpr` (Jaxpr or None) + `update_consts`, "reduce"
 #    `jaxpr` (ClosedJaxpr), "reduce_window" `jaxpr` + `consts`.
 #  * Jaxpr/ClosedJaxpr hash by identity; jax.extend.core does not export DropVar.
-#  * jax.enable_x64 is a config State usable as `with jax.enable_x64(bool):`.
+#  * jax.enable_x64 is a config State usable as `with jax.enable_x64(bool):`; before jax 0.5
+#    (e.g. 0.4.38, used by `--env`) the context managers are jax.experimental.enable_x64() and
+#    disable_x64(): `_x64(bool)` below picks whichever exists.
 #  * Source lines: jax._src.source_info_util.summarize(eqn.source_info) ('' if unknown).
 # ---------------------------------------------------------------------------------------
 from jax._src import source_info_util as _source_info  # noqa: E402
+
+
+def _x64(on: bool) -> Any:
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(on)
+    from jax import experimental
+
+    return experimental.enable_x64() if on else experimental.disable_x64()
 from jax._src.core import DropVar as _DropVar  # noqa: E402
 
 _CALL_PARAM = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr",
@@ -355,7 +365,7 @@ def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], 
     jaxpr = closed_jaxpr.jaxpr
     if len(args) != len(jaxpr.invars):
         raise ValueError(f"expected {len(jaxpr.invars)} arguments, got {len(args)}")
-    with jax.enable_x64(True):
+    with _x64(True):
         args = [_coerce(a, v.aval.dtype, sem) for a, v in zip(args, jaxpr.invars)]
         return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, sem, 0, on_eqn, "<unknown>")
 
@@ -383,7 +393,7 @@ def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Sem
         it = iter(inputs)
         inputs = [v.val if isinstance(v, jcore.Literal) else next(it) for v in eqn.invars]
     where = _source_info.summarize(eqn.source_info) or "<unknown>"
-    with jax.enable_x64(True):
+    with _x64(True):
         invals = [_adopt(x, v.aval.dtype, sem) for x, v in zip(inputs, eqn.invars)]
         outs = _eval_checked(eqn, invals, sem, 0, on_eqn, where, None)
     if on_eqn is not None:
@@ -827,7 +837,7 @@ _SEQUENTIAL: dict[str, Callable] = {"reduce_sum": _seq_reduce_sum, "dot_general"
 def interpret(fn: Callable, *args: Any, mode: Mode | Semantics = "declared") -> Any:
     """Trace `fn(*args)` with x64 disabled (so it gets its normal dtypes), evaluate it in
     `mode`, and return `fn`'s output pytree with numpy arrays as leaves."""
-    with jax.enable_x64(False):
+    with _x64(False):
         closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*args)
     outs = evaluate_jaxpr(closed, jax.tree_util.tree_leaves(args), mode=mode)
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)

@@ -229,7 +229,9 @@ def _from_ort(value: Any) -> np.ndarray:
 
 
 def _missing_kernels(model: Any) -> dict[str, set[str]]:
-    """dtype -> op types of the model that onnxruntime's CPU provider has no kernel for at that dtype."""
+    """dtype -> the model's op types that onnxruntime's CPU provider has no kernel for at that dtype.
+
+    Ops onnxruntime only ever inlines from their ONNX function body (CastLike) are skipped."""
     import onnx
     from onnxruntime.capi import _pybind_state as ort_c
 
@@ -238,17 +240,17 @@ def _missing_kernels(model: Any) -> dict[str, set[str]]:
     missing: dict[str, set[str]] = defaultdict(set)
     for node, types in _graph_nodes(onnx.shape_inference.infer_shapes(model).graph, {}):
         try:
-            since = onnx.defs.get_schema(node.op_type, opsets.get(node.domain, 1), node.domain).since_version
+            schema = onnx.defs.get_schema(node.op_type, opsets.get(node.domain, 1), node.domain)
         except Exception:
             continue
-        supported = {t for k in kernels if (k.domain, k.op_name) == (node.domain, node.op_type)
-                     and k.version_range[0] <= since <= k.version_range[1]
+        mine = [k for k in kernels if (k.domain, k.op_name) == (node.domain, node.op_type)]
+        if not mine and (schema.has_function or schema.has_context_dependent_function):
+            continue
+        supported = {t for k in mine if k.version_range[0] <= schema.since_version <= k.version_range[1]
                      for ts in k.type_constraints.values() for t in ts}
-        for name in [*node.input, *node.output]:
-            if types.get(name):
-                type_name = onnx.TensorProto.DataType.Name(types[name]).lower()
-                if f"tensor({type_name})" not in supported:
-                    missing[_np_dtype(types[name]).name].add(node.op_type)
+        for elem in {types.get(name, 0) for name in [*node.input, *node.output]} - {0}:
+            if f"tensor({onnx.TensorProto.DataType.Name(elem).lower()})" not in supported:
+                missing[_np_dtype(elem).name].add(node.op_type)
     return missing
 
 

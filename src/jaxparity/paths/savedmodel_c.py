@@ -196,10 +196,11 @@ class SavedModelCPath(Path):
             raise PathError(f"the signature's inputs {missing} were not provided")
         lines = []
         for i, (key, (tensor, enum)) in enumerate(sorted(sig_inputs.items())):
-            array = np.ascontiguousarray(inputs[key])
+            array = np.asarray(inputs[key])
             if _enum(array.dtype) != enum:
                 raise PathError(f"signature input {key} takes {_numpy_dtype(enum).__name__}, got {array.dtype}")
-            array.tofile(os.path.join(work, f"in_{i}.bin"))
+            with open(os.path.join(work, f"in_{i}.bin"), "wb") as f:
+                f.write(array.tobytes(order="C"))  # raw, row-major, native byte order, as TF_Tensor holds it
             lines.append(" ".join(["feed", tensor, str(enum), str(array.ndim), *map(str, array.shape), f"in_{i}.bin"]))
         keys = sorted(sig_outputs)
         lines += [f"fetch {sig_outputs[k]}" for k in keys]
@@ -219,7 +220,10 @@ class SavedModelCPath(Path):
                 if proc.returncode < 0
                 else f"exited with status {proc.returncode}"
             )
-            raise PathError(f"the C serving process {how}:\n{_tail(proc.stderr + proc.stdout)}")
+            # The program's own last words (TensorFlow's message, first line) when it gave up; else the
+            # last lines TensorFlow logged before it aborted (an unknown XLA flag is a LOG(FATAL)).
+            ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("tf_c_serve: ")]
+            raise PathError(f"the C serving process {how}:\n{ours[-1] if ours else _tail(proc.stderr + proc.stdout)}")
 
         outputs = {}
         with open(os.path.join(work, "outputs.txt")) as f:
