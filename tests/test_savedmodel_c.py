@@ -32,7 +32,8 @@ def cache(tmp_path_factory):
 
 
 def _bits(tree):
-    return [(np.asarray(x).dtype, np.asarray(x).shape, np.asarray(x).tobytes()) for x in jax.tree_util.tree_leaves(tree)]
+    leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
+    return [(x.dtype, x.shape, x.tobytes()) for x in leaves]
 
 
 @pytest.mark.slow
@@ -121,8 +122,9 @@ def test_every_example_equals_the_savedmodel_path_bitwise(examples, spec):
 
 @pytest.mark.slow
 def test_a_bad_xla_flag_is_a_clear_failure():
-    result = jaxparity.compare(lambda x: x + 1, jnp.ones(2), paths=["eager", "savedmodel-c:XLA_FLAGS=--xla_no_such_flag=1"])
-    p = result.path("savedmodel-c:XLA_FLAGS=--xla_no_such_flag=1")
+    spec = "savedmodel-c:XLA_FLAGS=--xla_no_such_flag=1"
+    result = jaxparity.compare(lambda x: x + 1, jnp.ones(2), paths=["eager", spec])
+    p = result.path(spec)
     assert p.verdict == "error" and "C serving process" in p.message
     assert "xla_no_such_flag" in p.message  # TensorFlow's own words about the unknown flag
 

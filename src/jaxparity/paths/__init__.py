@@ -7,6 +7,8 @@ from .eager import EagerPath
 from .observed import ObservedPath
 from .reference import DeclaredPath, F64Path
 from .savedmodel import SavedModelPath
+from .savedmodel_c import SavedModelCPath
+from .tflite import TFLitePath
 from .xla import ExportPath, JitPath
 
 __all__ = [
@@ -22,7 +24,8 @@ __all__ = [
 ]
 
 PATHS: dict[str, type[Path]] = {
-    cls.name: cls for cls in (EagerPath, JitPath, ExportPath, SavedModelPath, DeclaredPath, F64Path, ObservedPath)
+    cls.name: cls for cls in (EagerPath, JitPath, ExportPath, SavedModelPath, SavedModelCPath, TFLitePath, DeclaredPath, F64Path,
+                 ObservedPath)
 }
 
 DEFAULT_PATHS: tuple[str, ...] = ("eager", "jit", "export", "savedmodel", "declared", "f64")

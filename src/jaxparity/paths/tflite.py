@@ -12,7 +12,9 @@ This path reports that as an error quoting the converter.
 
 The interpreter runs in this process with LiteRT's default CPU delegate, XNNPACK, unless
 ``kernels=builtin`` (TFLite's own optimized kernels) or ``kernels=reference`` is asked for.
-Different kernels sum in different orders: expect a few ulp of the largest magnitude from jit.
+Different kernels sum in different orders: expect a few ulp of the largest magnitude from jit
+(a float32 MLP: ``BATCH_MATMUL`` + ``ADD``, within 1-2 ulp of its largest output).
+Conversion and interpretation run in this process, so ``timeout`` is left to the isolated runner.
 """
 
 from __future__ import annotations
@@ -78,9 +80,13 @@ class TFLitePath(Path):
     def __init__(self, options: Any = None, **kwargs: Any) -> None:
         super().__init__(options, **kwargs)
         if self.options.get("kernels", "xnnpack") not in _KERNELS:
-            raise PathOptionError(f"tflite: kernels must be one of {', '.join(_KERNELS)}, not {self.options['kernels']!r}")
+            raise PathOptionError(
+                f"tflite: kernels must be one of {', '.join(_KERNELS)}, not {self.options['kernels']!r}"
+            )
         if self.options.get("optimizations", "none") not in _OPTIMIZATIONS:
-            raise PathOptionError(f"tflite: optimizations must be none or default, not {self.options['optimizations']!r}")
+            raise PathOptionError(
+                f"tflite: optimizations must be none or default, not {self.options['optimizations']!r}"
+            )
         threads = self.options.get("threads")
         if threads is not None and not (threads.isdigit() and int(threads) > 0):
             raise PathOptionError(f"tflite: threads must be a positive integer, not {threads!r}")
@@ -89,11 +95,13 @@ class TFLitePath(Path):
         if _missing("ai_edge_litert"):
             return "LiteRT is not installed: pip install 'jaxparity[tflite]' (ai-edge-litert==2.3.0)"
         if _missing("tensorflow"):
-            return "TensorFlow (the TFLite converter) is not installed: pip install 'jaxparity[tensorflow]' (tensorflow-cpu==2.21.0)"
+            return ("TensorFlow (the TFLite converter) is not installed: "
+                    "pip install 'jaxparity[tensorflow]' (tensorflow-cpu==2.21.0)")
         return None
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         import jax
+        import numpy as np
 
         from ..pytree import host
 
@@ -117,7 +125,7 @@ class TFLitePath(Path):
             if got.dtype != want.dtype or got.shape != want.shape:
                 raise PathError(f"TFLite returned output_{i} as {got.dtype}{list(got.shape)}; "
                                 f"the function returns {want.dtype}{list(want.shape)}")
-            flat.append(got)
+            flat.append(np.asarray(got))  # LiteRT hands 0-d outputs back as numpy scalars
         return jax.tree_util.tree_unflatten(out_tree, flat)
 
     def _convert(self, model_dir: str, fn: Callable[..., Any], args: tuple) -> bytes:

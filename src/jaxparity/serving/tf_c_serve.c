@@ -94,7 +94,8 @@ static TF_Tensor *read_tensor(const char *tensor, TF_DataType dtype, int ndims, 
         die("input %s: %s holds %ld bytes, its dtype and shape need %zu", tensor, path, size, nbytes);
     TF_Tensor *t = TF_AllocateTensor(dtype, dims, ndims, nbytes);
     if (!t) die("input %s: cannot allocate %zu bytes", tensor, nbytes);
-    if (nbytes > 0 && fread(TF_TensorData(t), 1, nbytes, f) != nbytes) die("input %s: short read from %s", tensor, path);
+    if (nbytes > 0 && fread(TF_TensorData(t), 1, nbytes, f) != nbytes)
+        die("input %s: short read from %s", tensor, path);
     fclose(f);
     free(path);
     return t;
@@ -145,7 +146,8 @@ int main(int argc, char **argv) {
                 die("%s: feed %s: bad dtype or rank", manifest_path, tensor);
             for (int i = 0; i < ndims; i++) {
                 long long d;
-                if (fscanf(manifest, "%lld", &d) != 1 || d < 0) die("%s: feed %s: bad dimension", manifest_path, tensor);
+                if (fscanf(manifest, "%lld", &d) != 1 || d < 0)
+                    die("%s: feed %s: bad dimension", manifest_path, tensor);
                 dims[i] = d;
             }
             if (fscanf(manifest, "%4095s", file) != 1) die("%s: feed %s: no file", manifest_path, tensor);
