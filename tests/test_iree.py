@@ -57,7 +57,6 @@ def test_seed_case_iree_skips_the_bf16_rounding_of_the_conv_output(seed):
     np.testing.assert_array_equal(_values(result, "eager"), _bf16(_bf16(x) * _bf16(k)) + x)
     # IREE: same bf16 inputs, but the product stays f32 (exact: 8-bit x 8-bit mantissas) until the add.
     np.testing.assert_array_equal(_values(result, "iree"), _bf16(x) * _bf16(k) + x)
-    np.testing.assert_array_equal(_values(result, "iree"), np.float32([0.23008993, -1.4187269]))
     # Skipping that rounding brings IREE nearer the f64 ideal. (On this AVX2 machine jit skips the same
     # rounding and equals IREE bit for bit; XLA's choice depends on the CPU, IREE's does not.)
     assert iree.leaves[0].closer_to_f64 == "path"
@@ -121,9 +120,10 @@ def test_f32_functions_agree_with_jit_within_a_few_ulp():
 
     result = jaxparity.compare(fn, x, w, b, paths=["jit", "iree"], baseline="jit")
     ulp = {lf.name: lf.diff.max_ulp for lf in result.path("iree").leaves}
-    # Observed: matmul, tanh, softmax and exp bit for bit; log1p and the mean (summation order) within 3 ULP.
-    assert ulp["out/h"] == ulp["out/softmax"] == ulp["out/exp"] == 0, ulp
+    # Observed on an AVX2 CPU: matmul + tanh, softmax and exp bit for bit, log1p and the mean (another
+    # summation order) 3 ULP. Tiling and summation order follow the CPU, so only the bound is asserted.
     assert max(ulp.values()) <= 4, ulp
+    assert not result.path("iree").passed or max(ulp.values()) == 0  # 'differs' whenever a bit differs
 
 
 @needs_iree

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import Path, PathError, PathOptionError, PathUnavailable, parse_spec, spec_env
 from .eager import EagerPath
+from .iree import IreePath
 from .observed import ObservedPath
 from .reference import DeclaredPath, F64Path
 from .savedmodel import SavedModelPath
@@ -24,8 +25,8 @@ __all__ = [
 ]
 
 PATHS: dict[str, type[Path]] = {
-    cls.name: cls for cls in (EagerPath, JitPath, ExportPath, SavedModelPath, SavedModelCPath, TFLitePath, DeclaredPath, F64Path,
-                 ObservedPath)
+    cls.name: cls for cls in (EagerPath, JitPath, ExportPath, SavedModelPath, SavedModelCPath, TFLitePath, IreePath, DeclaredPath,
+                 F64Path, ObservedPath)
 }
 
 DEFAULT_PATHS: tuple[str, ...] = ("eager", "jit", "export", "savedmodel", "declared", "f64")

@@ -3,7 +3,13 @@
 Options: ``target_cpu`` (default ``host``), ``cpu_features`` (space-separated, e.g. ``+avx2 +fma``),
 ``driver`` (``local-task`` or ``local-sync``) and ``flags``, more iree-compile flags separated by
 spaces (``iree:flags=--iree-input-promote-bf16-to-f32``); later flags override earlier ones.
-f64 stays f64 (``--iree-input-demote-f64-to-f32=false``; IREE demotes it by default).
+f64 stays f64 (``--iree-input-demote-f64-to-f32=false``; IREE demotes it by default). ``timeout``
+is not enforced: the compile and the call run in this process, as for ``jit``.
+
+What it shows: IREE's CPU pipeline runs ``iree-convert-bf16-arith-to-f32`` on every dispatch, whatever
+the CPU: a bf16 value inside a dispatch is held in f32 and rounded to bf16 only where it is stored to
+a bf16 buffer, so the roundings between fused bf16 ops are skipped (``IreePath.evidence`` lists them),
+and a NaN that bf16 arithmetic returns comes back as +qNaN 0x7FC0, its sign dropped.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import importlib.util
 import io
 import re
 import sys
+import time
 from collections import Counter
 from typing import Any, Callable
 
@@ -43,12 +50,17 @@ def stablehlo(fn: Callable[..., Any], args: tuple) -> str:
     """``jax.jit(fn)``'s StableHLO as IREE reads it: every argument kept (``main`` takes every leaf)
     and Shardy ops (``sdy.mesh``, ``sdy.sharding_constraint``; IREE has no such dialect) removed."""
     import jax
-    from jax._src.lib.mlir import ir
+    from jax.extend.mlir import ir
 
     module = jax.jit(fn, keep_unused=True).lower(*args).compiler_ir("stablehlo")
     found: list[Any] = []
-    module.operation.walk(lambda op: (found.append(op) if op.name.startswith("sdy.") else None,
-                                      ir.WalkResult.ADVANCE)[1])
+
+    def collect(op: Any) -> Any:
+        if op.name.startswith("sdy."):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
     for op in found:
         if op.name == "sdy.sharding_constraint":  # one device: the constraint is its operand
             op.results[0].replace_all_uses_with(op.operands[0])
@@ -106,10 +118,10 @@ class IreePath(Path):
 
     def _compile(self, fn: Callable[..., Any], args: tuple, extra: tuple[str, ...] = ()) -> tuple[bytes, str]:
         """iree-compile the function's StableHLO; returns the output and what IREE wrote to stderr."""
-        try:
-            from iree import compiler
-        except ImportError as e:
-            raise PathUnavailable(f"IREE is not installed: {_INSTALL}") from e
+        if reason := self.unavailable_reason():
+            raise PathUnavailable(reason)
+        from iree import compiler
+
         text, stderr = stablehlo(fn, args), io.StringIO()
         try:
             with contextlib.redirect_stderr(stderr):  # compile_str copies iree-compile's stderr there
@@ -124,14 +136,17 @@ class IreePath(Path):
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         import jax
-        from iree import runtime
-        from iree.compiler.version import VERSION
 
         from ..pytree import host
 
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
         out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
+        start = time.perf_counter()
         vmfb, warnings = self._compile(fn, args)
+        seconds = time.perf_counter() - start
+        from iree import runtime
+        from iree.compiler.version import VERSION
+
         driver = self.options.get("driver", "local-task")
         try:  # bf16 crosses as ml_dtypes.bfloat16 both ways, bit for bit
             module = runtime.load_vm_flatbuffer(vmfb, driver=driver)
@@ -141,11 +156,10 @@ class IreePath(Path):
         flat = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
         if len(flat) != out_tree.num_leaves:
             raise PathError(f"IREE returned {len(flat)} outputs, the function has {out_tree.num_leaves}")
-        self.notes.append(f"IREE {VERSION}, target llvm-cpu, driver {driver}, {len(vmfb)} byte vmfb; "
-                          f"iree-compile flags: {' '.join(self.compile_flags())}")
+        self.notes.append(f"IREE {VERSION}, target llvm-cpu, driver {driver}; compiled in {seconds:.1f} s to "
+                          f"{len(vmfb)} bytes; iree-compile flags: {' '.join(self.compile_flags())}")
         warned = [ln.strip() for ln in warnings.splitlines() if "warning:" in ln]
-        if warned:
-            self.notes.append(f"iree-compile warned: {warned[0][:200]}")
+        self.notes.extend(f"iree-compile warned: {ln[:200]}" for ln in warned[:1])
         return jax.tree_util.tree_unflatten(out_tree, [x.to_host() for x in flat])
 
     def evidence(self, fn: Callable[..., Any], args: tuple, limit: int = 12) -> list[str]:

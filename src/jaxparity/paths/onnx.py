@@ -130,7 +130,6 @@ def dtype_findings(model: Any, fn: Callable[..., Any], args: tuple) -> list[str]
 
 class _OnnxPath(Path):
     """Convert with jax2onnx, then ``execute`` the model: one subclass per runtime."""
-
     options_help = {"opset": "the ONNX opset jax2onnx targets (default 23)",
                     "keep": "a file to save the converted model in, e.g. keep=model.onnx"}
     needs: tuple[str, ...] = ("jax2onnx", "onnx")
@@ -190,11 +189,11 @@ def _missing_kernels(model: Any) -> dict[str, set[str]]:
     kernels = [k for k in ort_c.get_all_opkernel_def() if k.provider == "CPUExecutionProvider"]
     missing: dict[str, set[str]] = defaultdict(set)
     for node, types in _graph_nodes(onnx.shape_inference.infer_shapes(model).graph, {}):
-        opset = opsets.get(node.domain, 1)
-        schema = onnx.defs.get_schema(node.op_type, opset, node.domain) if onnx.defs.has(node.op_type, opset,
-                                                                                          node.domain) else None
+        if not onnx.defs.has(node.op_type, opsets.get(node.domain, 1), node.domain):
+            continue
+        schema = onnx.defs.get_schema(node.op_type, opsets.get(node.domain, 1), node.domain)
         mine = [k for k in kernels if (k.domain, k.op_name) == (node.domain, node.op_type)]
-        if not schema or not mine and (schema.has_function or schema.has_context_dependent_function):
+        if not mine and (schema.has_function or schema.has_context_dependent_function):
             continue
         supported = {t for k in mine if k.version_range[0] <= schema.since_version <= k.version_range[1]
                      for ts in k.type_constraints.values() for t in ts}

@@ -1,0 +1,230 @@
+"""The onnx paths: jax2onnx's model run by onnxruntime (``onnx``) and by onnx.reference (``onnx-ref``).
+
+Checked here: bf16 crosses into and out of both runtimes bit for bit; onnxruntime's missing bf16
+kernels are a clear error naming the op types; a converter that changes the precision is reported
+as a finding (and a faithful model is not); every example either runs or fails clearly.
+"""
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+import jaxparity
+import jaxparity.paths
+from jaxparity.case import load_case
+from jaxparity.paths import PathOptionError, make_path
+from jaxparity.paths.onnx import OnnxPath, OnnxReferencePath, convert, dtype_findings
+from jaxparity.rounding import round_to_dtype
+
+PATHS = ["eager", "jit", "onnx", "onnx-ref"]
+
+
+@pytest.fixture(autouse=True)
+def registered(monkeypatch):
+    monkeypatch.setitem(jaxparity.paths.PATHS, "onnx", OnnxPath)
+    monkeypatch.setitem(jaxparity.paths.PATHS, "onnx-ref", OnnxReferencePath)
+
+
+def _findings(path) -> list[str]:
+    """The finding notes of a Path or of a PathResult."""
+    return [n for n in path.notes if n.startswith("finding: ")]
+
+
+def _f32_mlp():
+    import flax.linen as nn
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.gelu(nn.Dense(64)(x))
+            x = nn.relu(nn.Dense(64)(x))
+            return nn.Dense(8)(x)
+
+    x = jax.random.normal(jax.random.key(1), (4, 16))
+    return MLP().apply, (MLP().init(jax.random.key(0), x), x)
+
+
+# -- fast: availability and options (nothing is converted)
+
+def test_a_missing_onnxruntime_makes_onnx_unavailable_and_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    reason = make_path("onnx").unavailable_reason()
+    assert reason and "onnxruntime" in reason and "pip install 'jaxparity[onnx]'" in reason
+    assert "onnxruntime==1.31.1" in reason
+    assert make_path("onnx-ref").unavailable_reason() is None  # onnx.reference needs no onnxruntime
+    result = jaxparity.compare(lambda x: x + 1, jnp.ones(3), paths=["eager", "onnx"])
+    assert result.path("onnx").verdict == "unavailable" and "jaxparity[onnx]" in result.path("onnx").message
+
+
+def test_a_missing_converter_makes_both_unavailable(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax2onnx", None)
+    for spec in ("onnx", "onnx-ref"):
+        assert "jax2onnx not installed" in make_path(spec).unavailable_reason()
+
+
+def test_options_opset_and_keep_are_checked():
+    assert make_path("onnx:opset=18").opset == 18 and make_path("onnx-ref").opset == 23
+    with pytest.raises(PathOptionError, match="opset must be a whole number"):
+        make_path("onnx:opset=latest")
+    with pytest.raises(PathOptionError, match="has no option 'providers'"):
+        make_path("onnx:providers=cuda")
+
+
+# -- slow: conversions
+
+@pytest.mark.slow
+def test_bf16_inputs_and_outputs_cross_both_runtimes_bit_exactly(tmp_path):
+    import onnx
+
+    bits = np.array([0x3F81, 0x0001, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x4049, 0xC2F7], np.uint16)
+    x = bits.view(ml_dtypes.bfloat16)  # 1.0078125, a subnormal, -0, inf, -inf, NaN, 3.14, -123.5
+    ints = np.array([2**31 - 1, -(2**31)], np.int32)
+
+    def fn(x, n):
+        return {"same": x.reshape(2, 4), "wide": x.astype(jnp.float32), "n": n}
+
+    for spec in ("onnx", "onnx-ref"):
+        path = make_path(f"{spec}:keep={tmp_path / spec}.onnx")
+        out = path.run(fn, (jnp.asarray(x), jnp.asarray(ints)))
+        assert np.asarray(out["same"]).dtype == ml_dtypes.bfloat16, spec
+        np.testing.assert_array_equal(np.asarray(out["same"]).view(np.uint16).ravel(), bits, err_msg=spec)
+        np.testing.assert_array_equal(np.asarray(out["wide"]).view(np.uint32), x.astype(np.float32).view(np.uint32))
+        np.testing.assert_array_equal(np.asarray(out["n"]), ints)  # an output that is an input: not a freed buffer
+        kept = onnx.load(str(tmp_path / f"{spec}.onnx"))
+        assert f"opset 23, {len(kept.graph.node)} node" in path.notes[0] and not _findings(path)
+
+
+@pytest.mark.slow
+def test_seed_case_onnxruntime_has_no_bf16_conv_and_the_reference_evaluator_equals_eager_bit_for_bit(examples):
+    case = load_case(str(examples / "conv_bf16.py"))
+    result = jaxparity.compare(case.fn, *case.args, paths=PATHS)
+    ort = result.path("onnx")
+    assert ort.verdict == "error"
+    assert ort.message == ("onnxruntime's CPU provider has no bfloat16 kernel for Conv (NOT_IMPLEMENTED); "
+                           "the onnx-ref path runs the same model")
+    ref = result.path("onnx-ref")
+    assert ref.verdict == "identical", ref.message
+    assert all(leaf.diff.bitwise_equal for leaf in ref.leaves)
+    assert not _findings(ref)  # jax2onnx keeps the seed's bf16 conv and f32 residual add
+    assert any("opset 23" in n for n in ref.notes) and any("ReferenceEvaluator" in n for n in ref.notes)
+
+
+@pytest.mark.slow
+def test_a_bf16_matmul_is_named_in_the_error_and_a_faithful_bf16_model_has_no_finding():
+    x = jnp.linspace(-2, 2, 12, dtype=jnp.bfloat16).reshape(3, 4)
+    w = jnp.linspace(1, -1, 8, dtype=jnp.bfloat16).reshape(4, 2)
+    result = jaxparity.compare(lambda x, w: x @ w, x, w, paths=PATHS)
+    assert result.path("onnx").verdict == "error"
+    assert "no bfloat16 kernel for Gemm (NOT_IMPLEMENTED)" in result.path("onnx").message  # jax2onnx: 2-D dot -> Gemm
+    ref = result.path("onnx-ref")
+    assert ref.status == "ok" and not _findings(ref), ref.notes
+
+
+@pytest.mark.slow
+def test_f32_flax_mlp_runs_on_both_within_a_few_ulp_of_jit_and_has_no_finding():
+    fn, args = _f32_mlp()
+    result = jaxparity.compare(fn, *args, paths=["jit", "onnx", "onnx-ref"], baseline="jit")
+    for spec in ("onnx", "onnx-ref"):
+        p = result.path(spec)
+        assert p.status == "ok", p.message
+        assert not _findings(p), p.notes
+        (leaf,) = p.leaves
+        # Measured: onnxruntime 16 ulp, onnx.reference 48 ulp, max |rel| under 4e-6; f64 is 34 ulp from jit.
+        assert leaf.dtype == "float32" and leaf.diff.max_ulp <= 64 and leaf.diff.max_rel < 1e-5, (spec, leaf.diff)
+
+
+@pytest.mark.slow
+def test_bf16_flax_dense_that_the_converter_computes_in_f32_is_a_finding(examples):
+    case = load_case(str(examples / "mlp_bf16.py"))
+    result = jaxparity.compare(case.fn, *case.args, paths=PATHS)
+    for spec in ("onnx", "onnx-ref"):
+        p = result.path(spec)
+        assert p.status == "ok", p.message
+        assert [leaf.dtype for leaf in p.leaves] == ["bfloat16"]  # rounded back to the declared dtype
+        assert f"finding: the ONNX model computes Gemm (3 ops) in float32 where the program declares bfloat16 " \
+               f"dot_general (3 ops): the converter changed the precision" in p.notes, p.notes
+        assert any(n.startswith("finding: output out is float32") and "rounds it once" in n for n in p.notes)
+    # The bf16 output is the model's f32 output rounded once to nearest even, bit for bit.
+    model = convert(case.fn, case.args)
+    from onnx.reference import ReferenceEvaluator
+
+    feeds = {v.name: np.asarray(x) for v, x in zip(model.graph.input, jax.tree_util.tree_leaves(case.args))}
+    (raw,) = ReferenceEvaluator(model).run(None, feeds)
+    assert raw.dtype == np.float32
+    out = np.asarray(make_path("onnx-ref").run(case.fn, case.args))
+    np.testing.assert_array_equal(out.view(np.uint16), round_to_dtype(raw, ml_dtypes.bfloat16).view(np.uint16))
+
+
+@pytest.mark.slow
+def test_dtype_findings_catch_a_model_that_computes_in_another_precision():
+    """A hand-built model (Cast to f32, MatMul, Cast back) for a bf16 matmul: found, whatever the converter."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    def fn(x, w):
+        return x @ w
+
+    args = (jnp.ones((3, 4), jnp.bfloat16), jnp.ones((4, 2), jnp.bfloat16))
+    assert dtype_findings(convert(fn, args), fn, args) == []  # jax2onnx keeps this matmul in bf16
+    bf16 = TensorProto.BFLOAT16
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["x32"], to=TensorProto.FLOAT),
+         helper.make_node("Cast", ["w"], ["w32"], to=TensorProto.FLOAT),
+         helper.make_node("MatMul", ["x32", "w32"], ["y32"]),
+         helper.make_node("Cast", ["y32"], ["y"], to=bf16)],
+        "wide", [helper.make_tensor_value_info("x", bf16, [3, 4]), helper.make_tensor_value_info("w", bf16, [4, 2])],
+        [helper.make_tensor_value_info("y", bf16, [3, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    onnx.checker.check_model(model)
+    assert dtype_findings(model, fn, args) == [
+        "the ONNX model computes MatMul (1 op) in float32 where the program declares bfloat16 dot_general (1 op): "
+        "the converter changed the precision"]
+    narrow = helper.make_graph(graph.node[:3], "io", graph.input, [helper.make_tensor_value_info("y32", 1, [3, 2])])
+    assert "output out is float32 in the ONNX model where the program declares bfloat16" in dtype_findings(
+        helper.make_model(narrow, opset_imports=[helper.make_opsetid("", 23)]), fn, args)[0]
+
+
+@pytest.mark.slow
+def test_a_prng_key_input_is_refused_with_what_to_do_instead():
+    result = jaxparity.compare(lambda k, x: x + jax.random.normal(k, x.shape), jax.random.key(0), jnp.ones(3),
+                               paths=["eager", "onnx-ref"])
+    p = result.path("onnx-ref")
+    assert p.verdict == "error" and "is a PRNG key" in p.message and "key_data" in p.message
+
+
+# What each path gives on each example (jax2onnx 0.17.1, onnxruntime 1.31.1): it runs ("ok"), or it
+# fails with a PathError whose message contains the given text.
+EXPECTED = {
+    "conv_bf16.py": {"onnx": "no bfloat16 kernel for Conv (NOT_IMPLEMENTED)", "onnx-ref": "ok"},
+    "conv_bf16.py:make_report_input": {"onnx": "no bfloat16 kernel for Conv (NOT_IMPLEMENTED)", "onnx-ref": "ok"},
+    "mlp_bf16.py": {"onnx": "ok", "onnx-ref": "ok"},
+    "cnn_bf16.py": {"onnx": "no bfloat16 kernel for AveragePool, Conv, Gemm, MaxPool, Relu (NOT_IMPLEMENTED)",
+                    "onnx-ref": "ok"},
+    "transformer_bf16.py": {"onnx": "(INVALID_GRAPH): This is an invalid model. Type Error: Type 'tensor(bfloat16)'",
+                            "onnx-ref": "ok"},
+}
+FINDINGS = {"mlp_bf16.py": "Gemm (3 ops) in float32", "transformer_bf16.py": "Gemm (10 ops) in float32"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", EXPECTED)
+def test_every_example_runs_or_fails_clearly(examples, spec):
+    case = load_case(str(examples / spec))
+    result = jaxparity.compare(case.fn, *case.args, paths=PATHS)
+    for name, expected in EXPECTED[spec].items():
+        p = result.path(name)
+        if expected == "ok":
+            assert p.status == "ok", f"{name}: {p.message}"
+            assert all(np.isfinite(leaf.error_vs_f64.max_abs) for leaf in p.leaves)
+        else:
+            assert p.verdict == "error" and expected in p.message, f"{name}: {p.message}"
+            assert "Traceback" not in p.message and "/onnxruntime_src/" not in p.message
+        found = _findings(p) if p.status == "ok" else [ln for ln in p.message.splitlines() if ln.startswith("finding")]
+        if spec in FINDINGS:  # also on an error: the findings follow its message
+            assert any(FINDINGS[spec] in f for f in found), (name, found)
+        else:
+            assert not found, (name, found)
