@@ -6,6 +6,7 @@ from .base import Path, PathError, PathOptionError, PathUnavailable, parse_spec,
 from .eager import EagerPath
 from .iree import IreePath
 from .observed import ObservedPath
+from .onnx import OnnxPath, OnnxReferencePath
 from .reference import DeclaredPath, F64Path
 from .savedmodel import SavedModelPath
 from .savedmodel_c import SavedModelCPath
@@ -25,8 +26,8 @@ __all__ = [
 ]
 
 PATHS: dict[str, type[Path]] = {
-    cls.name: cls for cls in (EagerPath, JitPath, ExportPath, SavedModelPath, SavedModelCPath, TFLitePath, IreePath, DeclaredPath,
-                 F64Path, ObservedPath)
+    cls.name: cls for cls in (EagerPath, JitPath, ExportPath, SavedModelPath, SavedModelCPath, TFLitePath, IreePath, OnnxPath,
+                 OnnxReferencePath, DeclaredPath, F64Path, ObservedPath)
 }
 
 DEFAULT_PATHS: tuple[str, ...] = ("eager", "jit", "export", "savedmodel", "declared", "f64")

@@ -56,6 +56,7 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23) -> Any:
         if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
             raise PathError(f"input leaf {i} is a PRNG key ({leaf.dtype}); an ONNX graph takes tensors: pass "
                             "jax.random.key_data(key) and rebuild it in fn with jax.random.wrap_key_data")
+
     def flat_fn(*xs: Any) -> list[Any]:
         return jax.tree_util.tree_leaves(fn(*jax.tree_util.tree_unflatten(in_tree, xs)))
     try:
@@ -164,9 +165,8 @@ class _OnnxPath(Path):
         leaves = [host(x) for x in jax.tree_util.tree_leaves(args)]
         if len(leaves) != len(model.graph.input):
             raise PathError(f"the ONNX graph has {len(model.graph.input)} inputs for {len(leaves)} argument leaves")
-        # An input the converter retyped is cast to the model's type (its finding says so).
         feeds = {v.name: np.ascontiguousarray(x.astype(_np_dtype(v.type.tensor_type.elem_type)))
-                 for v, x in zip(model.graph.input, leaves)}
+                 for v, x in zip(model.graph.input, leaves)}  # cast where the converter retyped an input
         try:
             outputs = self.execute(model, feeds)
         except PathError as e:
