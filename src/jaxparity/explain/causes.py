@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 __all__ = ["CAUSES", "Cause"]
 
-COMPILED = ("jit", "export", "savedmodel")
+COMPILED = ("jit", "export", "savedmodel", "savedmodel-c")  # paths that take XLA options
+RUNTIMES = ("iree", "onnx", "onnx-ref", "tflite")  # other compilers: no XLA options to flip
 
 
 @dataclass(frozen=True)
@@ -57,14 +58,14 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         id="narrow-rounding-skipped",
         title="bf16/f16 rounding skipped by the system that produced these outputs",
-        description="Outputs that cannot be re-run (read from a file) are matched against candidate "
-        "semantics: keeping a narrow result in float32 where it is immediately widened is what XLA's "
+        description="Outputs of a runtime with no XLA options to flip (IREE, ONNX, TFLite) or read from a "
+        "file are matched against candidate semantics: keeping a narrow result in float32 where it is immediately widened is what XLA's "
         "excess precision does; computing every bf16 value in float32 is what a runtime without bf16 "
         "arithmetic, or one that skips the rounding of inputs too, does.",
         primitives=None,
         dtypes=("bfloat16", "float16"),
         devices=("cpu", "gpu", "tpu"),
-        paths=("observed",),
+        paths=("observed",) + RUNTIMES,
         experiment="fingerprint",
         candidates=("skip-widened", "f32-everywhere"),
         fix="on the serving system: XLA_FLAGS=--xla_allow_excess_precision=false (TensorFlow Serving) or "
@@ -134,7 +135,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"),
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=COMPILED + ("eager", "declared", "observed"),
+        paths=COMPILED + RUNTIMES + ("eager", "declared", "observed"),
         experiment="noise-bound",
         fix="nothing is wrong: compare with a tolerance (the smallest passing --ulp / --atol is printed)",
     ),
@@ -145,7 +146,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu"),
-        paths=COMPILED + ("eager", "observed"),
+        paths=COMPILED + RUNTIMES + ("eager", "observed"),
         experiment="fingerprint",
         candidates=("ftz",),
         fix="keep values out of the subnormal range (rescale), or accept it: no XLA option restores subnormals",
@@ -158,7 +159,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=("savedmodel",),
+        paths=("savedmodel", "savedmodel-c") + RUNTIMES,
         experiment="same-compiler",
         fix="report it to the runtime's maintainers with this report attached",
     ),

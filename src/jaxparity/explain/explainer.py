@@ -17,7 +17,7 @@ from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
 from ..metrics import ulp_distance
 from ..paths import make_path, parse_spec
-from .causes import CAUSES, Cause
+from .causes import CAUSES, COMPILED, Cause
 
 __all__ = ["CauseVerdict", "Fix", "PathExplanation", "explain_path", "with_xla_option"]
 
@@ -63,7 +63,7 @@ class PathExplanation:
 def with_xla_option(spec: str, key: str, value: str) -> str:
     """The same path with one more XLA option: a compile option, or a flag in XLA_FLAGS for TF."""
     name, options = parse_spec(spec)
-    if name == "savedmodel":
+    if name in ("savedmodel", "savedmodel-c"):
         flags = options.get("XLA_FLAGS", "")
         options["XLA_FLAGS"] = f"{flags} --{key}={value}".strip()
     else:
@@ -264,7 +264,7 @@ def explain_path(
                                                cone=output_cone(program, differing))
         notes.extend(localization.notes)
 
-    hlo = _compiler_evidence(fn, args, path, notes) if evidence and kind in ("jit", "export", "savedmodel") else None
+    hlo = _compiler_evidence(fn, args, path, notes) if evidence and kind in COMPILED + ("iree",) else None
     fp = _fingerprint(fn, args, path_out, notes)
     device = jax.default_backend() if kind in ("jit", "export", "eager") else "cpu"
     dtypes = {str(a.dtype) for a in program.avals.values() if hasattr(a, "dtype")}
@@ -297,7 +297,9 @@ def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: li
     from . import hlo
 
     name, options = parse_spec(path)
-    if name == "savedmodel":
+    if name == "iree":
+        return _iree_evidence(fn, args, path, notes)
+    if name in ("savedmodel", "savedmodel-c"):
         options = {k.lstrip("-"): v for k, _, v in (f.partition("=") for f in options.get("XLA_FLAGS", "").split())}
         notes.append("compiler evidence for savedmodel comes from JAX's XLA on the same program; TensorFlow "
                      "runs its own XLA build")
@@ -311,6 +313,17 @@ def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: li
     except Exception as e:  # evidence is optional: the experiments still decide
         notes.append(f"no compiler evidence: {type(e).__name__}: {e}")
         return None
+
+
+def _iree_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: list[str]) -> None:
+    """IREE's own IR: which bf16 ops its CPU pipeline computes in float32 (as notes; no HLO here)."""
+    try:
+        lines = make_path(path).evidence(fn, args)  # type: ignore[attr-defined]
+    except Exception as e:
+        notes.append(f"no IREE evidence: {type(e).__name__}: {e}")
+        return None
+    notes.extend(f"IREE: {line}" for line in lines)
+    return None
 
 
 def _fingerprint(fn: Callable[..., Any], args: tuple, outs: Sequence[np.ndarray], notes: list[str]) -> Any:
