@@ -60,3 +60,28 @@ def test_a_savedmodel_from_this_stack_is_a_compatibility_failure_in_old_tensorfl
     assert p.message.startswith("compatibility: the SavedModel exported by jax 0.9.2 / TensorFlow 2.21.0 cannot be "
                                 "loaded by TensorFlow 2.18.0 (environment old): Cannot deserialize computation")
     assert "at fault: attribute use_shardy_partitioner of XlaCallModule" in p.message
+
+
+@pytest.mark.slow
+def test_a_jax_export_artifact_from_this_jax_is_a_compatibility_failure_in_old_jax(examples):
+    result = compare_case(str(examples / "conv_bf16.py"), envs=[OLD], paths=["eager", "export:load_env=old"])
+    p = result.path("export:load_env=old")
+    assert p.status == "error"
+    assert p.message.startswith("compatibility: the jax.export artifact serialized by jax 0.9.2 (calling "
+                                "convention v10, platforms cpu) cannot be called by jax 0.4.38 (environment old): ")
+    assert "Error" in p.message.rsplit("(environment old): ", 1)[1]  # the old JAX's own words
+
+
+@pytest.mark.slow
+def test_export_env_and_serve_env_flags_on_the_command_line():
+    from conftest import run_cli
+
+    r = run_cli("compare", "examples/conv_bf16.py", "--paths", "eager", "--env",
+                "old=jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0",
+                "--export-env", "old", "--serve-env", "old")
+    # exported by old jax2tf, served by old TF: it loads and runs (and, natively serialized, keeps
+    # XLA's excess precision, so it differs from eager: exit 1, not an error)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "savedmodel@old:serve_env=old │ DIFFERS" in r.stdout and "ran in environment old" in r.stdout
+    r = run_cli("compare", "examples/conv_bf16.py", "--export-env", "old")
+    assert r.returncode == 2 and "--export-env and --serve-env go together" in r.stderr

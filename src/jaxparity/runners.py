@@ -38,15 +38,17 @@ class Runners:
         """Every environment a spec names must be declared (a usage error otherwise)."""
         for spec in specs:
             env = spec_env(spec)
-            serve = make_path(spec).options.get("serve_env")
-            for name in filter(None, (env, serve)):
+            options = make_path(spec).options
+            for name in filter(None, (env, options.get("serve_env"), options.get("load_env"))):
                 if name not in self.envs:
                     raise EnvError(f"{spec}: no environment {name!r}; declare it with "
                                    f"--env {name}=\"package==version ...\"")
 
     def build(self, specs: Sequence[str]) -> None:
         """Create (once, cached) every environment the specs use; a failure is kept per environment."""
-        names = {spec_env(s) for s in specs} | {make_path(s).options.get("serve_env") for s in specs}
+        names = {spec_env(s) for s in specs}
+        for s in specs:
+            names |= {make_path(s).options.get("serve_env"), make_path(s).options.get("load_env")}
         for name in sorted(filter(None, names)):
             try:
                 ensure_env(self.envs[name], log=self.log)

@@ -6,6 +6,7 @@ passed to ``Lowered.compile(compiler_options=...)`` as the right Python type.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -58,6 +59,13 @@ class JitPath(_CompiledPath):
 class ExportPath(_CompiledPath):
     name = "export"
     summary = "jax.export -> serialize -> deserialize -> call: what a JAX serving process runs"
+    options_help = {
+        **_XLA_OPTIONS_HELP,
+        "load_env": "deserialize and call the artifact in another --env's JAX: artifact compatibility",
+    }
+
+    def compiler_options(self) -> dict[str, bool | int | float | str] | None:
+        return {k: parse_option_value(v) for k, v in self.options.items() if k != "load_env"} or None
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         import jax
@@ -66,8 +74,47 @@ class ExportPath(_CompiledPath):
         exported = export.export(jax.jit(fn))(*args)
         blob = exported.serialize()
         restored = export.deserialize(blob)
-        self.notes.append(
-            f"{len(blob)} byte artifact, calling convention v{restored.calling_convention_version}, "
-            f"platforms {', '.join(restored.platforms)}"
-        )
+        artifact = (f"calling convention v{restored.calling_convention_version}, "
+                    f"platforms {', '.join(restored.platforms)}")
+        self.notes.append(f"{len(blob)} byte artifact, {artifact}")
+        if "load_env" in self.options:
+            out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
+            flat = self._load_elsewhere(blob, args, f"jax {jax.__version__} ({artifact})", timeout)
+            return jax.tree_util.tree_unflatten(out_tree, flat)
         return self._compile_and_call(restored.call, args, key=fn)
+
+    def _load_elsewhere(self, blob: bytes, args: tuple, made_by: str, timeout: float | None) -> list:
+        """Call the artifact in environment ``load_env``; what it cannot load is a compatibility failure."""
+        import json
+        import os
+        import subprocess
+        import tempfile
+        from pathlib import Path
+
+        import jax
+
+        from ..arrayio import load_arrays, save_arrays
+        from ..envs import EnvError, known_env, manifest
+        from ..pytree import host
+
+        name = self.options["load_env"]
+        try:
+            env = known_env(name)
+        except EnvError as e:
+            raise PathError(str(e)) from e
+        loader = Path(__file__).resolve().parents[1] / "serving" / "jax_export_load.py"
+        with tempfile.TemporaryDirectory(prefix="jaxparity-export-") as tmp:
+            files = [os.path.join(tmp, f) for f in ("artifact.bin", "inputs.npz", "outputs.npz")]
+            Path(files[0]).write_bytes(blob)
+            save_arrays(files[1], {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))})
+            proc = subprocess.run([str(env.python), str(loader), *files], capture_output=True, text=True,
+                                  timeout=timeout)
+            if proc.returncode != 0:
+                errors = [ln for ln in proc.stderr.splitlines() if re.match(r"^[\w.]*(Error|Exception)\b", ln)]
+                loaded_by = manifest(env).get("packages", {}).get("jax", "?")
+                raise PathError(f"compatibility: the jax.export artifact serialized by {made_by} cannot be called by "
+                                f"jax {loaded_by} (environment {name}): {(errors or ['no message'])[-1]}")
+            outputs = load_arrays(files[2])
+            self.notes.append(f"deserialized and called by jax {json.loads(proc.stdout.splitlines()[-1])['jax']} "
+                              f"(environment {name})")
+        return [outputs[f"output_{i}"] for i in range(len(outputs))]
