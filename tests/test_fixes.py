@@ -362,7 +362,9 @@ def test_write_fixed_case_factory_and_only_with_load_case(examples, tmp_path):
 
 
 def test_write_fixed_case_errors(tmp_path):
-    with pytest.raises(ValueError):
+    from jaxparity.case import CaseError
+
+    with pytest.raises(CaseError, match="a case is a Python file"):
         write_fixed_case("model.txt", tmp_path / "x.py")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(CaseError, match="no such file"):
         write_fixed_case(str(tmp_path / "missing.py"), tmp_path / "x.py")

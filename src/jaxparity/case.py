@@ -19,7 +19,7 @@ import numpy as np
 
 from .arrayio import ArrayFileError, load_arrays
 
-__all__ = ["Case", "CaseError", "load_case", "override_inputs"]
+__all__ = ["Case", "CaseError", "load_case", "override_inputs", "parse_case_spec"]
 
 
 class CaseError(Exception):
@@ -43,8 +43,8 @@ def _short_traceback(exc: BaseException, filename: str) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def load_case(spec: str, inputs: str | os.PathLike | None = None) -> Case:
-    """Import ``FILE.py[:FACTORY]`` (default factory ``make``) and call the factory."""
+def parse_case_spec(spec: str) -> tuple[Path, str]:
+    """``'model.py:make_small'`` -> (absolute path of model.py, 'make_small'); factory defaults to make."""
     file, _, factory = spec.partition(":")
     factory = factory or "make"
     path = Path(file)
@@ -52,7 +52,15 @@ def load_case(spec: str, inputs: str | os.PathLike | None = None) -> Case:
         raise CaseError(f"{spec}: a case is a Python file, written FILE.py or FILE.py:FACTORY")
     if not path.is_file():
         raise CaseError(f"{file}: no such file")
-    path = path.resolve()
+    if not factory.isidentifier():
+        raise CaseError(f"{spec}: {factory!r} is not a function name")
+    return path.resolve(), factory
+
+
+def load_case(spec: str, inputs: str | os.PathLike | None = None) -> Case:
+    """Import ``FILE.py[:FACTORY]`` (default factory ``make``) and call the factory."""
+    path, factory = parse_case_spec(spec)
+    file = str(Path(spec.partition(":")[0]))
     module_name = f"jaxparity_case_{path.stem}"
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     assert module_spec and module_spec.loader

@@ -430,16 +430,9 @@ def write_fixed_case(case_spec: str, out_path: str | os.PathLike, *, only: Colle
     ``"savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false"``), the flag-based alternative.
     Returns the text written.
     """
-    file, _, factory = case_spec.partition(":")
-    factory = factory or "make"
-    source = Path(file)
-    if source.suffix != ".py":
-        raise ValueError(f"{case_spec}: a case is a Python file, written FILE.py or FILE.py:FACTORY")
-    if not source.is_file():
-        raise FileNotFoundError(f"{file}: no such file")
-    if not factory.isidentifier():
-        raise ValueError(f"{case_spec}: {factory!r} is not a function name")
-    source = source.resolve()
+    from .case import parse_case_spec
+
+    source, factory = parse_case_spec(case_spec)
     only_set = _normalize_only(only)
 
     sites: list[str] | None
