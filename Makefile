@@ -19,7 +19,12 @@ demo: $(STAMP)
 	@$(BIN)/jaxparity compare examples/conv_bf16.py; rc=$$?; \
 	if [ $$rc -gt 1 ]; then exit $$rc; fi
 
-test: $(STAMP)
+# The HTML report is tested in a real browser: Debian's Chromium, driven by Playwright.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest tests
 
 bench: $(STAMP)

@@ -96,3 +96,14 @@ def test_explain_on_agreeing_paths_exits_0():
 def test_explain_needs_an_op_level_baseline():
     r = run_cli("explain", SEED, "--baseline", "jit")
     assert r.returncode == 2 and "op-level baseline" in r.stderr
+
+
+@pytest.mark.slow
+def test_html_and_model_explorer_outputs(tmp_path):
+    html, me = tmp_path / "r.html", tmp_path / "me.json"
+    r = run_cli("explain", SEED, "--paths", "eager,jit", "--html", str(html), "--model-explorer", str(me))
+    assert r.returncode == 1, r.stderr
+    text = html.read_text()
+    assert 'id="summary"' in text and 'id="drift"' in text and "float-normalization-bf16" in text
+    assert "http://" not in text and "https://" not in text
+    assert json.loads(me.read_text())["results"]

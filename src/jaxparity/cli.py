@@ -67,8 +67,42 @@ def _parser() -> argparse.ArgumentParser:
                      "program declares (jaxparity.fixes.round_like_declared), when that fix is verified")
     exp.add_argument("--all-causes", action="store_true", help="list every known cause, also those not tested")
 
+    snap = sub.add_parser("snapshot", help="store inputs and every path's outputs as a baseline",
+                          description="Run CASE along its paths and store a baseline in DIR: the inputs, each "
+                          "path's outputs, package versions, platform and a content hash.",
+                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=BASELINE_EXAMPLES)
+    snap.add_argument("case", metavar="CASE")
+    snap.add_argument("-o", "--out", required=True, metavar="DIR", help="directory for the baseline (new or empty)")
+    snap.add_argument("--paths", action="append", metavar="P,P,...", help="as for compare")
+    snap.add_argument("--inputs", metavar="FILE", help="as for compare")
+    snap.add_argument("--env", action="append", default=[], metavar='ENV="PKG==VER ..."', help="as for compare")
+    snap.add_argument("--force", action="store_true", help="replace an existing baseline in DIR")
+    chk = sub.add_parser("check", help="re-run a baseline's paths and fail when one moved",
+                         description="Re-run every path stored in the baseline DIR on its stored inputs and "
+                         "compare with the stored outputs: exit 1 when a path moved beyond tolerance (after an "
+                         "upgrade of JAX or TensorFlow, say), with what changed since the snapshot.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=BASELINE_EXAMPLES)
+    chk.add_argument("case", metavar="CASE")
+    chk.add_argument("--against", required=True, metavar="DIR", help="the baseline directory")
+    chk.add_argument("--ulp", type=int, metavar="N")
+    chk.add_argument("--atol", type=float, metavar="X")
+    chk.add_argument("--rtol", type=float, metavar="X")
+    chk.add_argument("--env", action="append", default=[], metavar='ENV="PKG==VER ..."', help="as for compare")
+    chk.add_argument("--in-env", metavar="ENV", help="run the stored paths in this --env (the versions you upgrade to)")
+    chk.add_argument("--json", metavar="FILE", help="write the check as JSON")
+
     sub.add_parser("paths", help="list the execution paths, their options and whether they can run here")
     return parser
+
+
+BASELINE_EXAMPLES = """\
+examples:
+  jaxparity snapshot examples/conv_bf16.py -o baselines/conv --paths eager,jit,savedmodel
+  jaxparity check examples/conv_bf16.py --against baselines/conv
+  jaxparity check examples/conv_bf16.py --against baselines/conv --in-env new --env new="jax==0.10.2 jaxlib==0.10.2"
+
+exit status: 0 nothing moved beyond tolerance, 1 a path moved, 2 usage error or an unusable baseline.
+"""
 
 
 def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
@@ -96,6 +130,10 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
                      "savedmodel@EXPORT:serve_env=SERVE (artifact compatibility)")
     cmp.add_argument("--json", metavar="FILE", help="write the result as JSON (schema: docs/json-schema.md); "
                      "'-' for stdout")
+    cmp.add_argument("--html", metavar="FILE", help="write a self-contained HTML report (works offline; attach it "
+                     "to a bug report)")
+    cmp.add_argument("--model-explorer", metavar="FILE", help="write per-op error as Model Explorer node data "
+                     "(JSON) for the first explained path")
     cmp.add_argument("--in-process", action="store_true", help="run paths in this process: faster start, but a "
                      "path that crashes or hangs takes the run with it")
     cmp.add_argument("-q", "--quiet", action="store_true", help="print only the verdict line")
@@ -119,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _compare(args, parser)
     if args.command == "paths":
         return _list_paths()
+    if args.command in ("snapshot", "check"):
+        return _baseline(args)
     parser.print_help()
     return 2
 
@@ -187,6 +227,19 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if getattr(args, "write_fixed", None):
         _write_fixed(args, result, out)
 
+    if args.html:
+        from .report.html import write_html
+
+        write_html(result, args.html)
+        progress.log(f"wrote {args.html}")
+    if args.model_explorer:
+        from .report.model_explorer import write_model_explorer
+
+        try:
+            write_model_explorer(result, args.model_explorer)
+            progress.log(f"wrote {args.model_explorer}")
+        except ValueError as e:
+            progress.log(f"--model-explorer: {e}")
     if args.json:
         text = result.to_json()
         if args.json == "-":
@@ -200,6 +253,45 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             out.print(summary_line(result))
         else:
             print_result(result, out, verbose=getattr(args, "all_causes", False))
+    return result.exit_code
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from rich.console import Console
+
+    from .baseline import BaselineError, check, snapshot
+    from .case import CaseError
+    from .envs import EnvError, parse_env
+    from .metrics import Tolerance
+    from .paths import PathOptionError
+
+    progress = _Progress(Console(stderr=True, highlight=False), quiet=False)
+    try:
+        envs = [parse_env(text) for text in args.env]
+        if args.command == "snapshot":
+            manifest = snapshot(args.case, args.out, paths=",".join(args.paths) if args.paths else None,
+                                inputs=args.inputs, overwrite=args.force, envs=envs, progress=progress, log=progress.log)
+            progress.stop()
+            Console(highlight=False).print(f"wrote baseline {args.out}: {len(manifest['paths'])} paths, content hash "
+                                           f"{manifest['content_hash'][:16]}")
+            return 0
+        result = check(args.case, args.against, tolerance=Tolerance(args.ulp, args.atol, args.rtol),
+                       in_env=args.in_env, envs=envs, progress=progress, log=progress.log)
+    except (BaselineError, CaseError, EnvError, PathOptionError) as e:
+        progress.stop()
+        return _error(str(e))
+    progress.stop()
+    from .report.check import print_check
+
+    print_check(result, Console(highlight=False))
+    if args.json:
+        from .result import _jsonable
+
+        FsPath(args.json).write_text(json.dumps(_jsonable(dataclasses.asdict(result)) | {"passed": result.passed},
+                                                indent=2))
     return result.exit_code
 
 

@@ -103,7 +103,7 @@ def compare_loaded(
                          "file to compare_case() or `jaxparity compare`")
     runs = _run_each(specs, lambda s: run_in_process(make_path(s), case.fn, case.args, timeout), progress)
     result = build_result(case_info(case), runs, specs[0], tolerance or Tolerance(), requested)
-    return dataclasses.replace(result, _source=(case, runs))
+    return dataclasses.replace(result, _source={"case": case, "runs": runs})
 
 
 def compare_case(
@@ -119,6 +119,7 @@ def compare_case(
     envs: Sequence[EnvSpec] = (),
     inputs_from: str | None = None,
     log: Callable[[str], None] | None = None,
+    keep_inputs: bool = False,
 ) -> ComparisonResult:
     """Like ``compare`` for a case file (``FILE.py[:FACTORY]``), each path isolated in a worker.
 
@@ -135,6 +136,8 @@ def compare_case(
         info = runners.load()
         runs = _run_each(specs, lambda s: runners.run(s, timeout), progress)
         result = build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
+        source = {"case": None, "runs": runs, "inputs": runners.home.arrays() if keep_inputs else None}
+        result = dataclasses.replace(result, _source=source)
         explainable = [p for p in _to_explain(result) if spec_env(p) is None]
         if explain and explainable and spec_env(result.baseline) is None:
             if progress:
@@ -164,9 +167,10 @@ def explain_result(result: ComparisonResult, paths: Sequence[str] | None = None)
     """``result`` with explanations of its diverging paths, computed in this process."""
     from .explain.explainer import explain_path
 
-    if result._source is None:
-        raise ValueError("this result holds no function to re-run; use compare(..., explain) or `jaxparity explain`")
-    case, runs = result._source
+    if result._source is None or result._source["case"] is None:
+        raise ValueError("this result holds no function to re-run here: use compare() in this process, or "
+                         "`jaxparity explain` / compare_case(..., explain=True)")
+    case, runs = result._source["case"], result._source["runs"]
     base = [a for _, a in runs[result.baseline].outputs]
     found = [explain_path(case.fn, case.args, p, result.baseline, [a for _, a in runs[p].outputs], base)
              for p in _to_explain(result, paths)]

@@ -87,8 +87,9 @@ class ComparisonResult:
     environment: dict[str, Any] = field(default_factory=dict)
     explanations: tuple[Any, ...] = ()  # explain.explainer.PathExplanation, one per explained path
     schema_version: int = SCHEMA_VERSION
-    # How to re-run this comparison in process (the case and each path's raw outputs), for
-    # ``explain()``; not part of the JSON document.
+    # The raw material behind this result, not part of the JSON document: {"case": the Case when
+    # it ran in this process (for ``explain()``), "runs": each path's raw outputs, "inputs": the
+    # input arrays when asked for (baselines)}.
     _source: Any = field(default=None, compare=False, repr=False)
 
     @property

@@ -57,6 +57,14 @@ def spec_env(spec: str) -> str | None:
     return m["env"] if m else None
 
 
+def with_env(spec: str, env: str) -> str:
+    """The same path in another environment: ``with_env('jit:a=1', 'old')`` -> ``'jit@old:a=1'``."""
+    m = _SPEC.match(spec.strip())
+    if not m:
+        raise PathOptionError(f"{spec!r} is not a path")
+    return f"{m['name']}@{env}" + (f":{m['opts']}" if m["opts"] else "")
+
+
 def parse_option_value(text: str) -> bool | int | float | str:
     """XLA wants Python bools, ints and floats: 'false' -> False, '3' -> 3, '0.5' -> 0.5."""
     lowered = text.lower()

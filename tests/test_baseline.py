@@ -1,0 +1,88 @@
+"""Baselines: snapshot, check, and the ways a baseline can be unusable."""
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from jaxparity.baseline import BaselineError, check, load_manifest, snapshot
+from jaxparity.envs import parse_env
+from jaxparity.metrics import Tolerance
+
+pytestmark = pytest.mark.slow
+
+SEED = "examples/conv_bf16.py"
+OLD = parse_env("old=jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0")
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory, examples):
+    out = tmp_path_factory.mktemp("baseline") / "conv"
+    snapshot(str(examples / "conv_bf16.py"), out, paths=["eager", "jit", "savedmodel:native_serialization=false"])
+    return out
+
+
+def test_snapshot_stores_inputs_outputs_environment_and_hashes(baseline):
+    manifest = load_manifest(baseline)
+    assert set(manifest["paths"]) == {"eager", "jit", "savedmodel:native_serialization=false", "f64"}
+    assert manifest["environment"]["packages"]["jax"] == "0.9.2"
+    assert {"inputs.npz", "outputs/eager.npz", "outputs/jit.npz"} <= set(manifest["files"])
+
+
+def test_check_on_the_same_stack_passes(baseline, examples):
+    r = check(str(examples / "conv_bf16.py"), baseline)
+    assert r.passed and {m.status for m in r.moves} == {"same"} and r.changes == ()
+
+
+def test_a_baseline_checked_with_another_jax_names_what_moved_and_why(baseline, examples):
+    # jax 0.9.2 ignores native_serialization=false (the SavedModel keeps XLA's excess precision);
+    # jax 0.4.38 honours it (TF ops, eager's numbers): that path moves, the others do not.
+    r = check(str(examples / "conv_bf16.py"), baseline, in_env="old", envs=[OLD])
+    moves = {m.spec: m.status for m in r.moves}
+    assert moves["savedmodel:native_serialization=false"] == "moved"
+    assert moves["eager"] == "same" and moves["jit"] == "same"
+    assert "jax: 0.9.2 -> 0.4.38" in r.changes and "tensorflow-cpu: 2.21.0 -> 2.18.0" in r.changes
+    assert not r.passed and r.exit_code == 1
+    moved = next(m for m in r.moves if m.status == "moved")
+    ulp = moved.leaves[0][1].max_ulp
+    assert check(str(examples / "conv_bf16.py"), baseline, in_env="old", envs=[OLD],
+                 tolerance=Tolerance(ulp=ulp)).passed
+
+
+def test_a_snapshot_never_overwrites_a_baseline(baseline, examples):
+    with pytest.raises(BaselineError, match="already holds a baseline; choose another directory or pass --force"):
+        snapshot(str(examples / "conv_bf16.py"), baseline, paths=["eager"])
+    r = run_cli("snapshot", SEED, "-o", str(baseline), "--paths", "eager")
+    assert r.returncode == 2 and "already holds a baseline" in r.stderr
+
+
+@pytest.mark.parametrize("damage,message", [
+    (lambda d: (d / "outputs" / "jit.npz").write_bytes((d / "outputs" / "jit.npz").read_bytes()[:40]),
+     "outputs/jit.npz was modified or truncated"),
+    (lambda d: (d / "inputs.npz").unlink(), "inputs.npz is missing"),
+    (lambda d: (d / "manifest.json").write_text("{not json"), "manifest.json: corrupt"),
+    (lambda d: (d / "manifest.json").write_text(json.dumps({"format": 99})), "not a jaxparity baseline"),
+])
+def test_a_corrupt_or_truncated_baseline_is_a_clear_error(baseline, tmp_path, damage, message):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(baseline, copy)
+    damage(copy)
+    with pytest.raises(BaselineError, match=message):
+        load_manifest(copy)
+    r = run_cli("check", SEED, "--against", str(copy))
+    assert r.returncode == 2 and message.split(" ")[0] in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_baseline_of_another_case_is_refused(baseline, examples):
+    with pytest.raises(BaselineError, match="does not match|is a baseline of"):
+        check(str(examples / "mlp_bf16.py"), baseline)
+
+
+def test_check_on_the_command_line(baseline, tmp_path):
+    out = tmp_path / "check.json"
+    r = run_cli("check", SEED, "--against", str(baseline), "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no path moved beyond tolerance" in r.stdout
+    assert json.loads(out.read_text())["passed"] is True
