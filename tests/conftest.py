@@ -25,3 +25,8 @@ def examples() -> Path:
 @pytest.fixture(scope="session")
 def cases() -> Path:
     return CASES
+
+
+# tests/user_project is an example user project with a deliberately failing test; it runs only as
+# its own pytest project (see test_testing.py), never as part of this suite.
+collect_ignore = ["user_project"]
