@@ -37,6 +37,14 @@ def main(fd: int) -> None:
             assert case is not None, "run before load"
             _, spec, timeout = message
             conn.send(("done", run_in_process(make_path(spec), case.fn, case.args, timeout)))
+        elif message[0] == "run_many":
+            from .paths.xla import compile_once
+
+            assert case is not None, "run_many before load"
+            _, spec, sets, repeat, timeout = message
+            with compile_once():
+                runs = _run_sets(case, spec, sets, repeat, timeout)
+            conn.send(("done_many", runs))
         elif message[0] == "arrays":
             from .pytree import argument_leaves, host
 
@@ -56,6 +64,29 @@ def main(fd: int) -> None:
 
                 found = f"explaining failed: {type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
             conn.send(("explained", found))
+
+
+def _run_sets(case, spec: str, sets: list, repeat: int, timeout: float | None) -> list:
+    """``spec`` on every input set (None: the case's own inputs), ``repeat`` times each."""
+    from .execute import run_in_process
+    from .paths import make_path
+    from .samples import args_with
+
+    runs = []
+    for arrays in sets:
+        try:
+            args = args_with(case.args, arrays) if arrays is not None else case.args
+        except ValueError as e:
+            runs.append([run_in_process(make_path(spec), _raise(e), (), timeout)])
+            continue
+        runs.append([run_in_process(make_path(spec), case.fn, args, timeout) for _ in range(repeat)])
+    return runs
+
+
+def _raise(e: Exception):
+    def fail(*_: object) -> None:
+        raise e
+    return fail
 
 
 if __name__ == "__main__":

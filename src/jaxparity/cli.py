@@ -113,7 +113,19 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     cmp.add_argument("--baseline", default="eager", metavar="PATH", help="path the others are compared with "
                      "(default: eager)")
     cmp.add_argument("--inputs", metavar="FILE", help="replace inputs by the arrays of an .npz or .safetensors "
-                     "file, named like the inputs (arg1, arg0/params/...) or arr_0, arr_1...; bf16 bit-exact")
+                     "file, named like the inputs (arg1, arg0/params/...) or arr_0, arr_1...; bf16 bit-exact. "
+                     "A DIR: many-inputs mode, one input set per .npz/.safetensors file in it (sorted)")
+    many = cmp.add_argument_group("many inputs (each path compiled once, run on every sample; each path is "
+                                  "shown on its worst sample, with aggregates)")
+    many.add_argument("--samples", type=int, metavar="N", help="draw N input sets like the example inputs "
+                      "(same shapes and dtypes; floats normal with the example's mean and std; ints, bools and "
+                      "PRNG keys unchanged)")
+    many.add_argument("--seed", type=int, default=0, metavar="S", help="seed for --samples (default 0); sample i "
+                      "depends only on (S, i)")
+    many.add_argument("--repeat", type=int, default=1, metavar="K", help="run each path K times per sample: "
+                      "repeats that disagree are reported as nondeterminism, apart from divergence")
+    many.add_argument("--save-worst", metavar="FILE.npz", help="write the worst sample's inputs (of the worst "
+                      "gated path) as an --inputs file")
     tol = cmp.add_argument_group("tolerance (default: exact; an element passes if it meets any one given)")
     tol.add_argument("--ulp", type=int, metavar="N", help="at most N units in the last place of the output dtype")
     tol.add_argument("--atol", type=float, metavar="X", help="|got - expected| <= atol + rtol * |expected|")
@@ -201,8 +213,12 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _error(f"{e} (see `jaxparity paths`)")
     if any(spec_env(s) for s in specs) and args.in_process:
         return _error("paths in other environments (NAME@ENV) cannot run --in-process")
-    if args.inputs and not FsPath(args.inputs).is_file():
+    if args.inputs and not FsPath(args.inputs).exists():
         return _error(f"--inputs {args.inputs}: no such file")
+    if args.samples is not None or (args.inputs and FsPath(args.inputs).is_dir()):
+        return _compare_many(args, paths, tolerance)
+    if args.repeat != 1 or args.save_worst:
+        return _error("--repeat and --save-worst go with --samples N or --inputs DIR")
 
     explain = args.command == "explain" or getattr(args, "explain", False)
     if explain and args.baseline.split(":", 1)[0] not in ("eager", "declared", "f64"):
@@ -254,6 +270,107 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         else:
             print_result(result, out, verbose=getattr(args, "all_causes", False))
     return result.exit_code
+
+
+def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -> int:
+    """Many-inputs mode (--samples N or --inputs DIR)."""
+    from rich.console import Console
+
+    from .arrayio import ArrayFileError
+    from .case import CaseError
+    from .comparison import compare_samples
+    from .report.terminal import print_result
+
+    if args.samples is not None and args.samples < 1:
+        return _error("--samples must be at least 1")
+    if args.samples is not None and args.inputs:
+        return _error("--samples draws inputs; --inputs DIR reads them: give one")
+    if args.repeat < 1:
+        return _error("--repeat must be at least 1")
+    if args.command == "explain" or getattr(args, "explain", False):
+        return _error("explaining is not supported in many-inputs mode yet: --save-worst FILE.npz, then "
+                      "`jaxparity explain CASE --inputs FILE.npz`")
+    if args.in_process or args.env or args.export_env or args.inputs_from:
+        return _error("many-inputs mode runs isolated, in this environment (no --in-process, --env)")
+    quiet = args.quiet or args.json == "-"
+    bar = _SampleBar(Console(stderr=True, highlight=False), quiet)
+    try:
+        result = compare_samples(args.case, samples=args.samples, seed=args.seed, inputs_dir=args.inputs,
+                                 repeat=args.repeat, paths=paths, baseline=args.baseline, tolerance=tolerance,
+                                 timeout=args.timeout, progress=bar)
+    except (CaseError, ArrayFileError, ValueError) as e:
+        bar.stop()
+        return _error(str(e))
+    bar.stop()
+    if args.save_worst:
+        _save_worst(args, result)
+    if args.html:
+        from .report.html import write_html
+
+        write_html(result, args.html)
+    if args.json:
+        text = result.to_json()
+        if args.json == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            FsPath(args.json).write_text(text + "\n")
+    if args.json != "-":
+        out = Console(highlight=False)
+        if args.quiet:
+            from .report.format import summary_line
+
+            out.print(summary_line(result))
+        else:
+            print_result(result, out)
+    return result.exit_code
+
+
+def _save_worst(args: argparse.Namespace, result: Any) -> None:
+    from .arrayio import save_arrays
+    from .samples import draw_sample, read_samples
+
+    gated = [p for p in result.paths if p.samples and p.gated and p.spec != result.baseline] or \
+        [p for p in result.paths if p.samples]
+    worst = max(gated, key=lambda p: (not p.passed, p.samples.ulp_percentiles.get("100", 0)))
+    i = worst.samples.worst_sample
+    if args.inputs:
+        arrays = read_samples(args.inputs)[i][1]
+    else:
+        from .case import load_case
+        from .pytree import argument_leaves, host
+
+        example = {n: host(x) for n, x in argument_leaves(load_case(args.case).args)}
+        arrays = draw_sample(example, args.seed, i)
+    save_arrays(args.save_worst, arrays)
+    Console = __import__("rich.console", fromlist=["Console"]).Console
+    Console(stderr=True, highlight=False).print(f"[dim]wrote {args.save_worst}: {worst.samples.worst_label}, "
+                                                f"the worst for {worst.spec}[/]")
+
+
+class _SampleBar:
+    """A rich progress bar per path on stderr while it runs its samples."""
+
+    def __init__(self, console: Console, quiet: bool) -> None:
+        self.console, self.quiet = console, quiet
+        self.progress: Any = None
+
+    def __call__(self, spec: str, done: int, total: int) -> None:
+        if self.quiet:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        if self.progress is None:
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), console=self.console, transient=False)
+            self.progress.start()
+        if done == 0:
+            self.task = self.progress.add_task(spec, total=total)
+        self.progress.update(self.task, completed=done)
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
 
 
 def _baseline(args: argparse.Namespace) -> int:

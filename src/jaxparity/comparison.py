@@ -12,6 +12,7 @@ from typing import Any
 
 import dataclasses
 import re
+import time
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from .paths import DEFAULT_PATHS, make_path, spec_env
 from .runners import Runners
 from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
-__all__ = ["build_result", "compare", "compare_case", "compare_loaded", "plan_paths"]
+__all__ = ["aggregate_samples", "build_result", "compare", "compare_samples", "compare_case", "compare_loaded", "plan_paths"]
 
 IDEAL = "f64"
 
@@ -298,3 +299,130 @@ def _verdict(leaves: list[LeafResult]) -> str:
     if all(d.n_differ == 0 for d in diffs):
         return "equal"
     return "within tolerance" if all(d.within_tolerance for d in diffs) else "differs"
+
+
+# -- many inputs ------------------------------------------------------------------------------------
+
+SampleProgress = Callable[[str, int, int], None]  # (spec, samples done, samples in all)
+
+
+def compare_samples(
+    case: str,
+    *,
+    samples: int | None = None,
+    seed: int = 0,
+    inputs_dir: str | None = None,
+    repeat: int = 1,
+    paths: Sequence[str] | str | None = None,
+    baseline: str = "eager",
+    tolerance: Tolerance | None = None,
+    timeout: float | None = None,
+    progress: SampleProgress | None = None,
+) -> ComparisonResult:
+    """Many-inputs mode: every path on every input set (drawn with ``samples``/``seed`` from the
+    example inputs' shapes and dtypes, or read from ``inputs_dir``), each path in one worker call so
+    a compiled path compiles once. Each path is shown on its worst sample, with ``SampleStats``.
+    ``repeat`` runs each path that many times per sample to tell nondeterminism within a path from
+    divergence between paths. Paths in other environments are not supported here.
+    """
+    from .samples import draw_samples, read_samples
+
+    specs, requested = plan_paths(paths, baseline)
+    if any(spec_env(s) for s in specs):
+        raise ValueError("many-inputs mode runs in this environment only (no NAME@ENV paths)")
+    tolerance = tolerance or Tolerance()
+    with Runners(case, None) as runners:
+        info = runners.load()
+        if inputs_dir is not None:
+            files = read_samples(inputs_dir)
+            labels = [f"{name} (file {i + 1} of {len(files)} in {inputs_dir})" for i, (name, _) in enumerate(files)]
+            sets = [arrays for _, arrays in files]
+        else:
+            example = runners.home.arrays()
+            sets = draw_samples(example, int(samples or 1), seed)
+            labels = [f"sample {i} of {len(sets)} (seed {seed})" for i in range(len(sets))]
+        runs: dict[str, list[list[PathRun]]] = {}
+        elapsed: dict[str, float] = {}
+        for spec in specs:
+            if progress:
+                progress(spec, 0, len(sets))
+            # The first sample alone (it pays the compile), then the rest in ~20 chunks so the progress
+            # bar moves; compiled paths compile once. Throughput is measured after the first sample.
+            runs[spec] = runners.home.run_many(spec, sets[:1], repeat, timeout)
+            if progress:
+                progress(spec, 1, len(sets))
+            start = time.perf_counter()
+            chunk = max(16, len(sets) // 20)
+            for k in range(1, len(sets), chunk):
+                runs[spec] += runners.home.run_many(spec, sets[k:k + chunk], repeat, timeout)
+                if progress:
+                    progress(spec, min(k + chunk, len(sets)), len(sets))
+            if len(sets) > 1:
+                elapsed[spec] = (time.perf_counter() - start) / (len(sets) - 1) * len(sets)
+    return aggregate_samples(info, runs, specs[0], tolerance, requested, labels, repeat, elapsed)
+
+
+def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tolerance: Tolerance,
+                      requested: set[str], labels: list[str], repeat: int = 1,
+                      elapsed: dict[str, float] | None = None) -> ComparisonResult:
+    """Per-sample results -> one result whose paths show their worst sample, with aggregates."""
+    from .result import SampleStats
+
+    n = len(labels)
+    elapsed = elapsed or {}
+    per_sample = [build_result(info, {spec: r[i][0] for spec, r in runs.items()}, baseline, tolerance, requested)
+                  for i in range(n)]
+    def badness(p: PathResult) -> tuple:
+        return (not p.passed, p.verdict not in ("baseline", "identical", "equal"),
+                max((lf.diff.max_ulp for lf in p.leaves if lf.diff is not None), default=0),
+                max((lf.diff.max_abs for lf in p.leaves if lf.diff is not None), default=0.0))
+
+    # Each gated path is shown on its own worst sample; the baseline and the references on the sample
+    # of the worst gated path, so the explained divergence has its baseline beside it.
+    worst_of = {j: max(range(n), key=lambda i: badness(per_sample[i].paths[j])) for j in range(len(runs))}
+    gated = [j for j, p in enumerate(per_sample[0].paths) if p.gated and p.spec != baseline]
+    shown = (worst_of[max(gated, key=lambda j: badness(per_sample[worst_of[j]].paths[j]))] if gated else 0)
+    paths = []
+    worst_runs = {}
+    for j, spec in enumerate(runs):
+        results = [res.paths[j] for res in per_sample]
+        max_ulp = [max((lf.diff.max_ulp for lf in p.leaves if lf.diff is not None), default=0) for p in results]
+        worst = worst_of[j] if j in gated else shown
+        diverging = sum(p.verdict not in ("baseline", "identical", "equal") for p in results)
+        failing = sum(not p.passed for p in results)
+        nondet = sum(_repeats_differ(runs[spec][i]) for i in range(n))
+        ok = [u for u, p in zip(max_ulp, results) if p.status == "ok"] or [0]
+        stats = SampleStats(
+            n=n, diverging=diverging, failing=failing, fraction=diverging / n if n else 0.0, worst_sample=worst,
+            worst_label=labels[worst],
+            ulp_percentiles={str(q): int(np.percentile(ok, q, method="higher")) for q in (50, 90, 99, 100)},
+            repeat=repeat, nondeterministic=nondet,
+            samples_per_second=n * repeat / elapsed[spec] if elapsed.get(spec) else 0.0,
+        )
+        p = results[worst]
+        notes = p.notes
+        if nondet:
+            notes += (f"nondeterministic: its {repeat} repeats disagree among themselves on {nondet} of {n} "
+                      "samples (independent of the baseline)",)
+        if repeat > 1 and not nondet:
+            notes += (f"deterministic: {repeat} repeats bitwise identical on every sample",)
+        paths.append(dataclasses.replace(p, samples=stats, notes=notes,
+                                         seconds=sum(r[0].seconds for r in runs[spec])))
+        worst_runs[spec] = runs[spec][worst][0]
+    source_text = "; ".join(f"{p.spec}: {p.samples.worst_label}" for p in paths if p.samples and not p.reference
+                            and p.spec != baseline)
+    where = f"{n} samples; the worst: {source_text}" if source_text else f"{n} samples"
+    return dataclasses.replace(per_sample[shown], paths=tuple(paths), samples=n, input_source=where,
+                               _source={"case": None, "runs": worst_runs, "inputs": None})
+
+
+def _repeats_differ(repeats: list[PathRun]) -> bool:
+    first = repeats[0]
+    for r in repeats[1:]:
+        if r.status != first.status or (r.outputs is None) != (first.outputs is None):
+            return True
+        if r.outputs is not None and first.outputs is not None:
+            for (_, a), (_, b) in zip(r.outputs, first.outputs):
+                if a.shape != b.shape or a.tobytes() != b.tobytes():
+                    return True
+    return False

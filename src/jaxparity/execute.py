@@ -178,6 +178,26 @@ class IsolatedRunner:
             return PathRun(spec, "crashed", seconds=time.perf_counter() - start, message=str(e))
         return reply[1]
 
+    def run_many(self, spec: str, sets: list, repeat: int = 1, timeout: float | None = None) -> list[list[PathRun]]:
+        """Run ``spec`` on every input set (None: the case's own inputs), ``repeat`` times each, in one
+        worker call so compiled paths compile once. A timeout or crash fails every set."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        assert self._conn is not None
+        start = time.perf_counter()
+        self._conn.send(("run_many", spec, sets, repeat, timeout))
+        total = None if timeout is None else timeout * len(sets) * repeat
+        try:
+            return self._receive(total, spec)[1]
+        except TimeoutError:
+            self._proc = None
+            run = PathRun(spec, "timeout", seconds=time.perf_counter() - start,
+                          message=f"did not finish {len(sets)} samples within {total:g} s (--timeout per sample)")
+        except WorkerDied as e:
+            self._proc = None
+            run = PathRun(spec, "crashed", seconds=time.perf_counter() - start, message=str(e))
+        return [[run] for _ in sets]
+
     def arrays(self) -> dict[str, np.ndarray]:
         """The case's input arrays as the worker holds them (bit-exact), by input name."""
         self.load()

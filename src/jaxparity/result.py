@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from .metrics import LeafDiff, ReferenceError, Tolerance
 
-__all__ = ["SCHEMA_VERSION", "ArrayInfo", "ComparisonResult", "LeafResult", "PathResult"]
+__all__ = ["SCHEMA_VERSION", "ArrayInfo", "ComparisonResult", "LeafResult", "PathResult", "SampleStats"]
 
 SCHEMA_VERSION = 1
 
@@ -49,6 +49,22 @@ class LeafResult:
 
 
 @dataclass(frozen=True)
+class SampleStats:
+    """One path over many input sets: how often it diverges, how far, and which sample is worst."""
+
+    n: int
+    diverging: int  # samples where some element differs from the baseline
+    failing: int  # samples outside tolerance (or failed)
+    fraction: float  # diverging / n
+    worst_sample: int  # index of the sample shown (leaves, verdict) for this path
+    worst_label: str
+    ulp_percentiles: dict[str, int]  # max ULP per sample: {"50": .., "90": .., "99": .., "100": ..}
+    repeat: int = 1
+    nondeterministic: int = 0  # samples whose repeats of this path disagree among themselves
+    samples_per_second: float = 0.0
+
+
+@dataclass(frozen=True)
 class PathResult:
     spec: str
     summary: str
@@ -60,6 +76,7 @@ class PathResult:
     seconds: float
     notes: tuple[str, ...] = ()
     leaves: tuple[LeafResult, ...] = ()
+    samples: SampleStats | None = None  # many-inputs mode only: aggregates; leaves show the worst sample
 
     @property
     def passed(self) -> bool:
@@ -87,6 +104,7 @@ class ComparisonResult:
     environment: dict[str, Any] = field(default_factory=dict)
     explanations: tuple[Any, ...] = ()  # explain.explainer.PathExplanation, one per explained path
     schema_version: int = SCHEMA_VERSION
+    samples: int = 1  # input sets compared (many-inputs mode: --samples / --inputs DIR)
     # The raw material behind this result, not part of the JSON document: {"case": the Case when
     # it ran in this process (for ``explain()``), "runs": each path's raw outputs, "inputs": the
     # input arrays when asked for (baselines)}.

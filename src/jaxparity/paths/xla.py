@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from .base import Path, PathError, parse_option_value
@@ -23,6 +25,23 @@ def recent_optimized_hlo(spec: str, fn: Callable[..., Any], args: tuple) -> str 
     return compiled.as_text() if compiled is not None else None
 
 
+# One executable per (path spec, function, argument shapes and dtypes): many-inputs mode runs a
+# path on every sample with one compile.
+# Only while ``compile_once()`` is active: elsewhere (explain's experiments change JAX config with
+# the same function and shapes) every run compiles afresh.
+_COMPILED: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
+_CACHING = [False]
+
+
+@contextmanager
+def compile_once() -> Iterator[None]:
+    """Within: jit and export reuse one executable per (spec, function, argument shapes and dtypes)."""
+    _CACHING[0] = True
+    try:
+        yield
+    finally:
+        _CACHING[0] = False  # entries stay for the next call (the next chunk of samples), unused outside
+
 _XLA_OPTIONS_HELP = {"*": "any XLA compile option, e.g. xla_allow_excess_precision=false"}
 
 
@@ -35,13 +54,24 @@ class _CompiledPath(Path):
     def _compile_and_call(self, fn: Callable[..., Any], args: tuple, key: Callable[..., Any] | None = None) -> Any:
         import jax
 
-        lowered = jax.jit(fn).lower(*args)
-        try:
-            compiled = lowered.compile(compiler_options=self.compiler_options())
-        except Exception as e:
-            if self.options and ("compile option" in str(e) or "While setting option" in str(e)):
-                raise PathError(f"XLA rejected the compile options {self.options}: {e}") from e
-            raise
+        leaves, treedef = jax.tree_util.tree_flatten(args)
+        avals = (treedef, tuple((getattr(x, "shape", None), getattr(x, "dtype", type(x))) for x in leaves))
+        cache_key = (self.spec, id(key or fn), avals)
+        hit = _COMPILED.get(cache_key) if _CACHING[0] else None
+        if hit is not None and hit[0] is (key or fn):
+            compiled = hit[1]
+        else:
+            lowered = jax.jit(fn).lower(*args)
+            try:
+                compiled = lowered.compile(compiler_options=self.compiler_options())
+            except Exception as e:
+                if self.options and ("compile option" in str(e) or "While setting option" in str(e)):
+                    raise PathError(f"XLA rejected the compile options {self.options}: {e}") from e
+                raise
+            if _CACHING[0]:
+                _COMPILED[cache_key] = (key or fn, compiled)  # holding fn keeps its id from being reused
+                while len(_COMPILED) > 8:
+                    _COMPILED.popitem(last=False)
         _RECENT[(self.spec, id(key or fn), id(args))] = compiled
         while len(_RECENT) > 8:
             _RECENT.popitem(last=False)

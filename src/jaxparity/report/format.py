@@ -50,6 +50,16 @@ def leaf_line(leaf: LeafResult, baseline: str) -> str:
 
 def path_line(p: PathResult, baseline: str) -> str:
     """One sentence per path: the verdict and, for a mismatch, what would have passed."""
+    text = _path_line(p, baseline)
+    s = p.samples
+    if s is not None and p.verdict != "baseline" and p.status == "ok":
+        which = f", the worst of {s.n}" if p.gated else ""
+        text = (f"on {s.worst_label}{which}: {text}; diverges on {s.diverging} of {s.n} samples "
+                f"({s.fraction:.0%})")
+    return text
+
+
+def _path_line(p: PathResult, baseline: str) -> str:
     if p.verdict == "baseline":
         return f"the baseline: {p.summary}"
     if p.verdict in ("error", "crashed", "timeout", "unavailable"):
@@ -79,6 +89,10 @@ def path_line(p: PathResult, baseline: str) -> str:
 def summary_line(r: ComparisonResult) -> str:
     gated = [p for p in r.paths if p.gated]
     failing = [p.spec for p in gated if not p.passed]
+    over = f" on all {r.samples} samples" if r.samples > 1 else ""
     if not failing:
-        return f"all {len(gated)} compared paths agree with {r.baseline} ({r.tolerance.describe()})"
+        return f"all {len(gated)} compared paths agree with {r.baseline}{over} ({r.tolerance.describe()})"
+    if r.samples > 1:
+        return (f"{len(failing)} of {len(gated)} paths do not agree with {r.baseline} on all {r.samples} "
+                f"samples ({r.tolerance.describe()}): {', '.join(failing)}")
     return f"{len(failing)} of {len(gated)} paths do not agree with {r.baseline} ({r.tolerance.describe()}): {', '.join(failing)}"

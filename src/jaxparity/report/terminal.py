@@ -90,7 +90,9 @@ def render(result: ComparisonResult, verbose: bool = False) -> Group:
             line.append(f"\n{note}", style="dim")
         findings.add_row(p.spec, line)
     parts: list[Any] = [head, Text(""), table, Text(""), findings]
-    values = _values(result)
+    if any(p.samples for p in result.paths):
+        parts += [Text(""), _samples_table(result)]
+    values = _values(result) if result.samples == 1 else None  # paths may show different samples
     if values is not None:
         parts += [Text(""), Text("values", style="bold"), values]
     for e in result.explanations:
@@ -99,6 +101,24 @@ def render(result: ComparisonResult, verbose: bool = False) -> Group:
         parts += [Text(""), render_explanation(e, verbose)]
     parts += [Text(""), Text(summary_line(result), style="bold green" if result.passed else "bold red")]
     return Group(*parts)
+
+
+def _samples_table(result: ComparisonResult) -> Table:
+    """Many-inputs mode: per path, how often and how far it diverges over the samples."""
+    table = Table(show_edge=False, header_style="bold", pad_edge=False, title=f"over {result.samples} samples",
+                  title_justify="left")
+    for col in ("path", "diverge", "fail", "ULP p50", "p90", "p99", "max", "worst", "nondet", "samp/s"):
+        table.add_column(col, justify="left" if col == "path" else "right")
+    for p in result.paths:
+        s = p.samples
+        if s is None:
+            continue
+        q = s.ulp_percentiles
+        table.add_row(p.spec, f"{s.diverging}/{s.n}", str(s.failing), str(q.get("50", "")),
+                      str(q.get("90", "")), str(q.get("99", "")), str(q.get("100", "")),
+                      f"#{s.worst_sample}" if p.gated and p.spec != result.baseline else "",
+                      f"{s.nondeterministic}/{s.n}" if s.repeat > 1 else "", f"{s.samples_per_second:.1f}")
+    return table
 
 
 def _values(result: ComparisonResult) -> Table | None:

@@ -1,0 +1,145 @@
+"""Many-inputs mode: --samples N --seed S, --inputs DIR, --repeat K."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from jaxparity.arrayio import save_arrays
+from jaxparity.metrics import Tolerance
+from jaxparity.samples import args_with, draw_sample, draw_samples
+
+
+def test_draw_samples_keep_shapes_dtypes_and_are_reproducible():
+    import ml_dtypes
+
+    example = {"x": np.ones((3, 4), ml_dtypes.bfloat16) * 2, "i": np.arange(5, dtype=np.int32),
+               "b": np.array([True, False])}
+    sets = draw_samples(example, 4, seed=7)
+    assert len(sets) == 4
+    for s in sets:
+        for k, v in example.items():
+            assert s[k].shape == v.shape and s[k].dtype == v.dtype
+        np.testing.assert_array_equal(s["i"], example["i"])
+    assert not np.array_equal(sets[0]["x"], sets[1]["x"])
+    again = draw_sample(example, 7, 2)
+    assert again["x"].tobytes() == sets[2]["x"].tobytes()
+
+
+def test_args_with_replaces_leaves_and_rejects_bad_shapes():
+    import jax.numpy as jnp
+
+    args = ({"w": jnp.zeros(3)}, jnp.ones(2))
+    new = args_with(args, {"arg1": np.full(2, 5, np.float32)})
+    assert float(new[1][0]) == 5 and new[0]["w"].shape == (3,)
+    with pytest.raises(ValueError):
+        args_with(args, {"arg1": np.zeros(3, np.float32)})
+
+
+def test_jit_compiles_once_across_samples(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+    from jax._src import stages
+
+    from jaxparity.execute import run_in_process
+    from jaxparity.paths import make_path
+
+    calls = []
+    original = stages.Lowered.compile
+
+    def counting(self, *a, **k):
+        calls.append(1)
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(stages.Lowered, "compile", counting)
+
+    def fn(x):
+        return jnp.sin(x) * 2
+
+    args = (jnp.ones(8, jnp.float32),)
+    from jaxparity.paths.xla import compile_once
+
+    with compile_once():
+        for s in draw_samples({"arg0": np.ones(8, np.float32)}, 10, 0):
+            run = run_in_process(make_path("jit"), fn, args_with(args, s))
+            assert run.status == "ok"
+    assert len(calls) == 1
+    run_in_process(make_path("jit"), fn, args)  # outside many-inputs mode every run compiles
+    assert len(calls) == 2
+    del jax
+
+
+@pytest.mark.slow
+def test_samples_on_conv(examples, tmp_path):
+    out, worst = tmp_path / "r.json", tmp_path / "worst.npz"
+    proc = run_cli("compare", str(examples / "conv_bf16.py"), "--paths", "eager,jit", "--samples", "20",
+                   "--seed", "0", "--json", str(out), "--save-worst", str(worst))
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(out.read_text())
+    from importlib import resources
+
+    import jsonschema
+
+    jsonschema.validate(doc, json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text()))
+    assert doc["samples"] == 20
+    jit = next(p for p in doc["paths"] if p["spec"] == "jit")
+    s = jit["samples"]
+    assert s["n"] == 20 and s["fraction"] > 0 and 0 <= s["worst_sample"] < 20
+    q = s["ulp_percentiles"]
+    assert q["50"] <= q["90"] <= q["99"] <= q["100"]
+    assert jit["leaves"][0]["diff"]["max_ulp"] == q["100"]
+    assert f"sample {s['worst_sample']} of 20 (seed 0)" in doc["input_source"]
+    # The worst sample alone reproduces the worst difference.
+    alone = tmp_path / "alone.json"
+    proc = run_cli("compare", str(examples / "conv_bf16.py"), "--paths", "eager,jit", "--inputs", str(worst),
+                   "--json", str(alone))
+    assert proc.returncode == 1, proc.stderr
+    jit_alone = next(p for p in json.loads(alone.read_text())["paths"] if p["spec"] == "jit")
+    assert jit_alone["leaves"][0]["diff"]["max_ulp"] == q["100"]
+    assert jit_alone["leaves"][0]["diff"]["max_abs"] == jit["leaves"][0]["diff"]["max_abs"]
+
+
+@pytest.mark.slow
+def test_inputs_dir_and_repeat(examples, tmp_path):
+    from jaxparity.case import load_case
+    from jaxparity.pytree import argument_leaves, host
+
+    example = {n: host(x) for n, x in argument_leaves(load_case(str(examples / "conv_bf16.py")).args)}
+    d = tmp_path / "inputs"
+    d.mkdir()
+    for i, s in enumerate(draw_samples(example, 3, 1)):
+        save_arrays(d / f"s{i}.npz", s)
+    out = tmp_path / "r.json"
+    proc = run_cli("compare", str(examples / "conv_bf16.py"), "--paths", "eager", "--inputs", str(d),
+                   "--repeat", "3", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr  # the baseline alone agrees with itself: exit as compare
+    doc = json.loads(out.read_text())
+    assert doc["samples"] == 3
+    for p in doc["paths"]:
+        assert p["samples"]["n"] == 3 and p["samples"]["repeat"] == 3
+        assert p["samples"]["nondeterministic"] == 0
+        assert not any("nondeterministic" in n for n in p["notes"])
+
+
+def test_usage_errors(examples):
+    proc = run_cli("compare", str(examples / "conv_bf16.py"), "--samples", "0")
+    assert proc.returncode == 2
+    proc = run_cli("compare", str(examples / "conv_bf16.py"), "--repeat", "2")
+    assert proc.returncode == 2
+
+
+def test_aggregate_percentiles_monotone():
+    from jaxparity.comparison import aggregate_samples
+    from jaxparity.execute import CaseInfo, PathRun
+
+    base = np.zeros(4, np.float32)
+    runs = {"eager": [[PathRun("eager", "ok", (("out", base),))] for _ in range(5)],
+            "jit": [[PathRun("jit", "ok", (("out", np.nextafter(base, np.float32(1)) if i % 2 else base),))]
+                    for i in range(5)]}
+    info = CaseInfo("t", None, "x", ())
+    r = aggregate_samples(info, runs, "eager", Tolerance(), {"eager", "jit"}, [f"s{i}" for i in range(5)])
+    s = r.path("jit").samples
+    assert s.diverging == 2 and s.worst_sample in (1, 3) and r.path("jit").verdict == "differs"
+    assert s.ulp_percentiles["50"] <= s.ulp_percentiles["100"] == 1
+    assert r.exit_code == 1
