@@ -143,3 +143,11 @@ def test_aggregate_percentiles_monotone():
     assert s.diverging == 2 and s.worst_sample in (1, 3) and r.path("jit").verdict == "differs"
     assert s.ulp_percentiles["50"] <= s.ulp_percentiles["100"] == 1
     assert r.exit_code == 1
+
+
+@pytest.mark.slow
+def test_explain_in_many_inputs_mode_explains_the_worst_sample():
+    r = run_cli("explain", "examples/conv_bf16.py", "--paths", "eager,jit", "--samples", "6", "--seed", "1")
+    assert r.returncode == 1, r.stderr
+    assert "why jit differs from eager" in r.stdout and "excess precision" in r.stdout
+    assert "explained on sample" in r.stdout and "the worst sample for jit" in r.stdout

@@ -287,9 +287,7 @@ def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -
         return _error("--samples draws inputs; --inputs DIR reads them: give one")
     if args.repeat < 1:
         return _error("--repeat must be at least 1")
-    if args.command == "explain" or getattr(args, "explain", False):
-        return _error("explaining is not supported in many-inputs mode yet: --save-worst FILE.npz, then "
-                      "`jaxparity explain CASE --inputs FILE.npz`")
+    explain = args.command == "explain" or getattr(args, "explain", False)
     if args.in_process or args.env or args.export_env or args.inputs_from:
         return _error("many-inputs mode runs isolated, in this environment (no --in-process, --env)")
     quiet = args.quiet or args.json == "-"
@@ -302,8 +300,16 @@ def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -
         bar.stop()
         return _error(str(e))
     bar.stop()
+    if args.save_worst or explain:
+        arrays, worst = _worst_inputs(args, result)
     if args.save_worst:
-        _save_worst(args, result)
+        from .arrayio import save_arrays
+
+        save_arrays(args.save_worst, arrays)
+        Console(stderr=True, highlight=False).print(f"[dim]wrote {args.save_worst}: {worst.samples.worst_label}, "
+                                                    f"the worst for {worst.spec}[/]")
+    if explain and any(not p.passed for p in result.paths if p.gated):
+        result = _explain_worst(args, result, arrays, worst, paths, tolerance)
     if args.html:
         from .report.html import write_html
 
@@ -325,8 +331,8 @@ def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -
     return result.exit_code
 
 
-def _save_worst(args: argparse.Namespace, result: Any) -> None:
-    from .arrayio import save_arrays
+def _worst_inputs(args: argparse.Namespace, result: Any) -> tuple[dict, Any]:
+    """The inputs of the worst sample (of the worst gated path), and that path."""
     from .samples import draw_sample, read_samples
 
     gated = [p for p in result.paths if p.samples and p.gated and p.spec != result.baseline] or \
@@ -334,17 +340,31 @@ def _save_worst(args: argparse.Namespace, result: Any) -> None:
     worst = max(gated, key=lambda p: (not p.passed, p.samples.ulp_percentiles.get("100", 0)))
     i = worst.samples.worst_sample
     if args.inputs:
-        arrays = read_samples(args.inputs)[i][1]
-    else:
-        from .case import load_case
-        from .pytree import argument_leaves, host
+        return read_samples(args.inputs)[i][1], worst
+    from .case import load_case
+    from .pytree import argument_leaves, host
 
-        example = {n: host(x) for n, x in argument_leaves(load_case(args.case).args)}
-        arrays = draw_sample(example, args.seed, i)
-    save_arrays(args.save_worst, arrays)
-    Console = __import__("rich.console", fromlist=["Console"]).Console
-    Console(stderr=True, highlight=False).print(f"[dim]wrote {args.save_worst}: {worst.samples.worst_label}, "
-                                                f"the worst for {worst.spec}[/]")
+    example = {n: host(x) for n, x in argument_leaves(load_case(args.case).args)}
+    return draw_sample(example, args.seed, i), worst
+
+
+def _explain_worst(args: argparse.Namespace, result: Any, arrays: dict, worst: Any, paths: str | None,
+                   tolerance: Any) -> Any:
+    """Explain the paths on the worst sample: the comparison re-run on those inputs, explained."""
+    import dataclasses
+    import tempfile
+
+    from .arrayio import save_arrays
+    from .comparison import compare_case
+
+    with tempfile.TemporaryDirectory(prefix="jaxparity-worst-") as tmp:
+        file = f"{tmp}/worst.npz"
+        save_arrays(file, arrays)
+        explained = compare_case(args.case, inputs=file, paths=paths, baseline=args.baseline, tolerance=tolerance,
+                                 timeout=args.timeout, explain=True)
+    note = f"explained on {worst.samples.worst_label}, the worst sample for {worst.spec}"
+    found = tuple(dataclasses.replace(e, notes=(note, *e.notes)) for e in explained.explanations)
+    return dataclasses.replace(result, explanations=found)
 
 
 class _SampleBar:
