@@ -191,7 +191,6 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .metrics import Tolerance
     from .envs import EnvError, parse_env
     from .paths import DEFAULT_PATHS, PathOptionError, spec_env
-    from .report.terminal import print_result
 
     if args.ulp is not None and args.ulp < 0:
         return _error("--ulp must be a non-negative integer")
@@ -243,19 +242,27 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if getattr(args, "write_fixed", None):
         _write_fixed(args, result, out)
 
-    if args.html:
+    _emit(args, result, out, progress.log)
+    return result.exit_code
+
+
+def _emit(args: argparse.Namespace, result: Any, out: Console, log: Any) -> None:
+    """Every output the user asked for: --html, --model-explorer, --json, then the terminal report."""
+    from .report.terminal import print_result
+
+    if getattr(args, "html", None):
         from .report.html import write_html
 
         write_html(result, args.html)
-        progress.log(f"wrote {args.html}")
-    if args.model_explorer:
+        log(f"wrote {args.html}")
+    if getattr(args, "model_explorer", None):
         from .report.model_explorer import write_model_explorer
 
         try:
             write_model_explorer(result, args.model_explorer)
-            progress.log(f"wrote {args.model_explorer}")
+            log(f"wrote {args.model_explorer}")
         except ValueError as e:
-            progress.log(f"--model-explorer: {e}")
+            log(f"--model-explorer: {e}")
     if args.json:
         text = result.to_json()
         if args.json == "-":
@@ -269,7 +276,6 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             out.print(summary_line(result))
         else:
             print_result(result, out, verbose=getattr(args, "all_causes", False))
-    return result.exit_code
 
 
 def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -> int:
@@ -279,7 +285,6 @@ def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -
     from .arrayio import ArrayFileError
     from .case import CaseError
     from .comparison import compare_samples
-    from .report.terminal import print_result
 
     if args.samples is not None and args.samples < 1:
         return _error("--samples must be at least 1")
@@ -310,24 +315,7 @@ def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -
                                                     f"the worst for {worst.spec}[/]")
     if explain and any(not p.passed for p in result.paths if p.gated):
         result = _explain_worst(args, result, arrays, worst, paths, tolerance)
-    if args.html:
-        from .report.html import write_html
-
-        write_html(result, args.html)
-    if args.json:
-        text = result.to_json()
-        if args.json == "-":
-            sys.stdout.write(text + "\n")
-        else:
-            FsPath(args.json).write_text(text + "\n")
-    if args.json != "-":
-        out = Console(highlight=False)
-        if args.quiet:
-            from .report.format import summary_line
-
-            out.print(summary_line(result))
-        else:
-            print_result(result, out)
+    _emit(args, result, Console(highlight=False), bar.log)
     return result.exit_code
 
 
@@ -386,6 +374,10 @@ class _SampleBar:
         if done == 0:
             self.task = self.progress.add_task(spec, total=total)
         self.progress.update(self.task, completed=done)
+
+    def log(self, message: str) -> None:
+        if not self.quiet:
+            self.console.print(f"[dim]{message}[/]")
 
     def stop(self) -> None:
         if self.progress is not None:
