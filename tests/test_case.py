@@ -25,7 +25,9 @@ def bf16_case(tmp_path):
 @pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
 def test_files_round_trip_every_bit(tmp_path, suffix):
     arrays = {"a": np.array([0x3F81, 0x0001, 0x7FC1], np.uint16).view(ml_dtypes.bfloat16),
-              "b": np.arange(6, dtype=np.int32).reshape(2, 3), "c": np.array([-0.0, 1e-45], np.float32)}
+              "b": np.arange(6, dtype=np.int32).reshape(2, 3), "c": np.array([-0.0, 1e-45], np.float32),
+              "scalar": np.array(0x7F80, np.uint16).view(ml_dtypes.bfloat16),  # 0-d bf16 (an intermediate)
+              "empty": np.zeros((0, 3), ml_dtypes.bfloat16)}
     save_arrays(tmp_path / f"x{suffix}", arrays)
     back = load_arrays(tmp_path / f"x{suffix}")
     for k, v in arrays.items():

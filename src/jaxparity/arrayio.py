@@ -41,7 +41,7 @@ def save_arrays(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> No
 
         save_file(arrays, str(path))
         return
-    payload = {k: v.view(np.uint8) if v.dtype.kind == "V" else v for k, v in arrays.items()}
+    payload = {k: v.reshape(-1).view(np.uint8) if v.dtype.kind == "V" else v for k, v in arrays.items()}
     dtypes = {k: [str(v.dtype), list(v.shape)] for k, v in arrays.items()}
     payload[_DTYPES_KEY] = np.frombuffer(json.dumps(dtypes).encode(), dtype=np.uint8)
     with open(path, "wb") as f:
