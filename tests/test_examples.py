@@ -48,3 +48,17 @@ def test_transformer_example_is_large_enough(examples):
 
     case = load_case(str(examples / "transformer_bf16.py"))
     assert _eqn_count(jax.make_jaxpr(case.fn)(*case.args).jaxpr) >= 100
+
+
+@pytest.mark.parametrize("spec", ["conv_bf16.py", "transformer_bf16.py"])
+def test_every_experiment_runs_when_explaining_an_example(examples, spec):
+    """Explaining jit and the served SavedModel runs every experiment: localization (through the
+    serving process too), compiler evidence and the fingerprint, none failing on these models."""
+    case = load_case(str(examples / spec))
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "savedmodel"]).explain()
+    assert {e.path for e in result.explanations} == {"jit", "savedmodel"}
+    for e in result.explanations:
+        assert e.localization is not None and e.localization.local, e.path
+        assert e.fingerprint is not None, (e.path, e.notes)
+        failed = [n for n in e.notes if n.startswith(("no compiler evidence", "no fingerprint", "no IREE"))]
+        assert failed == [], (e.path, failed)

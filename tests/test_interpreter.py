@@ -703,3 +703,21 @@ def test_evaluate_eqn_takes_values_in_the_modes_representation():
     (y,) = evaluate_eqn(closed.jaxpr.eqns[0], [x32], mode=Semantics.f32_everywhere())
     assert y.dtype == F32
     np.testing.assert_array_equal(y, (x32.astype(np.float64) * 3).astype(F32))
+
+
+def test_literal_or_no_operand_after_a_widened_result():
+    """Under skip-widened, an op whose first operand is a literal (2 * y) or that has none (iota)
+    after a narrow result was kept wide: evaluated, not a crash (found on the transformer example)."""
+    def f(x):
+        y = x * x  # bf16, kept in f32 under skip-widened
+        z = 2 * y + lax.iota(BF16, 4)  # literal first operand; an op with no operands
+        return z.astype(F32) + y.astype(F32)
+
+    x = A16
+    got = interpret(f, x, mode=Semantics.skip_widened())
+    y32 = rnd(x.astype(np.float64) ** 2, F32)  # y, kept wide for its widening convert
+    yb = rnd(y32, BF16).astype(np.float64)  # y as the multiply reads it
+    two_y = rnd(2.0 * yb, BF16).astype(np.float64)
+    z32 = rnd(two_y + np.arange(4), F32)  # z feeds only a widening convert: kept wide too
+    assert got.dtype == F32
+    np.testing.assert_array_equal(got, rnd(z32.astype(np.float64) + y32.astype(np.float64), F32))

@@ -415,7 +415,9 @@ def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], 
 
     for eqn in jaxpr.eqns:
         invals = [read(v) for v in eqn.invars]
-        if as_f32 and eqn.invars[0] in as_f32 and _widening_convert(eqn, eqn.invars[0].aval.dtype):
+        first = eqn.invars[0] if eqn.invars else None
+        if (as_f32 and first is not None and not isinstance(first, jcore.Literal) and first in as_f32
+                and _widening_convert(eqn, first.aval.dtype)):
             invals[0] = as_f32[eqn.invars[0]]
         where = _source_info.summarize(eqn.source_info) or outer  # else the enclosing eqn's
         extra: dict[int, Any] = {}
