@@ -27,6 +27,16 @@ def cases() -> Path:
     return CASES
 
 
+@pytest.fixture(scope="session")
+def seed_explained():
+    """The seed case (examples/conv_bf16.py) compared on eager, jit and declared, and explained."""
+    import jaxparity
+    from jaxparity.case import load_case
+
+    case = load_case(str(EXAMPLES / "conv_bf16.py"))
+    return jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "declared"]).explain()
+
+
 # tests/user_project is an example user project with a deliberately failing test; it runs only as
 # its own pytest project (see test_testing.py), never as part of this suite.
 collect_ignore = ["user_project"]

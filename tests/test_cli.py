@@ -81,6 +81,9 @@ def test_explain_exits_1_writes_schema_valid_json_and_a_fixed_case_that_passes(t
     schema = json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text())
     jsonschema.validate(doc, schema)
     assert {e["path"] for e in doc["explanations"]} == {"jit", "export"}
+    program = doc["explanations"][0]["localization"]["program"]  # the graph, with every op's operands
+    assert any(o.startswith("arg") for op in program for o in op["operands"])
+    assert any(o.startswith("op") for op in program for o in op["operands"])
     assert fixed.exists() and f"wrote {fixed}" in r.stdout.replace("\n", "")
     # the written case is the fix: jit and export now agree with eager, without any option
     again = run_cli("compare", str(fixed), "--paths", "eager,jit,export")
@@ -100,10 +103,11 @@ def test_explain_needs_an_op_level_baseline():
 
 @pytest.mark.slow
 def test_html_and_model_explorer_outputs(tmp_path):
-    html, me = tmp_path / "r.html", tmp_path / "me.json"
+    html, me = tmp_path / "r.html", tmp_path / "me"
     r = run_cli("explain", SEED, "--paths", "eager,jit", "--html", str(html), "--model-explorer", str(me))
     assert r.returncode == 1, r.stderr
     text = html.read_text()
     assert 'id="summary"' in text and 'id="drift"' in text and "float-normalization-bf16" in text
     assert "http://" not in text and "https://" not in text
-    assert json.loads(me.read_text())["results"]
+    assert json.loads((me / "jit.drift.json").read_text())["results"]
+    assert f"model-explorer {me / 'graph.json'} --node_data_paths=" in r.stderr

@@ -7,16 +7,12 @@ Python package playwright (pip install playwright==1.65.2). It fails, not skips,
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 
 import pytest
 
-import jaxparity
-from jaxparity.case import load_case
 from jaxparity.report.html import render_html_report, write_html
-from jaxparity.report.model_explorer import model_explorer_node_data, write_model_explorer
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
@@ -26,16 +22,17 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 
 @pytest.fixture(scope="module")
-def seed(examples):
-    case = load_case(str(examples / "conv_bf16.py"))
-    return jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "declared"]).explain()
+def seed(seed_explained):
+    return seed_explained
 
 
 @pytest.fixture(scope="module")
 def two_explained(seed):
-    """The seed result with a second (renamed) explanation, so the drift chart has two lines."""
+    """The seed result with a second explanation (renamed, its drift doubled), so the drift chart has two lines."""
     e = seed.explanations[0]
-    other = dataclasses.replace(e, path="jit:other")
+    loc = e.localization
+    doubled = tuple(dataclasses.replace(d, max_abs=2 * d.max_abs) for d in loc.drift)
+    other = dataclasses.replace(e, path="jit:other", localization=dataclasses.replace(loc, drift=doubled))
     return dataclasses.replace(seed, explanations=(e, other))
 
 
@@ -95,6 +92,31 @@ def test_drift_has_one_polyline_per_explained_path(seed, two_explained):
     assert html.count('class="local-mark"') == 2 * len(seed.explanations[0].localization.local)
 
 
+def test_identical_curves_share_one_line(seed):
+    e = seed.explanations[0]
+    same = dataclasses.replace(seed, explanations=(e, dataclasses.replace(e, path="export")))
+    html = render_html_report(same)
+    assert re.findall(r'<polyline class="drift-line" data-path="([^"]*)"', html) == ["jit = export"]
+    assert "(identical curves)" in _section(html, "drift")
+
+
+def test_drift_leaves_out_ops_no_difference_reaches(seed):
+    """After the first difference, an op fed only by unchanged values (a parameter's cast) is not drawn."""
+    from jaxparity.localize.localizer import OpDrift
+    from jaxparity.report.html import _plotted
+
+    loc = seed.explanations[0].localization
+    n = len(loc.program)
+    first = min(d.index for d in loc.drift if d.max_abs)
+    cast = dataclasses.replace(loc.program[0], index=n, operands=("arg0",))  # fed by a parameter only
+    fed = dataclasses.replace(loc.program[-1], index=n + 1, operands=(f"op{n - 1}",))  # fed by the output
+    loc2 = dataclasses.replace(loc, program=loc.program + (cast, fed),
+                               drift=loc.drift + (OpDrift(n, "", 0.0, 0.0, 0), OpDrift(n + 1, "", 0.0, 0.0, 0)))
+    plotted = [d.index for d in _plotted(loc2)]
+    assert n not in plotted and n + 1 in plotted  # zero there, but a difference reached it: drawn
+    assert [i for i in plotted if i < first] == list(range(first))
+
+
 def test_histogram_bars_match_counts(seed):
     html = render_html_report(seed)
     hist = _section(html, "histograms")
@@ -107,21 +129,6 @@ def test_write_html(tmp_path, seed):
     out = tmp_path / "r.html"
     write_html(seed, out)
     assert out.read_text(encoding="utf-8") == render_html_report(seed)
-
-
-def test_model_explorer_node_data(tmp_path, seed):
-    data = model_explorer_node_data(seed)
-    loc = seed.explanations[0].localization
-    assert data["version"] == 1 and data["jaxparity"]["path"] == "jit"
-    assert len(data["results"]) == len(loc.drift)
-    worst = max(loc.drift, key=lambda d: d.max_abs)
-    key = f"{worst.name_stack}/{worst.index}" if worst.name_stack else str(worst.index)
-    assert data["results"][key]["value"] == pytest.approx(worst.max_abs)
-    out = tmp_path / "nodes.json"
-    write_model_explorer(seed, out)
-    assert json.loads(out.read_text()) == data
-    with pytest.raises(ValueError):
-        model_explorer_node_data(dataclasses.replace(seed, explanations=()))
 
 
 # -- a real browser -------------------------------------------------------------------------------
@@ -173,3 +180,19 @@ def test_report_renders_in_headless_chromium(two_explained, seed):
     assert problems == [], problems
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
+
+
+def test_many_inputs_are_counted_not_listed():
+    from jaxparity.report.format import arrays_line
+    from jaxparity.result import ArrayInfo
+
+    params = [ArrayInfo(f"arg0/params/Dense_{i}/kernel", "float32", (4, 4)) for i in range(8)]
+    x = ArrayInfo("arg1", "bfloat16", (2, 4))
+    assert arrays_line([params[0], x]) == "arg0/params/Dense_0/kernel float32[4,4], arg1 bfloat16[2,4]"
+    assert arrays_line(params + [x]) == "arg0/params/… 8 arrays (128 float32 values), arg1 bfloat16[2,4]"
+
+
+def test_ulp_counts_in_the_millions_are_short():
+    from jaxparity.report.format import ulp_text
+
+    assert [ulp_text(n) for n in (0, 30300, (1 << 20) - 1, 1939406848)] == ["0", "30300", "1048575", "1.9e9"]

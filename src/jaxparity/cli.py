@@ -144,8 +144,8 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
                      "'-' for stdout")
     cmp.add_argument("--html", metavar="FILE", help="write a self-contained HTML report (works offline; attach it "
                      "to a bug report)")
-    cmp.add_argument("--model-explorer", metavar="FILE", help="write per-op error as Model Explorer node data "
-                     "(JSON) for the first explained path")
+    cmp.add_argument("--model-explorer", metavar="DIR", help="write the program as a Model Explorer graph and, "
+                     "per explained path, its per-op error as node data (explain only)")
     cmp.add_argument("--in-process", action="store_true", help="run paths in this process: faster start, but a "
                      "path that crashes or hangs takes the run with it")
     cmp.add_argument("-q", "--quiet", action="store_true", help="print only the verdict line")
@@ -256,12 +256,13 @@ def _emit(args: argparse.Namespace, result: Any, out: Console, log: Any) -> None
         write_html(result, args.html)
         log(f"wrote {args.html}")
     if getattr(args, "model_explorer", None):
-        from .report.model_explorer import write_model_explorer
+        from .report.model_explorer import open_command, write_model_explorer
 
         try:
-            write_model_explorer(result, args.model_explorer)
-            log(f"wrote {args.model_explorer}")
-        except ValueError as e:
+            files = write_model_explorer(result, args.model_explorer)
+            log(f"wrote {len(files)} Model Explorer files to {args.model_explorer}; open them with:\n"
+                f"  {open_command(files)}")
+        except (ValueError, OSError) as e:
             log(f"--model-explorer: {e}")
     if args.json:
         text = result.to_json()
@@ -376,8 +377,10 @@ class _SampleBar:
         self.progress.update(self.task, completed=done)
 
     def log(self, message: str) -> None:
+        from rich.markup import escape
+
         if not self.quiet:
-            self.console.print(f"[dim]{message}[/]")
+            self.console.print(f"[dim]{escape(message)}[/]", soft_wrap=True)  # commands stay copyable
 
     def stop(self) -> None:
         if self.progress is not None:
@@ -459,8 +462,10 @@ class _Progress:
         self.console.print(f"{mark} {spec} [dim]{run.seconds:.2f}s{extra}[/]")
 
     def log(self, message: str) -> None:
+        from rich.markup import escape
+
         if not self.quiet:
-            self.console.print(f"[dim]{message}[/]")
+            self.console.print(f"[dim]{escape(message)}[/]", soft_wrap=True)  # commands stay copyable
 
     def stop(self) -> None:
         if self.status is not None:

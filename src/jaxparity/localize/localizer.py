@@ -73,6 +73,8 @@ class Localization:
     # the ops that feed the differing outputs: the divergence lives inside their fusion.
     perturbed: bool = False
     cone: tuple[OpInfo, ...] = ()
+    # Every op of the flattened program (with its operands): the graph the drift is drawn on.
+    program: tuple[OpInfo, ...] = ()
 
     @property
     def first(self) -> LocalDivergence | None:
@@ -216,7 +218,8 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
         local.append(LocalDivergence(op.info, n, int(p_out.size), ulp, mx, side, bound, within, detail,
                                      producer.info if detail and producer else None))
     notes = (f"{skipped} ops could not be replayed (inputs not observable)",) if skipped else ()
-    return Localization(path.path, baseline, len(program.ops), tuple(local), tuple(drift), notes)
+    return Localization(path.path, baseline, len(program.ops), tuple(local), tuple(drift), notes,
+                        program=tuple(op.info for op in program.ops))
 
 
 def _widening_detail(op: Op, p_out: np.ndarray, producer: Op | None) -> str | None:

@@ -42,6 +42,9 @@ class OpInfo:
     name_stack: str  # Flax module path, e.g. "GroupedConvResidual/Conv_0"
     source: str | None  # where the primitive was created, "flax/linen/linear.py:700"
     user_source: str | None  # the user's own line that led to it, "conv_bf16.py:29"
+    # Where each input comes from: "op12" (op 12's output; "op12:1" its second), "arg3" (the
+    # program's 4th flattened argument), "const" (a closed-over array) or "literal".
+    operands: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
     consts: dict[int, Any] = {}
     avals: dict[int, Any] = {}
     counter = iter(range(1 << 62))
+    origin: dict[int, str] = {}  # value id -> operand name (see OpInfo.operands)
 
     def new_id(var: Any) -> int:
         vid = next(counter)
@@ -123,6 +127,7 @@ def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
         for var, val in zip(jaxpr.constvars, const_vals):
             env[var] = vid = new_id(var)
             consts[vid] = val
+            origin[vid] = "const"
         env.update(zip(jaxpr.invars, in_refs))
         read = lambda x: x if isinstance(x, Literal) else env[x]  # noqa: E731
         for eqn in jaxpr.eqns:
@@ -137,9 +142,10 @@ def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
                         env[var] = ref
                 continue
             out_ids = tuple(None if type(v).__name__ == "DropVar" else new_id(v) for v in eqn.outvars)
-            for var, vid in zip(eqn.outvars, out_ids):
+            for j, (var, vid) in enumerate(zip(eqn.outvars, out_ids)):
                 if vid is not None:
                     env[var] = vid
+                    origin[vid] = f"op{len(ops)}" + (f":{j}" if len(out_ids) > 1 else "")
             source, user = _sources(eqn)
             info = OpInfo(
                 index=len(ops),
@@ -149,11 +155,13 @@ def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
                 name_stack=name_stack,
                 source=source,
                 user_source=user,
+                operands=tuple("literal" if isinstance(r, Literal) else origin[r] for r in refs),
             )
             ops.append(Op(info, eqn, tuple(refs), out_ids))
         return [read(x) for x in jaxpr.outvars]
 
     arg_ids = tuple(new_id(v) for v in closed.jaxpr.invars)
+    origin.update((vid, f"arg{k}") for k, vid in enumerate(arg_ids))
     out_ids = inline(closed.jaxpr, closed.consts, arg_ids, "")
     del flat_args
     return FlatProgram(tuple(ops), arg_ids, tuple(out_ids), consts, avals, in_tree, out_tree)

@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .format import fmt
+from .format import HUGE_ULP, HUGE_ULP_NOTE, fmt, ulp_text
 
 __all__ = ["layer_growth", "render_explanation"]
 
@@ -68,8 +68,10 @@ def render_explanation(e: Any, verbose: bool = False) -> Group:
             for col in ("layer", "from op", "max abs", "max ULP"):
                 g.add_column(col, justify="left" if col == "layer" else "right")
             for layer, first, mx, ulp in growth:
-                g.add_row(layer, str(first), fmt(mx), str(ulp))
+                g.add_row(layer, str(first), fmt(mx), ulp_text(ulp))
             parts.append(g)
+            if any(ulp >= HUGE_ULP for *_, ulp in growth):
+                parts.append(Text(HUGE_ULP_NOTE, style="dim"))
     ev = e.evidence
     if ev is not None and ev.widened:
         lines = Text(f"compiler evidence ({ev.path}): {len(ev.widened)} of {ev.declared_narrow_ops} declared "

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from ..result import ComparisonResult, LeafResult, PathResult
+import math
+from collections.abc import Sequence
 
-__all__ = ["fmt", "leaf_line", "path_line", "required_tolerance", "summary_line"]
+from ..result import ArrayInfo, ComparisonResult, LeafResult, PathResult
+
+__all__ = ["HUGE_ULP", "HUGE_ULP_NOTE", "arrays_line", "fmt", "leaf_line", "path_line", "required_tolerance",
+           "summary_line", "ulp_text"]
 
 
 def fmt(x: float | None) -> str:
@@ -96,3 +100,36 @@ def summary_line(r: ComparisonResult) -> str:
         return (f"{len(failing)} of {len(gated)} paths do not agree with {r.baseline} on all {r.samples} "
                 f"samples ({r.tolerance.describe()}): {', '.join(failing)}")
     return f"{len(failing)} of {len(gated)} paths do not agree with {r.baseline} ({r.tolerance.describe()}): {', '.join(failing)}"
+
+
+def arrays_line(arrays: Sequence[ArrayInfo], limit: int = 6) -> str:
+    """``name dtype[shape]`` for each array; beyond ``limit`` arrays, the ones under a common
+    ``a/b/`` prefix (a model's parameters) are counted instead of listed."""
+    def one(a: ArrayInfo) -> str:
+        return f"{a.name} {a.dtype}[{','.join(map(str, a.shape))}]"
+
+    if len(arrays) <= limit:
+        return ", ".join(one(a) for a in arrays)
+    groups: dict[str, list[ArrayInfo]] = {}
+    for a in arrays:
+        parts = a.name.split("/")
+        groups.setdefault("/".join(parts[:2]) if len(parts) > 2 else a.name, []).append(a)
+    shown = []
+    for prefix, members in groups.items():
+        if len(members) == 1:
+            shown.append(one(members[0]))
+            continue
+        values = sum(math.prod(a.shape) for a in members)
+        dtypes = "/".join(sorted({a.dtype for a in members}))
+        shown.append(f"{prefix}/… {len(members)} arrays ({values:,} {dtypes} values)")
+    return ", ".join(shown)
+
+
+HUGE_ULP = 1 << 20
+HUGE_ULP_NOTE = ("ULP counts in the millions come from values near zero or of opposite sign, where one ULP is "
+                 "tiny: read max abs there.")
+
+
+def ulp_text(n: int) -> str:
+    """A ULP count; counts in the millions (values near zero) in short scientific form."""
+    return str(n) if n < HUGE_ULP else f"{n:.2g}".replace("e+0", "e").replace("e+", "e")

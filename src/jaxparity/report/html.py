@@ -23,7 +23,7 @@ from typing import Any
 
 from ..result import ComparisonResult, LeafResult, PathResult
 from .explanation import layer_growth
-from .format import fmt, leaf_line, path_line, summary_line
+from .format import HUGE_ULP, HUGE_ULP_NOTE, fmt, leaf_line, path_line, summary_line, ulp_text
 
 __all__ = ["render_html_report", "write_html"]
 
@@ -178,6 +178,37 @@ def _summary(r: ComparisonResult) -> str:
 
 
 # -- charts --------------------------------------------------------------------------------------
+def _plotted(loc: Any) -> list[Any]:
+    """The drift points worth drawing: every op up to the first difference, then only the ops a
+    difference can reach through the program's operands (not, e.g., a parameter's cast that no
+    difference feeds, which would draw the line down to zero between every layer)."""
+    if not loc.program:
+        return sorted(loc.drift, key=lambda d: d.index)
+    moved = {d.index for d in loc.drift if d.max_abs != 0}
+    reached: set[int] = set()
+    for op in loc.program:
+        if op.index in moved or any(o.startswith("op") and int(o[2:].partition(":")[0]) in reached
+                                    for o in op.operands):
+            reached.add(op.index)
+    first = min(reached, default=math.inf)
+    return sorted((d for d in loc.drift if d.index < first or d.index in reached), key=lambda d: d.index)
+
+
+def _same_curves(series: list[tuple[str, Any]]) -> list[tuple[list[str], Any]]:
+    """Paths whose drift and local divergences are identical share one line (else one hides another)."""
+    groups: list[tuple[list[str], Any, tuple]] = []
+    for path, loc in series:
+        key = (tuple((d.index, d.max_abs) for d in loc.drift),
+               tuple((ld.op.index, ld.max_ulp, ld.within_noise_bound) for ld in loc.local), loc.baseline)
+        for names, _, k in groups:
+            if k == key:
+                names.append(path)
+                break
+        else:
+            groups.append(([path], loc, key))
+    return [(names, loc) for names, loc, _ in groups]
+
+
 def _drift_chart(explanations: list[Any]) -> str:
     series = [(e.path, e.localization) for e in explanations
               if e.localization is not None and e.localization.drift]
@@ -232,9 +263,10 @@ def _drift_chart(explanations: list[Any]) -> str:
     parts.append(f'<text x="14" y="{T + ph / 2}" font-size="12" text-anchor="middle" fill="#1f2328" '
                  f'transform="rotate(-90 14 {T + ph / 2})">max abs difference (log)</text>')
     legend = []
-    for s, (path, loc) in enumerate(series):
+    for s, (names, loc) in enumerate(_same_curves(series)):
         colour = _LINE_COLOURS[s % len(_LINE_COLOURS)]
-        pts = " ".join(f"{x(d.index):.1f},{y(d.max_abs):.1f}" for d in sorted(loc.drift, key=lambda d: d.index))
+        path = " = ".join(names)
+        pts = " ".join(f"{x(d.index):.1f},{y(d.max_abs):.1f}" for d in _plotted(loc))
         parts.append(f'<polyline class="drift-line" data-path="{_e(path)}" fill="none" stroke="{colour}" '
                      f'stroke-width="1.6" stroke-linejoin="round" points="{pts}"><title>{_e(path)}</title></polyline>')
         drift_at = {d.index: d.max_abs for d in loc.drift}
@@ -247,14 +279,16 @@ def _drift_chart(explanations: list[Any]) -> str:
                 f'<title>{_e(path)} #{ld.op.index} {_e(ld.op.primitive)}: diverges on its own, {ld.max_ulp} ULP'
                 f'{" (within reduction noise)" if hollow else ""} — {_e(ld.op.user_source or ld.op.source or "")}'
                 f'</title></circle>')
-        legend.append(f'<span><i style="background:{colour}"></i><code>{_e(path)}</code> vs '
-                      f'<code>{_e(loc.baseline)}</code></span>')
+        same = " (identical curves)" if len(names) > 1 else ""
+        legend.append(f'<span><i style="background:{colour}"></i>{" = ".join(f"<code>{_e(n)}</code>" for n in names)}'
+                      f' vs <code>{_e(loc.baseline)}</code>{same}</span>')
     parts.append("</svg>")
     return (f'<section id="drift"><h2>How the difference grows along the program</h2>'
             f'<p class="note">For each op with a float result (x: position in the program), the largest absolute '
             f'difference between the path and the baseline at that op (y: log scale; the bottom line is no '
-            f'difference). Filled dots: ops that diverge on their own; hollow dots: ones within the error bound '
-            f'of a reduction. Shaded bands: layers.</p>'
+            f'difference). After the first difference, only ops a difference can reach are drawn (a cast of a parameter '
+            f'that no difference feeds is left out). Filled dots: ops that diverge on their own; hollow dots: '
+            f'ones within the error bound of a reduction. Shaded bands: layers.</p>'
             f'<div class="legend">{"".join(legend)}</div><figure>{"".join(parts)}</figure></section>')
 
 
@@ -262,7 +296,7 @@ def _histogram(p: PathResult, leaf: LeafResult, baseline: str) -> str:
     d = leaf.diff
     assert d is not None
     buckets = d.ulp_histogram
-    W, H, L, B, T = 300, 150, 36, 40, 18
+    W, H, L, B, T = 300, 160, 36, 40, 30
     bw = min((W - L - 8) / max(len(buckets), 1), 40.0)
     top = max(c for _, c in buckets) or 1
     parts = [f'<svg class="histogram" viewBox="0 0 {W} {H}" width="{W}" '
@@ -279,7 +313,7 @@ def _histogram(p: PathResult, leaf: LeafResult, baseline: str) -> str:
                      f'text-anchor="middle">{count}</text>')
         parts.append(f'<text x="{bx + (bw - 4) / 2:.1f}" y="{H - B + 12}" font-size="9" text-anchor="end" '
                      f'transform="rotate(-30 {bx + (bw - 4) / 2:.1f} {H - B + 12})" fill="#656d76">{_e(bucket)}</text>')
-    parts.append(f'<text x="4" y="{T - 4}" font-size="10" fill="#656d76">elements</text></svg>')
+    parts.append(f'<text x="4" y="11" font-size="10" fill="#656d76">elements</text></svg>')
     label = f"{p.spec} {leaf.name}" if leaf.name else p.spec
     return (f'<figure id="hist-{_slug(p.spec)}-{_slug(leaf.name)}">{"".join(parts)}'
             f'<figcaption><code>{_e(label)}</code>: ULP from <code>{_e(baseline)}</code> per element '
@@ -341,9 +375,11 @@ def _explanation(e: Any) -> str:
                 out.append(f"<ul class='details'>{''.join(details)}</ul>")
         growth = layer_growth(loc)
         if len(growth) > 1:
-            rows = [[_e(layer), str(first), fmt(mx), str(ulp)] for layer, first, mx, ulp in growth]
+            rows = [[_e(layer), str(first), fmt(mx), ulp_text(ulp)] for layer, first, mx, ulp in growth]
             out.append(_table(f"growth-{sid}", "how the difference grows, layer by layer",
                               ["layer", "from op", "max abs", "max ULP"], rows, {1, 2, 3}))
+            if any(ulp >= HUGE_ULP for *_, ulp in growth):
+                out.append(f'<p class="note">{_e(HUGE_ULP_NOTE)}</p>')
         for note in loc.notes:
             out.append(f'<p class="note">{_e(note)}</p>')
     ev = e.evidence

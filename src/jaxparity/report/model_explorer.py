@@ -1,73 +1,184 @@
-"""Per-op error as Google AI Edge Model Explorer "node data" (a custom overlay JSON file).
+"""Per-op error on the model graph, for Google AI Edge Model Explorer.
 
-Model Explorer can colour the nodes of a graph from a JSON file loaded next to the model
-("Custom node data"). The format used here, which is an assumption taken from Model Explorer's
-documented node-data structure (its ``node_data_builder`` module: ``GraphNodeData`` with ``results``
-mapping node id -> ``NodeDataResult(value=...)``, plus an optional colour ``gradient``), and not
-checked against a running Model Explorer in this project, is::
+``write_model_explorer(result, DIR)`` writes what Model Explorer needs to draw the drift on the
+program, keyed to each other by construction:
 
-    {"version": 1,
-     "results": {"<node id>": {"value": <float>}, ...},
-     "gradient": [{"stop": 0, "bgColor": "#ffffff"}, {"stop": 1, "bgColor": "#cf222e"}],
-     "jaxparity": {"path": ..., "baseline": ..., "metric": "max_abs", "case": ...}}
+``graph.json``
+    The flattened program (the ops jaxparity localizes on) as a Model Explorer graph collection,
+    the format of Model Explorer's JSON loader (``{"label", "graphs": [{"id", "nodes"}]}``, nodes
+    as in ``model_explorer.graph_builder``): one node per op, labelled with its primitive, grouped
+    by its Flax module path (``namespace``), with its operands as edges, its output types, its
+    source lines and, per explained path, its error as attributes. Program arguments are nodes in
+    an ``Inputs`` group, named like ``--inputs`` files.
+``<path>.drift.json``
+    Node data (``model_explorer.node_data_builder.GraphNodeData``): per op, the largest absolute
+    difference between the path and the baseline at its output, inherited plus local — how the
+    divergence grows through the graph.
+``<path>.local.json``
+    Node data: per op whose own output is wrong given its own inputs, the ULPs between the path and
+    the baseline's implementation replayed on them — where the divergence starts.
 
-Node ids are the jaxpr op's name stack (the Flax module path, e.g.
-``TwoBlockEncoder/PreLNBlock_0/Dense_0``), a ``/``, then its index in the flattened program
-(``.../Dense_0/57``); ops at top level are just their index. That matches the namespaces Model Explorer
-draws for a JAX model; if a graph labels its nodes differently, the ``jaxparity`` block says how
-these ids were made, so a caller can re-key them. The value is the op's largest absolute difference
-between the path and the baseline (``OpDrift.max_abs``), one file per explained path.
+Open them with ``model-explorer DIR/graph.json --node_data_paths=DIR/jit.drift.json,...`` (the
+``ai-edge-model-explorer`` package). Both kinds of node data colour nodes by fixed thresholds
+(decades), so colours mean the same in every graph; an op whose value is not finite keeps the
+largest finite value of the file and is drawn dark red.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 from ..result import ComparisonResult
 
-__all__ = ["model_explorer_node_data", "node_id", "write_model_explorer"]
+__all__ = ["model_explorer_graph", "model_explorer_node_data", "write_model_explorer"]
 
-NODE_DATA_VERSION = 1
-_GRADIENT = [{"stop": 0, "bgColor": "#ffffff"}, {"stop": 0.5, "bgColor": "#ffd8b5"}, {"stop": 1, "bgColor": "#cf222e"}]
+GRAPH_ID = "jaxpr"
+_NOT_FINITE = "#6e0b0b"
+# Thresholds: a value <= `value` gets `bgColor` (the first that fits); 0 stays white.
+_DRIFT_THRESHOLDS = [
+    {"value": 0, "bgColor": "#ffffff"},
+    {"value": 1e-6, "bgColor": "#fff4d6"},
+    {"value": 1e-4, "bgColor": "#ffe08a"},
+    {"value": 1e-2, "bgColor": "#ffb45c"},
+    {"value": 1, "bgColor": "#f0703c"},
+    {"value": 1e300, "bgColor": "#cf222e"},
+]
+_LOCAL_THRESHOLDS = [
+    {"value": 0, "bgColor": "#ffffff"},
+    {"value": 1, "bgColor": "#ffe08a"},
+    {"value": 16, "bgColor": "#ffb45c"},
+    {"value": 1024, "bgColor": "#f0703c"},
+    {"value": 1e300, "bgColor": "#cf222e"},
+]
 
 
-def node_id(name_stack: str, index: int) -> str:
-    return f"{name_stack}/{index}" if name_stack else str(index)
+def _explained(result: ComparisonResult) -> list[Any]:
+    explained = [e for e in result.explanations if e.localization is not None and e.localization.program]
+    if not explained:
+        raise ValueError("no localized explanation in this result: run `jaxparity explain` (or call .explain() "
+                         "on the result): localizing a path is what gives per-op error")
+    return explained
 
 
 def _explanation(result: ComparisonResult, path: str | None) -> Any:
-    explained = [e for e in result.explanations if e.localization is not None and e.localization.drift]
-    if not explained:
-        raise ValueError("no per-op drift in this result: call .explain() on it first (a localized explanation "
-                         "is what gives per-op error)")
+    explained = _explained(result)
     if path is None:
         return explained[0]
     for e in explained:
         if e.path == path:
             return e
-    raise KeyError(f"no per-op drift for path {path!r}; explained: {[e.path for e in explained]}")
+    raise KeyError(f"no per-op error for path {path!r}; explained: {[e.path for e in explained]}")
 
 
-def model_explorer_node_data(result: ComparisonResult, path: str | None = None) -> dict[str, Any]:
-    """Node data for one explained path (the first by default): per op, max abs difference."""
-    e = _explanation(result, path)
-    loc = e.localization
-    results = {node_id(d.name_stack, d.index): {"value": float(d.max_abs) if math.isfinite(d.max_abs) else 0.0}
-               for d in loc.drift}
-    local = [node_id(ld.op.name_stack, ld.op.index) for ld in loc.local]
-    return {
-        "version": NODE_DATA_VERSION,
-        "results": results,
-        "gradient": _GRADIENT,
-        "jaxparity": {"case": result.case, "path": e.path, "baseline": e.baseline, "metric": "max_abs",
-                      "node_id": "<name stack>/<op index in the flattened jaxpr>", "local_divergences": local},
-    }
+def _kv(key: str, value: object) -> dict[str, str]:
+    return {"key": key, "value": str(value)}
 
 
-def write_model_explorer(result: ComparisonResult, path: str | Path, explained_path: str | None = None) -> None:
-    """Write ``model_explorer_node_data(result, explained_path)`` as JSON to ``path``."""
-    data = model_explorer_node_data(result, explained_path)
-    Path(path).write_text(json.dumps(data, indent=2, allow_nan=False), encoding="utf-8")
+def _edge(operand: str, position: int) -> dict[str, str] | None:
+    if operand.startswith("arg"):
+        return {"sourceNodeId": operand, "sourceNodeOutputId": "0", "targetNodeInputId": str(position)}
+    if operand.startswith("op"):
+        op, _, output = operand[2:].partition(":")
+        return {"sourceNodeId": op, "sourceNodeOutputId": output or "0", "targetNodeInputId": str(position)}
+    return None  # constants and literals are not nodes
+
+
+def model_explorer_graph(result: ComparisonResult) -> dict[str, Any]:
+    """The localized program as a Model Explorer graph collection (its JSON loader's format)."""
+    explained = _explained(result)
+    program = explained[0].localization.program
+    per_path = []
+    for e in explained:
+        loc = e.localization
+        per_path.append((e.path, {d.index: d for d in loc.drift}, {d.op.index: d for d in loc.local}))
+    nodes: list[dict[str, Any]] = []
+    used_args = sorted({int(o[3:]) for op in program for o in op.operands if o.startswith("arg")})
+    for k in used_args:
+        info = result.inputs[k] if k < len(result.inputs) else None
+        shape = f"{info.dtype}[{','.join(map(str, info.shape))}]" if info else "?"
+        nodes.append({"id": f"arg{k}", "label": info.name if info else f"arg{k}", "namespace": "Inputs",
+                      "attrs": [_kv("input", info.name if info else f"argument {k}")],
+                      "outputsMetadata": [{"id": "0", "attrs": [_kv("tensor_shape", shape)]}]})
+    for op in program:
+        attrs = [_kv("primitive", op.primitive), _kv("op index", op.index),
+                 _kv("your line", op.user_source or "-"), _kv("created at", op.source or "-")]
+        local_in = []
+        for path, drift, local in per_path:
+            d = drift.get(op.index)
+            if d is not None:
+                attrs += [_kv(f"{path}: max abs diff", f"{d.max_abs:.6g}"), _kv(f"{path}: max ULP", d.max_ulp)]
+            if op.index in local:
+                ld = local[op.index]
+                attrs.append(_kv(f"{path}: diverges here", f"{ld.n_differ} of {ld.size} elements, up to "
+                                 f"{ld.max_ulp} ULP against the baseline replayed on the same inputs"))
+                local_in.append(path)
+        node: dict[str, Any] = {
+            "id": str(op.index),
+            "label": op.primitive,
+            "namespace": op.name_stack,
+            "attrs": attrs,
+            "incomingEdges": [e for i, o in enumerate(op.operands) if (e := _edge(o, i)) is not None],
+            "outputsMetadata": [{"id": str(j), "attrs": [_kv("tensor_shape", t)]} for j, t in enumerate(op.outputs)],
+            "inputsMetadata": [{"id": str(i), "attrs": [_kv("tensor_shape", t)]} for i, t in enumerate(op.inputs)],
+        }
+        if local_in:  # a red border marks where a path's divergence starts
+            node["style"] = {"backgroundColor": "", "borderColor": "#cf222e", "hoveredBorderColor": "#cf222e"}
+        nodes.append(node)
+    return {"label": result.case, "graphs": [{"id": GRAPH_ID, "nodes": nodes}]}
+
+
+def model_explorer_node_data(result: ComparisonResult, path: str | None = None,
+                             metric: str = "drift") -> dict[str, Any]:
+    """Node data for one explained path (the first by default), keyed like ``model_explorer_graph``.
+
+    ``metric="drift"``: per op, the largest absolute difference from the baseline at its output;
+    ``metric="local"``: per op diverging locally, its ULPs against the baseline replayed on its inputs.
+    """
+    loc = _explanation(result, path).localization
+    if metric == "drift":
+        values = {str(d.index): float(d.max_abs) for d in loc.drift}
+        thresholds = _DRIFT_THRESHOLDS
+    elif metric == "local":
+        values = {str(d.op.index): float(d.max_ulp) for d in loc.local}
+        thresholds = _LOCAL_THRESHOLDS
+    else:
+        raise ValueError(f"metric must be 'drift' or 'local', not {metric!r}")
+    finite = [v for v in values.values() if math.isfinite(v)]
+    cap = max(finite, default=0.0)
+    results = {k: ({"value": v} if math.isfinite(v) else {"value": cap, "bgColor": _NOT_FINITE})
+               for k, v in values.items()}
+    return {"results": results, "thresholds": thresholds}
+
+
+def _file_stem(path: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", path).strip("_") or "path"
+
+
+def write_model_explorer(result: ComparisonResult, directory: str | Path) -> list[Path]:
+    """Write ``graph.json`` and, per explained path, its drift and local node data into ``directory``.
+
+    Returns the files written, the graph first. Existing files of the same names are replaced.
+    """
+    out = Path(directory)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out} exists and is not a directory; --model-explorer takes a directory")
+    graph = model_explorer_graph(result)  # raises before anything is written when nothing is explained
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "graph.json"]
+    written[0].write_text(json.dumps(graph, indent=1, allow_nan=False), encoding="utf-8")
+    for e in _explained(result):
+        for metric in ("drift", "local"):
+            f = out / f"{_file_stem(e.path)}.{metric}.json"
+            f.write_text(json.dumps(model_explorer_node_data(result, e.path, metric), indent=1, allow_nan=False),
+                         encoding="utf-8")
+            written.append(f)
+    return written
+
+
+def open_command(files: list[Path]) -> str:
+    """The command that opens ``files`` (as written by ``write_model_explorer``) in Model Explorer."""
+    return f"model-explorer {files[0]} --node_data_paths={','.join(str(f) for f in files[1:])}"

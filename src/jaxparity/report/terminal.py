@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..result import ComparisonResult, PathResult
-from .format import fmt, path_line, summary_line
+from .format import arrays_line, fmt, path_line, summary_line
 
 __all__ = ["print_result", "render", "render_text"]
 
@@ -67,7 +67,7 @@ def render(result: ComparisonResult, verbose: bool = False) -> Group:
     head = Text()
     head.append("jaxparity compare ", style="bold")
     head.append(result.case, style="bold cyan")
-    head.append(f"\ninputs   {', '.join(f'{a.name} {_shape(a)}' for a in result.inputs)} ({result.input_source})")
+    head.append(f"\ninputs   {arrays_line(result.inputs)} ({result.input_source})")
     head.append(f"\noutputs  {', '.join(f'{a.name} {_shape(a)}' for a in result.outputs)}")
     head.append(f"\nbaseline {result.baseline}, tolerance {result.tolerance.describe()}")
 
