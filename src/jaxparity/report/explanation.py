@@ -52,7 +52,8 @@ def render_explanation(e: Any, verbose: bool = False) -> Group:
                       f"{sum(d.within_noise_bound for d in loc.local)} are reduction noise)",
                       title_justify="left", show_edge=False, header_style="bold", pad_edge=False)
             for col in ("#", "op", "module", "line", "ULP", "differ", "declared kept by"):
-                t.add_column(col, overflow="fold", no_wrap=col in ("#", "line", "ULP", "differ"))
+                t.add_column(col, overflow="fold", no_wrap=col in ("#", "ULP", "differ"),
+                             justify="right" if col in ("#", "ULP", "differ") else "left")
             for d in shown:
                 t.add_row(str(d.op.index), f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}",
                           d.op.name_stack or "", _where(d.op), str(d.max_ulp), f"{d.n_differ}/{d.size}",
