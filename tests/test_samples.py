@@ -19,12 +19,20 @@ def test_draw_samples_keep_shapes_dtypes_and_are_reproducible():
     sets = draw_samples(example, 4, seed=7)
     assert len(sets) == 4
     for s in sets:
-        for k, v in example.items():
-            assert s[k].shape == v.shape and s[k].dtype == v.dtype
-        np.testing.assert_array_equal(s["i"], example["i"])
+        assert set(s) == {"x"}  # integers and booleans stay the case's own
+        assert s["x"].shape == example["x"].shape and s["x"].dtype == example["x"].dtype
     assert not np.array_equal(sets[0]["x"], sets[1]["x"])
     again = draw_sample(example, 7, 2)
     assert again["x"].tobytes() == sets[2]["x"].tobytes()
+
+
+def test_draw_samples_keep_the_model_variables():
+    """Leaves of an argument holding a Flax params collection are the trained model: kept."""
+    example = {"arg0/params/Dense_0/kernel": np.ones((2, 2), np.float32),
+               "arg0/batch_stats/BatchNorm_0/mean": np.zeros(2, np.float32),
+               "arg1": np.ones((3, 2), np.float32), "arg2/params_like": np.ones(2, np.float32)}
+    s = draw_sample(example, 0, 0)
+    assert set(s) == {"arg1", "arg2/params_like"}
 
 
 def test_args_with_replaces_leaves_and_rejects_bad_shapes():
@@ -151,3 +159,51 @@ def test_explain_in_many_inputs_mode_explains_the_worst_sample():
     assert r.returncode == 1, r.stderr
     assert "why jit differs from eager" in r.stdout and "excess precision" in r.stdout
     assert "explained on sample" in r.stdout and "the worst sample for jit" in r.stdout
+
+
+_MANY_CASE = '''
+import os
+
+import jax.numpy as jnp
+
+
+def make():
+    def fn(x):
+        if float(x[0]) < 0:  # eager only: a failure that depends on the sample
+            raise ValueError("negative input")
+        if float(x[0]) > 100:
+            os._exit(3)  # kills the worker
+        return x * 2
+
+    return fn, (jnp.ones(4, jnp.float32),)
+'''
+
+
+@pytest.mark.slow
+def test_run_many_reports_each_sample_and_survives_a_crash(tmp_path):
+    from jaxparity.execute import IsolatedRunner
+
+    case = tmp_path / "case.py"
+    case.write_text(_MANY_CASE)
+    sets = [{"arg0": np.full(4, v, np.float32)} for v in (1, -1, 2, 0, 3, 500, 4)]
+    sets[3] = {"arg0": np.zeros(3, np.float32)}  # does not fit the case
+    with IsolatedRunner(str(case)) as runner:
+        runner.send_samples(sets)
+        parts = list(runner.run_many("eager", range(0, 7), repeat=2, timeout=60, chunk=2))
+        assert [len(p) for p in parts] == [2, 2, 2, 1]  # streamed chunk by chunk
+        runs = [r for p in parts for r in p]
+        assert [[r.status for r in repeats] for repeats in runs] == [
+            ["ok", "ok"], ["error", "error"], ["ok", "ok"], ["error"], ["crashed"], ["crashed"], ["ok", "ok"]]
+        assert "ValueError: negative input" in runs[1][0].message
+        assert "arg0 is float32[3], the case expects float32[4]" in runs[3][0].message
+        assert "exited with status 3" in runs[5][0].message
+        for i, v in ((0, 1), (2, 2), (6, 4)):  # the samples after the crash ran in a fresh worker
+            (name, out), = runs[i][1].outputs
+            assert name == "out" and isinstance(out, np.ndarray)
+            np.testing.assert_array_equal(out, np.full(4, 2 * v, np.float32))
+        # Abandoned halfway, the worker (still sending) is stopped; the next call starts a fresh one.
+        first = runner.run_many("eager", range(0, 4), chunk=2)
+        assert [r[0].status for r in next(first)] == ["ok", "error"]
+        first.close()
+        (run,), = [r for p in runner.run_many("eager", range(6, 7)) for r in p]
+        np.testing.assert_array_equal(run.outputs[0][1], np.full(4, 8, np.float32))

@@ -9,6 +9,7 @@ from multiprocessing.connection import Connection
 def main(fd: int) -> None:
     conn = Connection(fd)
     case = None
+    samples: tuple[list, object] | None = None  # (input sets, their InputSlots) for run_many
     while True:
         try:
             message = conn.recv()
@@ -37,14 +38,20 @@ def main(fd: int) -> None:
             assert case is not None, "run before load"
             _, spec, timeout = message
             conn.send(("done", run_in_process(make_path(spec), case.fn, case.args, timeout)))
+        elif message[0] == "samples":  # kept for the run_many calls that follow
+            from .samples import InputSlots
+
+            assert case is not None, "samples before load"
+            samples = (message[1], InputSlots(case.args))
         elif message[0] == "run_many":
             from .paths.xla import compile_once
 
-            assert case is not None, "run_many before load"
-            _, spec, sets, repeat, timeout = message
+            assert case is not None and samples is not None, "run_many before load and samples"
+            _, spec, start, stop, chunk, repeat, timeout = message
             with compile_once():
-                runs = _run_sets(case, spec, sets, repeat, timeout)
-            conn.send(("done_many", runs))
+                for k in range(start, stop, chunk):  # each chunk's runs as soon as they are done
+                    conn.send(("done_many", _run_sets(case, spec, samples[0][k:min(k + chunk, stop)], samples[1],
+                                                      repeat, timeout)))
         elif message[0] == "arrays":
             from .pytree import argument_leaves, host
 
@@ -66,21 +73,23 @@ def main(fd: int) -> None:
             conn.send(("explained", found))
 
 
-def _run_sets(case, spec: str, sets: list, repeat: int, timeout: float | None) -> list:
-    """``spec`` on every input set (None: the case's own inputs), ``repeat`` times each."""
-    from .execute import run_in_process
+def _run_sets(case, spec: str, sets: list, slots, repeat: int, timeout: float | None) -> list:
+    """``spec`` on every input set (None: the case's own inputs), ``repeat`` times each; ``slots``
+    (an InputSlots of the case's arguments) puts each set in place."""
+    from .execute import run_in_process, to_host
     from .paths import make_path
-    from .samples import args_with
 
     runs = []
     for arrays in sets:
         try:
-            args = args_with(case.args, arrays) if arrays is not None else case.args
+            args = slots.fill(arrays) if arrays is not None else case.args
         except ValueError as e:
             runs.append([run_in_process(make_path(spec), _raise(e), (), timeout)])
             continue
-        runs.append([run_in_process(make_path(spec), case.fn, args, timeout) for _ in range(repeat)])
-    return runs
+        # A fresh Path per run, as everywhere else: its notes belong to that run. Outputs are copied
+        # to numpy after the whole chunk (one sync copy right after each run costs more on CPU).
+        runs.append([run_in_process(make_path(spec), case.fn, args, timeout, on_host=False) for _ in range(repeat)])
+    return [[to_host(r) for r in repeats] for repeats in runs]
 
 
 def _raise(e: Exception):

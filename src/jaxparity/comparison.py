@@ -143,10 +143,12 @@ def compare_case(
         if explain and explainable and spec_env(result.baseline) is None:
             if progress:
                 progress("explain", None)
+            start = time.perf_counter()
             found = runners.home.explain([(p, runs[p].outputs) for p in explainable],
                                          result.baseline, runs[result.baseline].outputs)
             if progress:
-                progress("explain", PathRun("explain", "ok" if not isinstance(found, str) else "error"))
+                progress("explain", PathRun("explain", "ok" if not isinstance(found, str) else "error",
+                                            seconds=time.perf_counter() - start))
             if isinstance(found, str):
                 raise ExplainError(found)
             result = dataclasses.replace(result, explanations=tuple(found))
@@ -343,22 +345,24 @@ def compare_samples(
             labels = [f"sample {i} of {len(sets)} (seed {seed})" for i in range(len(sets))]
         runs: dict[str, list[list[PathRun]]] = {}
         elapsed: dict[str, float] = {}
+        runners.home.send_samples(sets)  # to the worker once, for every path
+        n = len(sets)
         for spec in specs:
             if progress:
-                progress(spec, 0, len(sets))
-            # The first sample alone (it pays the compile), then the rest in ~20 chunks so the progress
-            # bar moves; compiled paths compile once. Throughput is measured after the first sample.
-            runs[spec] = runners.home.run_many(spec, sets[:1], repeat, timeout)
+                progress(spec, 0, n)
+            # The first sample alone (it pays the compile), then the rest, which the worker sends back in
+            # ~20 chunks so the progress bar moves; compiled paths compile once. Throughput is measured
+            # after the first sample.
+            runs[spec] = [r for part in runners.home.run_many(spec, range(0, 1), repeat, timeout) for r in part]
             if progress:
-                progress(spec, 1, len(sets))
+                progress(spec, 1, n)
             start = time.perf_counter()
-            chunk = max(16, len(sets) // 20)
-            for k in range(1, len(sets), chunk):
-                runs[spec] += runners.home.run_many(spec, sets[k:k + chunk], repeat, timeout)
+            for part in runners.home.run_many(spec, range(1, n), repeat, timeout, chunk=max(16, n // 20)):
+                runs[spec] += part
                 if progress:
-                    progress(spec, min(k + chunk, len(sets)), len(sets))
-            if len(sets) > 1:
-                elapsed[spec] = (time.perf_counter() - start) / (len(sets) - 1) * len(sets)
+                    progress(spec, len(runs[spec]), n)
+            if n > 1:
+                elapsed[spec] = (time.perf_counter() - start) / (n - 1) * n
     return aggregate_samples(info, runs, specs[0], tolerance, requested, labels, repeat, elapsed)
 
 

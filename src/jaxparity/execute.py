@@ -15,16 +15,16 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterator, Literal
 
 import numpy as np
 
 from .paths import Path, PathError, PathUnavailable
 from .result import ArrayInfo
 
-__all__ = ["CaseInfo", "IsolatedRunner", "PathRun", "run_in_process"]
+__all__ = ["CaseInfo", "IsolatedRunner", "PathRun", "run_in_process", "to_host"]
 
 Status = Literal["ok", "error", "unavailable", "timeout", "crashed"]
 
@@ -57,8 +57,13 @@ def _user_frame(exc: BaseException) -> str:
     return f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
 
 
-def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: float | None = None) -> PathRun:
-    """Run one path here. Exceptions become an ``error`` PathRun naming the path and the cause."""
+def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: float | None = None, *,
+                   on_host: bool = True) -> PathRun:
+    """Run one path here. Exceptions become an ``error`` PathRun naming the path and the cause.
+
+    With ``on_host=False`` the outputs stay as the path returned them (device arrays) until
+    ``to_host``: many-inputs mode copies a chunk's outputs together, after running the chunk.
+    """
     from .pytree import named_leaves, to_numpy
 
     reason = path.unavailable_reason()
@@ -66,17 +71,38 @@ def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: flo
         return PathRun(path.spec, "unavailable", message=reason)
     start = time.perf_counter()
     try:
-        out = to_numpy(path.run(fn, args, timeout=timeout))
+        out = path.run(fn, args, timeout=timeout)
+        if on_host:
+            out = to_numpy(out)
     except PathUnavailable as e:
         return PathRun(path.spec, "unavailable", message=str(e))
     except PathError as e:
         return PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=str(e))
     except Exception as e:  # the user's function or a runtime raised: report, never propagate
-        msg = f"{type(e).__name__}: {e}".strip().splitlines()
-        text = (msg[0] if msg else type(e).__name__) + _user_frame(e)
-        return PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=text)
+        return _error_run(path.spec, e, time.perf_counter() - start)
     outputs = tuple(named_leaves(out, "out"))
     return PathRun(path.spec, "ok", outputs, time.perf_counter() - start, notes=tuple(path.notes))
+
+
+def to_host(run: PathRun) -> PathRun:
+    """``run`` (from ``run_in_process(..., on_host=False)``) with its outputs copied to numpy; the
+    copy counts in its seconds, and a copy that fails makes it an ``error`` run, as it would have."""
+    from .pytree import host
+
+    if run.outputs is None:
+        return run
+    start = time.perf_counter()
+    try:
+        outputs = tuple((name, host(x)) for name, x in run.outputs)
+    except Exception as e:
+        return _error_run(run.spec, e, run.seconds + time.perf_counter() - start)
+    return replace(run, outputs=outputs, seconds=run.seconds + time.perf_counter() - start)
+
+
+def _error_run(spec: str, e: Exception, seconds: float) -> PathRun:
+    msg = f"{type(e).__name__}: {e}".strip().splitlines()
+    text = (msg[0] if msg else type(e).__name__) + _user_frame(e)
+    return PathRun(spec, "error", seconds=seconds, message=text)
 
 
 class WorkerDied(Exception):
@@ -94,6 +120,8 @@ class IsolatedRunner:
         self._conn: Connection | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="jaxparity-worker-", suffix=".log", delete=False)
         self.info: CaseInfo | None = None
+        self._samples: list = []  # see send_samples
+        self._samples_in: subprocess.Popen | None = None  # the worker that holds them
 
     # -- worker lifecycle -------------------------------------------------------------------
     def _start(self) -> CaseInfo:
@@ -178,25 +206,48 @@ class IsolatedRunner:
             return PathRun(spec, "crashed", seconds=time.perf_counter() - start, message=str(e))
         return reply[1]
 
-    def run_many(self, spec: str, sets: list, repeat: int = 1, timeout: float | None = None) -> list[list[PathRun]]:
-        """Run ``spec`` on every input set (None: the case's own inputs), ``repeat`` times each, in one
-        worker call so compiled paths compile once. A timeout or crash fails every set."""
-        if self._proc is None or self._proc.poll() is not None:
-            self._start()
-        assert self._conn is not None
+    def send_samples(self, sets: list) -> None:
+        """The input sets (None: the case's own inputs) that ``run_many`` runs by index. They go to
+        the worker once, before its first ``run_many`` (and again to a worker that replaces one)."""
+        self._samples, self._samples_in = sets, None
+
+    def run_many(self, spec: str, which: range, repeat: int = 1, timeout: float | None = None,
+                 chunk: int | None = None) -> Iterator[list[list[PathRun]]]:
+        """Run ``spec`` on the input sets ``which`` (indices into ``send_samples``), ``repeat`` times each,
+        in one worker call so compiled paths compile once. Yields the runs of each ``chunk`` sets (default:
+        all) as the worker sends them; it goes on with the next chunk without waiting to be asked. A chunk
+        has ``timeout`` per set and run; a timeout or crash fails the chunk and the rest run in a new worker."""
+        size = chunk or max(len(which), 1)
+        parts = [range(k, min(k + size, which.stop)) for k in which[::size]]
+        try:
+            while parts:
+                if self._proc is None or self._proc.poll() is not None:
+                    self._start()
+                assert self._conn is not None
+                if self._samples_in is not self._proc:
+                    self._conn.send(("samples", self._samples))
+                    self._samples_in = self._proc
+                self._conn.send(("run_many", spec, parts[0].start, parts[-1].stop, size, repeat, timeout))
+                while parts and self._proc is not None:
+                    yield self._receive_part(spec, parts.pop(0), repeat, timeout)
+        finally:
+            if parts and self._proc is not None:  # abandoned halfway: the worker would still send the rest
+                self._kill()
+                self._proc = None
+
+    def _receive_part(self, spec: str, part: range, repeat: int, timeout: float | None) -> list[list[PathRun]]:
         start = time.perf_counter()
-        self._conn.send(("run_many", spec, sets, repeat, timeout))
-        total = None if timeout is None else timeout * len(sets) * repeat
+        total = None if timeout is None else timeout * len(part) * repeat
         try:
             return self._receive(total, spec)[1]
         except TimeoutError:
             self._proc = None
             run = PathRun(spec, "timeout", seconds=time.perf_counter() - start,
-                          message=f"did not finish {len(sets)} samples within {total:g} s (--timeout per sample)")
+                          message=f"did not finish {len(part)} samples within {total:g} s (--timeout per sample)")
         except WorkerDied as e:
             self._proc = None
             run = PathRun(spec, "crashed", seconds=time.perf_counter() - start, message=str(e))
-        return [[run] for _ in sets]
+        return [[run] for _ in part]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The case's input arrays as the worker holds them (bit-exact), by input name."""

@@ -1,9 +1,11 @@
 """Many inputs: input sets drawn from the example inputs, or read from a directory of files.
 
 An input set is a dict {input leaf name: numpy array}, named like ``--inputs`` files (``arg1``,
-``arg0/params/...``). Drawn sets keep every shape and dtype: float inputs are standard normal
-scaled and shifted to the example's own mean and std; integer, boolean and PRNG-key inputs
-(parameters, indices, keys) are copied unchanged.
+``arg0/params/...``); leaves it does not name keep the case's own values. A drawn set holds the
+float inputs, each standard normal scaled and shifted to the example's own mean and std (same shape
+and dtype). It leaves out, so they stay as the case has them: the model's variables (every leaf of
+an argument that holds a Flax ``params`` collection: the model stays the trained one, the data
+varies) and integer, boolean and PRNG-key inputs (indices, masks, keys).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 from .arrayio import ArrayFileError, load_arrays
 from .rounding import is_float_dtype
 
-__all__ = ["args_with", "draw_samples", "read_samples"]
+__all__ = ["InputSlots", "args_with", "draw_sample", "draw_samples", "drawn_names", "read_samples"]
 
 
 def draw_samples(example: dict[str, np.ndarray], n: int, seed: int) -> list[dict[str, np.ndarray]]:
@@ -28,20 +30,24 @@ def draw_samples(example: dict[str, np.ndarray], n: int, seed: int) -> list[dict
     return [draw_sample(example, seed, i) for i in range(n)]
 
 
+def drawn_names(example: dict[str, np.ndarray]) -> list[str]:
+    """The leaves a drawn sample varies: float inputs outside the model's variables."""
+    variables = {name.split("/", 1)[0] for name in example if name.split("/")[1:2] == ["params"]}
+    return [name for name, x in example.items()
+            if name.split("/", 1)[0] not in variables and is_float_dtype(np.asarray(x).dtype) and np.size(x)]
+
+
 def draw_sample(example: dict[str, np.ndarray], seed: int, index: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng([seed, index])
     out = {}
-    for name, x in example.items():
-        x = np.asarray(x)
-        if is_float_dtype(x.dtype) and x.size:
-            ref = x.astype(np.float64)
-            finite = ref[np.isfinite(ref)]
-            mean = float(finite.mean()) if finite.size else 0.0
-            std = float(finite.std()) if finite.size else 1.0
-            std = std if std > 0 else (abs(mean) or 1.0)
-            out[name] = (rng.standard_normal(x.shape) * std + mean).astype(x.dtype)
-        else:
-            out[name] = x.copy()
+    for name in drawn_names(example):
+        x = np.asarray(example[name])
+        ref = x.astype(np.float64)
+        finite = ref[np.isfinite(ref)]
+        mean = float(finite.mean()) if finite.size else 0.0
+        std = float(finite.std()) if finite.size else 1.0
+        std = std if std > 0 else (abs(mean) or 1.0)
+        out[name] = (rng.standard_normal(x.shape) * std + mean).astype(x.dtype)
     return out
 
 
@@ -55,28 +61,53 @@ def read_samples(directory: str | os.PathLike) -> list[tuple[str, dict[str, np.n
 
 def args_with(args: tuple, arrays: dict[str, np.ndarray], where: str = "input set") -> tuple:
     """``args`` with leaves replaced by ``arrays`` (by leaf name or ``arr_N``), as ``--inputs`` does."""
-    import jax
+    return InputSlots(args).fill(arrays, where)
 
-    from .pytree import argument_leaves
 
-    leaves = argument_leaves(args)
-    names = [n for n, _ in leaves]
-    if arrays and all(k.startswith("arr_") for k in arrays) and not set(arrays) & set(names):
-        arrays = {names[int(k[4:])]: v for k, v in arrays.items() if int(k[4:]) < len(names)}
-    unknown = sorted(set(arrays) - set(names))
-    if unknown:
-        raise ValueError(f"{where}: arrays {unknown} match no input; inputs are {names}")
-    new: list[Any] = []
-    for name, old in leaves:
-        if name not in arrays or (isinstance(old, jax.Array)
-                                  and jax.dtypes.issubdtype(old.dtype, jax.dtypes.prng_key)):
-            new.append(old)
-            continue
-        a, old_np = np.asarray(arrays[name]), np.asarray(old)
-        if a.dtype.kind == "V" and a.dtype.itemsize == old_np.dtype.itemsize:
-            a = a.view(old_np.dtype)
-        if a.shape != old_np.shape or a.dtype != old_np.dtype:
-            raise ValueError(f"{where}: {name} is {a.dtype}{list(a.shape)}, the case expects "
-                             f"{old_np.dtype}{list(old_np.shape)}")
-        new.append(jax.numpy.asarray(a))
-    return tuple(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(args), new))
+class InputSlots:
+    """The leaves of ``args`` that input sets replace, worked out once (names, tree structure, the
+    shape and dtype each expects), so that ``fill`` only checks a set's arrays and puts them in place."""
+
+    def __init__(self, args: tuple) -> None:
+        import jax
+
+        from .pytree import argument_leaves
+
+        leaves = argument_leaves(args)
+        self.names = [n for n, _ in leaves]
+        self._known = frozenset(self.names)
+        self._leaves = [x for _, x in leaves]
+        self._treedef = jax.tree_util.tree_structure(args)
+        # name -> (position, dtype, shape) of each leaf a set may replace; PRNG keys stay as they are
+        self._slots: dict[str, tuple[int, np.dtype, tuple]] = {}
+        for i, (name, x) in enumerate(leaves):
+            if not (isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)):
+                ref = np.asarray(x)
+                self._slots[name] = (i, ref.dtype, ref.shape)
+
+    def fill(self, arrays: dict[str, np.ndarray], where: str = "input set") -> tuple:
+        """The arguments with ``arrays`` in place (one transfer to the device for all of them)."""
+        import jax
+
+        names = self.names
+        if arrays and all(k.startswith("arr_") for k in arrays) and not self._known.intersection(arrays):
+            arrays = {names[int(k[4:])]: v for k, v in arrays.items() if int(k[4:]) < len(names)}
+        unknown = sorted(arrays.keys() - self._known)
+        if unknown:
+            raise ValueError(f"{where}: arrays {unknown} match no input; inputs are {names}")
+        positions, new = [], []
+        for name, (i, dtype, shape) in self._slots.items():
+            if name not in arrays:
+                continue
+            a = np.asarray(arrays[name])
+            if a.dtype.kind == "V" and a.dtype.itemsize == dtype.itemsize:
+                a = a.view(dtype)
+            if a.shape != shape or a.dtype != dtype:
+                raise ValueError(f"{where}: {name} is {a.dtype}{list(a.shape)}, the case expects "
+                                 f"{dtype}{list(shape)}")
+            positions.append(i)
+            new.append(a)
+        leaves: list[Any] = list(self._leaves)
+        for i, x in zip(positions, jax.device_put(new)):
+            leaves[i] = x
+        return tuple(jax.tree_util.tree_unflatten(self._treedef, leaves))
