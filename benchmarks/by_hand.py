@@ -11,7 +11,6 @@ import sys
 import tempfile
 
 import jax
-import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import tensorflow as tf

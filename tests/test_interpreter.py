@@ -12,8 +12,7 @@ import pytest
 from flax import linen as nn
 from jax import lax
 
-from jaxparity import interpreter
-from jaxparity.interpreter import EqnEvent, InterpretError, evaluate_jaxpr, interpret
+from jaxparity.interpreter import EqnEvent, InterpretError, evaluate_jaxpr, interpret, primitives
 
 BF16 = ml_dtypes.bfloat16
 
@@ -95,7 +94,7 @@ def test_rounding_through_float32_would_be_wrong():
 @pytest.mark.parametrize("fast", [True, False])
 @pytest.mark.parametrize("op", ["reduce_sum", "dot"])
 def test_declared_rounds_once(monkeypatch, fast, op):
-    monkeypatch.setattr(interpreter, "USE_NUMPY_FAST_PATH", fast)
+    monkeypatch.setattr(primitives, "USE_NUMPY_FAST_PATH", fast)
     if op == "reduce_sum":
         fn = lambda x: lax.reduce(x, np.array(0, BF16), lax.add, (0,))  # noqa: E731
     else:
@@ -224,7 +223,7 @@ def test_integer_and_bool_ops_exact(monkeypatch):
                 (a & b) ^ (a | 5), a.astype(jnp.uint8), jnp.cumsum(b), a.astype(jnp.bfloat16))
 
     for fast in (True, False):
-        monkeypatch.setattr(interpreter, "USE_NUMPY_FAST_PATH", fast)
+        monkeypatch.setattr(primitives, "USE_NUMPY_FAST_PATH", fast)
         for mode in ("declared", "f64"):
             got, want = interpret(fn, a, b, mode=mode), eager(fn, a, b)
             for g, w in zip(got[:-1], want[:-1]):
@@ -329,7 +328,7 @@ def test_numpy_fast_path_matches_bind(monkeypatch, name):
     fn, *args = FAST_CASES[name]
     results = {}
     for fast in (True, False):
-        monkeypatch.setattr(interpreter, "USE_NUMPY_FAST_PATH", fast)
+        monkeypatch.setattr(primitives, "USE_NUMPY_FAST_PATH", fast)
         results[fast] = [interpret(fn, *args, mode=m) for m in ("declared", "f64")]
     assert_bits_equal(results[True][0], results[False][0])
     assert results[True][1].dtype == np.float64
@@ -340,12 +339,12 @@ def test_numpy_fast_path_matches_bind(monkeypatch, name):
 
 def test_fast_path_is_used_and_can_be_disabled(monkeypatch):
     calls = []
-    real_bind = interpreter._bind
-    monkeypatch.setattr(interpreter, "_bind", lambda p, *a: calls.append(p.name) or real_bind(p, *a))
+    real_bind = primitives._bind
+    monkeypatch.setattr(primitives, "_bind", lambda p, *a: calls.append(p.name) or real_bind(p, *a))
     fn = lambda x, y: jnp.tanh(x * y + 1.0).sum()  # noqa: E731
     interpret(fn, X[:4], Y[:4])
     assert calls == []
-    monkeypatch.setattr(interpreter, "USE_NUMPY_FAST_PATH", False)
+    monkeypatch.setattr(primitives, "USE_NUMPY_FAST_PATH", False)
     interpret(fn, X[:4], Y[:4])
     assert {"mul", "add", "tanh", "reduce_sum"} <= set(calls)
 
@@ -399,14 +398,14 @@ def test_unsupported_jaxpr_primitive_raises():
 
 
 def test_failure_is_wrapped_with_primitive_and_source(monkeypatch):
-    real_bind = interpreter._bind
+    real_bind = primitives._bind
 
     def failing(prim, vals, params):
         if prim.name == "cumsum":
             raise RuntimeError("boom")
         return real_bind(prim, vals, params)
 
-    monkeypatch.setattr(interpreter, "_bind", failing)
+    monkeypatch.setattr(primitives, "_bind", failing)
     fn = lambda x: jnp.cumsum(x) * 2  # noqa: E731
     with pytest.raises(InterpretError, match=r"cannot evaluate cumsum at .*test_interpreter\.py:\d+.*boom"):
         interpret(fn, np.ones(3, np.float32))

@@ -145,8 +145,8 @@ def test_bf16_flax_dense_that_the_converter_computes_in_f32_is_a_finding(example
         p = result.path(spec)
         assert p.status == "ok", p.message
         assert [leaf.dtype for leaf in p.leaves] == ["bfloat16"]  # rounded back to the declared dtype
-        assert f"finding: the ONNX model computes Gemm (3 ops) in float32 where the program declares bfloat16 " \
-               f"dot_general (3 ops): the converter changed the precision" in p.notes, p.notes
+        assert "finding: the ONNX model computes Gemm (3 ops) in float32 where the program declares bfloat16 " \
+               "dot_general (3 ops): the converter changed the precision" in p.notes, p.notes
         assert any(n.startswith("finding: output out is float32") and "rounds it once" in n for n in p.notes)
     # The bf16 output is the model's f32 output rounded once to nearest even, bit for bit.
     model = convert(case.fn, case.args)

@@ -313,7 +313,7 @@ def _histogram(p: PathResult, leaf: LeafResult, baseline: str) -> str:
                      f'text-anchor="middle">{count}</text>')
         parts.append(f'<text x="{bx + (bw - 4) / 2:.1f}" y="{H - B + 12}" font-size="9" text-anchor="end" '
                      f'transform="rotate(-30 {bx + (bw - 4) / 2:.1f} {H - B + 12})" fill="#656d76">{_e(bucket)}</text>')
-    parts.append(f'<text x="4" y="11" font-size="10" fill="#656d76">elements</text></svg>')
+    parts.append('<text x="4" y="11" font-size="10" fill="#656d76">elements</text></svg>')
     label = f"{p.spec} {leaf.name}" if leaf.name else p.spec
     return (f'<figure id="hist-{_slug(p.spec)}-{_slug(leaf.name)}">{"".join(parts)}'
             f'<figcaption><code>{_e(label)}</code>: ULP from <code>{_e(baseline)}</code> per element '

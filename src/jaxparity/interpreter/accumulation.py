@@ -1,0 +1,71 @@
+"""Narrow accumulation (``Semantics.sequential_narrow``): sums, dots and convs that round
+their running sum to the narrow dtype after every addition, in index order."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jax import lax
+
+from jaxparity.rounding import round_to_dtype
+
+from .primitives import _dot_operands
+
+def _rounded(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """`x` rounded once to `dtype`, held in float64."""
+    return round_to_dtype(np.asarray(x, np.float64), dtype).astype(np.float64)
+
+
+def _accumulate(term: Callable[[int], np.ndarray], n: int, shape: Sequence[int],
+                dtype: Any) -> np.ndarray:
+    """0 + term(0) + term(1) + ... in index order, rounding to `dtype` after every addition."""
+    acc = np.zeros(shape)
+    for k in range(n):
+        acc = _rounded(acc + term(k), dtype)
+    return acc
+
+
+def _seq_reduce_sum(p: dict, vals: list, dtype: Any) -> list:
+    (x,) = vals
+    axes = sorted(a % x.ndim for a in p["axes"])
+    keep = [d for d in range(x.ndim) if d not in axes]
+    xt = x.transpose(keep + axes).reshape([x.shape[d] for d in keep] + [-1])
+    return [_accumulate(lambda k: _rounded(xt[..., k], dtype), xt.shape[-1], xt.shape[:-1], dtype)]
+
+
+def _seq_dot_general(p: dict, vals: list, dtype: Any) -> list | None:
+    lhs, rhs = vals
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return None
+    a, b, shape = _dot_operands(p, lhs, rhs, np.float64)
+    acc = _accumulate(lambda k: _rounded(a[:, :, k, None] * b[:, None, k, :], dtype),
+                      a.shape[2], (a.shape[0], a.shape[1], b.shape[2]), dtype)
+    return [acc.reshape(shape)]
+
+
+def _seq_conv(p: dict, vals: list, dtype: Any) -> list | None:
+    """conv_general_dilated as patches (lax.conv_general_dilated_patches, exact in float64:
+    it gathers with a one-hot kernel) times the kernel, summed over (input feature, window
+    position) in that order."""
+    lhs, rhs = vals
+    if p["batch_group_count"] != 1 or np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return None
+    dn = p["dimension_numbers"]
+    lhs, rhs = lhs.transpose(dn.lhs_spec), rhs.transpose(dn.rhs_spec)  # N C *S, O I *W
+    n, (o, i), win, g = lhs.shape[0], rhs.shape[:2], rhs.shape[2:], p["feature_group_count"]
+    patches = np.asarray(lax.conv_general_dilated_patches(
+        lhs, win, p["window_strides"], p["padding"], p["lhs_dilation"], p["rhs_dilation"],
+        precision=lax.Precision.HIGHEST))  # N, C*W (C major), *out_spatial
+    k = i * math.prod(win)
+    pt = patches.reshape(n, g, k, -1)  # C = g * i
+    kt = rhs.reshape(g, o // g, k)
+    acc = _accumulate(lambda j: _rounded(pt[:, :, None, j, :] * kt[None, :, :, j, None], dtype),
+                      k, (n, g, o // g, pt.shape[-1]), dtype)
+    return [acc.reshape(n, o, *patches.shape[2:]).transpose(np.argsort(dn.out_spec))]
+
+
+_SEQUENTIAL: dict[str, Callable] = {"reduce_sum": _seq_reduce_sum, "dot_general": _seq_dot_general,
+                                    "conv_general_dilated": _seq_conv}
