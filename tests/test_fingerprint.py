@@ -7,27 +7,12 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from flax import linen as nn
+from cases.seed_layer import LAYER, VARS, X
 
 from jaxparity.explain.fingerprint import CANDIDATES, CandidateMatch, Fingerprint, fingerprint
 from jaxparity.interpreter import Semantics
 
 BF16 = ml_dtypes.bfloat16
-
-
-class Foo(nn.Module):
-    dtype: object = jnp.float32
-
-    @nn.compact
-    def __call__(self, h):
-        y = nn.Conv(2, kernel_size=(1,), strides=1, padding=0, feature_group_count=2,
-                    use_bias=False, dtype=self.dtype)(h)
-        return y + h
-
-
-LAYER = Foo(dtype=jnp.bfloat16)
-VARS = {"params": {"Conv_0": {"kernel": jnp.asarray([[[0.25436434, 0.8453059]]])}}}
-X = jnp.asarray([-1.0932410, -1.2380177], jnp.float32).reshape(1, 1, 2)
 
 
 def by_name(fp: Fingerprint) -> dict[str, CandidateMatch]:

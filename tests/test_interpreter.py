@@ -48,18 +48,7 @@ def ulp_distance(a, b, scale=False):
 
 
 # ------------------------------------------------------------------------ seed case
-class Foo(nn.Module):
-    dtype: object = jnp.float32
-
-    @nn.compact
-    def __call__(self, h):
-        y = nn.Conv(2, kernel_size=(1,), strides=1, padding=0, feature_group_count=2,
-                    use_bias=False, dtype=self.dtype)(h)
-        return y + h
-
-
-LAYER = Foo(dtype=jnp.bfloat16)
-VARS = {"params": {"Conv_0": {"kernel": jnp.asarray([[[0.25436434, 0.8453059]]])}}}
+from cases.seed_layer import LAYER, VARS  # noqa: E402
 
 
 def test_seed_conv_declared_matches_eager_bit_for_bit():
