@@ -356,11 +356,24 @@ def _explain_worst(args: argparse.Namespace, result: Any, arrays: dict, worst: A
     return dataclasses.replace(result, explanations=found)
 
 
-class _SampleBar:
-    """A rich progress bar per path on stderr while it runs its samples."""
+class _Feedback:
+    """What a command tells the user on stderr while it runs; nothing with --quiet."""
 
     def __init__(self, console: Console, quiet: bool) -> None:
         self.console, self.quiet = console, quiet
+
+    def log(self, message: str) -> None:
+        from rich.markup import escape
+
+        if not self.quiet:
+            self.console.print(f"[dim]{escape(message)}[/]", soft_wrap=True)  # commands stay copyable
+
+
+class _SampleBar(_Feedback):
+    """A rich progress bar per path on stderr while it runs its samples."""
+
+    def __init__(self, console: Console, quiet: bool) -> None:
+        super().__init__(console, quiet)
         self.progress: Any = None
 
     def __call__(self, spec: str, done: int, total: int) -> None:
@@ -375,12 +388,6 @@ class _SampleBar:
         if done == 0:
             self.task = self.progress.add_task(spec, total=total)
         self.progress.update(self.task, completed=done)
-
-    def log(self, message: str) -> None:
-        from rich.markup import escape
-
-        if not self.quiet:
-            self.console.print(f"[dim]{escape(message)}[/]", soft_wrap=True)  # commands stay copyable
 
     def stop(self) -> None:
         if self.progress is not None:
@@ -442,11 +449,11 @@ def _write_fixed(args: argparse.Namespace, result: Any, out: Console) -> None:
               f"(verified: {verified[0].evidence})")
 
 
-class _Progress:
+class _Progress(_Feedback):
     """A spinner naming the running path, and a line per finished path, on stderr."""
 
     def __init__(self, console: Console, quiet: bool) -> None:
-        self.console, self.quiet = console, quiet
+        super().__init__(console, quiet)
         self.status: Status | None = None
 
     def __call__(self, spec: str, run: PathRun | None) -> None:
@@ -460,12 +467,6 @@ class _Progress:
         mark = {"ok": "[green]✓[/]", "unavailable": "[dim]–[/]"}.get(run.status, "[red]✗[/]")
         extra = f" {run.status}" if run.status != "ok" else ""
         self.console.print(f"{mark} {spec} [dim]{run.seconds:.2f}s{extra}[/]")
-
-    def log(self, message: str) -> None:
-        from rich.markup import escape
-
-        if not self.quiet:
-            self.console.print(f"[dim]{escape(message)}[/]", soft_wrap=True)  # commands stay copyable
 
     def stop(self) -> None:
         if self.status is not None:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from ..result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
-__all__ = ["HUGE_ULP", "HUGE_ULP_NOTE", "arrays_line", "fmt", "leaf_line", "path_line", "required_tolerance",
-           "summary_line", "ulp_text"]
+__all__ = ["HUGE_ULP", "HUGE_ULP_NOTE", "arrays_line", "fmt", "leaf_line", "path_line", "producer",
+           "required_tolerance", "summary_line", "ulp_text"]
 
 
 def fmt(x: float | None) -> str:
@@ -133,3 +133,11 @@ HUGE_ULP_NOTE = ("ULP counts in the millions come from values near zero or of op
 def ulp_text(n: int) -> str:
     """A ULP count; counts in the millions (values near zero) in short scientific form."""
     return str(n) if n < HUGE_ULP else f"{n:.2g}".replace("e+0", "e").replace("e+", "e")
+
+
+def producer(operand: str) -> tuple[int, int] | None:
+    """(op index, output index) of an ``OpInfo.operands`` entry made by an op; None otherwise."""
+    if not operand.startswith("op"):
+        return None
+    op, _, output = operand[2:].partition(":")
+    return int(op), int(output or 0)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..result import ComparisonResult, LeafResult, PathResult
 from .explanation import layer_growth
-from .format import HUGE_ULP, HUGE_ULP_NOTE, fmt, leaf_line, path_line, summary_line, ulp_text
+from .format import HUGE_ULP, HUGE_ULP_NOTE, fmt, leaf_line, path_line, producer, summary_line, ulp_text
 
 __all__ = ["render_html_report", "write_html"]
 
@@ -187,8 +187,7 @@ def _plotted(loc: Any) -> list[Any]:
     moved = {d.index for d in loc.drift if d.max_abs != 0}
     reached: set[int] = set()
     for op in loc.program:
-        if op.index in moved or any(o.startswith("op") and int(o[2:].partition(":")[0]) in reached
-                                    for o in op.operands):
+        if op.index in moved or any((src := producer(o)) is not None and src[0] in reached for o in op.operands):
             reached.add(op.index)
     first = min(reached, default=math.inf)
     return sorted((d for d in loc.drift if d.index < first or d.index in reached), key=lambda d: d.index)

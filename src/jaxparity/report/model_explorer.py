@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..result import ComparisonResult
+from .format import producer
 
 __all__ = ["model_explorer_graph", "model_explorer_node_data", "write_model_explorer"]
 
@@ -81,9 +82,9 @@ def _kv(key: str, value: object) -> dict[str, str]:
 def _edge(operand: str, position: int) -> dict[str, str] | None:
     if operand.startswith("arg"):
         return {"sourceNodeId": operand, "sourceNodeOutputId": "0", "targetNodeInputId": str(position)}
-    if operand.startswith("op"):
-        op, _, output = operand[2:].partition(":")
-        return {"sourceNodeId": op, "sourceNodeOutputId": output or "0", "targetNodeInputId": str(position)}
+    src = producer(operand)
+    if src is not None:
+        return {"sourceNodeId": str(src[0]), "sourceNodeOutputId": str(src[1]), "targetNodeInputId": str(position)}
     return None  # constants and literals are not nodes
 
 
