@@ -96,3 +96,138 @@ def test_reference_error_in_the_arrays_own_dtype():
     assert e.max_ulp == 0 and e.max_abs == pytest.approx(2.0**-9)
     e = reference_error(np.array([1.0078125, 3.0], ml_dtypes.bfloat16), ideal)
     assert e.max_ulp == 1
+
+
+# ----------------------------------------------------------------------- every dtype JAX has
+from jaxparity.metrics import UnsupportedDtype, dtype_class  # noqa: E402
+
+ONE_BYTE_FLOATS = [ml_dtypes.float8_e3m4, ml_dtypes.float8_e4m3, ml_dtypes.float8_e4m3b11fnuz,
+                   ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
+                   ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e8m0fnu, ml_dtypes.float4_e2m1fn,
+                   ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+        ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2]
+
+
+def test_every_jax_dtype_has_a_class_and_nothing_else_is_equal():
+    import jax.numpy as jnp
+
+    names = ["bool_", "int4", "int8", "int16", "int32", "int64", "uint4", "uint8", "uint16", "uint32", "uint64",
+             "float8_e4m3fn", "float8_e5m2", "bfloat16", "float16", "float32", "float64", "complex64",
+             "complex128"]
+    for name in names:
+        assert dtype_class(np.dtype(getattr(jnp, name))) in ("bool", "int", "uint", "float", "complex")
+    import jax
+
+    assert dtype_class(jax.dtypes.float0) == "empty"
+    for bad in (np.array(["a"]), np.array([b"a"]), np.array([object()]), np.array([np.datetime64(1, "s")])):
+        with pytest.raises(UnsupportedDtype):
+            diff_leaf(bad, bad.copy())
+
+
+@pytest.mark.parametrize("dtype", ONE_BYTE_FLOATS, ids=lambda d: np.dtype(d).name)
+def test_one_byte_floats_neighbours_are_one_ulp_apart(dtype):
+    # Every representable value, in order, as ml_dtypes itself orders them (through float64).
+    values = np.arange(256, dtype=np.uint8).view(dtype)
+    wide = values.astype(np.float64)
+    ordered = values[~np.isnan(wide)][np.argsort(wide[~np.isnan(wide)], kind="stable")]
+    dist = ulp_distance(ordered[1:], ordered[:-1])
+    same = ordered[1:].astype(np.float64) == ordered[:-1].astype(np.float64)  # +0 and -0
+    assert (dist[same] == 0).all() and (dist[~same] == 1).all()
+    lo, hi = ordered[0:1], ordered[-1:]
+    assert ulp_distance(lo, hi)[0] == len(np.unique(wide[~np.isnan(wide)])) - 1
+    if np.isnan(wide).any():  # formats with a NaN: NaN/NaN agree, NaN against a number is flagged
+        nan = values[np.isnan(wide)][:1]
+        assert ulp_distance(nan, nan).tolist() == [0] and ulp_distance(nan, hi).tolist() == [-1]
+    d = diff_leaf(ordered[1:], ordered[:-1])
+    assert d.n_differ == int((~same).sum()) and d.max_ulp == 1
+
+
+@pytest.mark.parametrize("dtype", INTS, ids=lambda d: np.dtype(d).name)
+def test_integers_exact_at_every_width(dtype):
+    info = ml_dtypes.iinfo(dtype)
+    a = np.array([info.min, info.max, info.max, 0], dtype)
+    b = np.array([info.max, info.max, info.max - 1, 1], dtype)
+    span = int(info.max) - int(info.min)
+    assert ulp_distance(a, b).tolist() == [min(span, 2**63 - 1), 0, 1, 1]
+    d = diff_leaf(a, b)
+    assert d.n_differ == 3 and d.worst_index == (0,) and d.worst_got == int(info.min)
+
+
+def test_int64_beyond_2_53_is_not_rounded_into_equality():
+    a, b = np.array([2**62, -(2**62)], np.int64), np.array([2**62 + 1, -(2**62) - 1], np.int64)
+    d = diff_leaf(a, b)
+    assert (d.n_differ, d.max_ulp) == (2, 1) and not d.within_tolerance
+    assert d.worst_got == 2**62 and d.worst_expected == 2**62 + 1  # exact, not via float64
+    u = np.array([2**64 - 1], np.uint64)
+    assert diff_leaf(u, u - np.uint64(1)).n_differ == 1
+
+
+def test_bools():
+    d = diff_leaf(np.array([True, False, True]), np.array([True, True, False]))
+    assert (d.n_differ, d.max_ulp, d.worst_index, d.worst_got, d.worst_expected) == (2, 1, (1,), 0, 1)
+
+
+def test_complex_each_component_in_its_own_ulp():
+    # From the issue: a difference in the imaginary part or below 1.0 used to be invisible.
+    d = diff_leaf(np.array([1.5 + 2j], np.complex64), np.array([1.25 + 7j], np.complex64))
+    assert d.n_differ == 1 and not d.within_tolerance
+    c = d.complex_parts
+    real = ulp_distance(np.array([1.5], np.float32), np.array([1.25], np.float32))[0]
+    imag = ulp_distance(np.array([2.0], np.float32), np.array([7.0], np.float32))[0]
+    assert (c.max_ulp_real, c.max_ulp_imag, d.max_ulp) == (real, imag, max(real, imag))
+    assert d.max_abs == pytest.approx(abs((1.5 + 2j) - (1.25 + 7j)))
+    assert c.max_rel_modulus == pytest.approx(abs(abs(1.5 + 2j) - abs(1.25 + 7j)) / abs(1.25 + 7j))
+    assert (d.worst_got, c.worst_got_imag, d.worst_expected, c.worst_expected_imag) == (1.5, 2.0, 1.25, 7.0)
+    # one ULP in the imaginary part only
+    x = np.array([3 + 1j], np.complex128)
+    y = x.copy()
+    y.imag = np.nextafter(1.0, 2.0)
+    d = diff_leaf(x, y)
+    assert (d.n_differ, d.max_ulp, d.complex_parts.max_ulp_real, d.complex_parts.max_ulp_imag) == (1, 1, 0, 1)
+
+
+def test_complex_nan_and_inf_per_component():
+    nan = np.nan
+    a = np.array([complex(nan, 1), complex(1, nan), complex(np.inf, 0), complex(0.0, -0.0)], np.complex64)
+    b = np.array([complex(nan, 1), complex(1, 2), complex(np.inf, 1), complex(-0.0, 0.0)], np.complex64)
+    assert ulp_distance(a, b).tolist()[:2] == [0, -1]  # NaN/NaN agree per component; NaN vs 2 flagged
+    d = diff_leaf(a, b)
+    assert (d.n_differ, d.nan_mismatch, d.inf_mismatch) == (2, 1, 0)
+    assert d.required_ulp is None  # no tolerance passes a NaN against a number
+    d = diff_leaf(np.array([complex(1, np.inf)], np.complex64), np.array([complex(1, 3e38)], np.complex64))
+    assert d.inf_mismatch == 1 and d.n_differ == 1
+
+
+def test_complex_from_the_issue_is_not_passed_by_compare():
+    import jax
+
+    import jaxparity
+
+    a = np.array([-2.158813238143921 - 1.1606125831604004j], np.complex64)
+    b = np.array([2.1910552978515625 + 4.066328048706055j], np.complex64)
+    expected = (a.astype(np.complex128) * b.astype(np.complex128)).astype(np.complex64)  # correctly rounded
+    r = jaxparity.compare(jax.lax.mul, a, b, paths=["eager"], baseline="declared")
+    eager = r._source["runs"]["eager"].outputs[0][1]
+    differs = (eager != expected).any()
+    assert r.path("eager").passed is not differs  # passes exactly when eager's product is correctly rounded
+    assert r.path("declared").leaves[0].values == ((float(expected[0].real), float(expected[0].imag)),)
+
+
+def test_reference_error_complex_in_component_ulp():
+    ideal = np.array([1 / 3 + 2j / 3])
+    best = ideal.astype(np.complex64)
+    assert reference_error(best, ideal).max_ulp == 0
+    off = best.copy()
+    off.imag = np.nextafter(off.imag, np.float32(1))
+    assert reference_error(off, ideal).max_ulp == 1
+    inf = np.array([complex(np.inf, 1)])
+    assert reference_error(inf.astype(np.complex64), inf).max_ulp == 0  # inf stays inf, no NaN mixed in
+
+
+def test_float0_carries_no_values():
+    import jax
+
+    z = np.zeros((3,), jax.dtypes.float0)
+    d = diff_leaf(z, z.copy())
+    assert d.n_differ == 0 and d.bitwise_equal

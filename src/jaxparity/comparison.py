@@ -18,8 +18,9 @@ import numpy as np
 
 from .case import Case
 from .envs import EnvSpec
+from .equivalence import OutputRule, align
 from .execute import CaseInfo, PathRun, case_info, run_in_process
-from .metrics import Tolerance, diff_leaf, reference_error
+from .metrics import Tolerance, UnsupportedDtype, diff_leaf, dtype_class, reference_error
 from .rounding import round_to_dtype
 from .paths import DEFAULT_PATHS, make_path, spec_env
 from .runners import Runners
@@ -243,9 +244,13 @@ def build_result(
             if problem:
                 verdict, message = "error", f"output structure differs from {baseline}: {problem}"
             else:
-                leaves = [_leaf(name, arr, dict(base.outputs)[name], ideal_out.get(name), spec == baseline,
-                                tolerance) for name, arr in outputs]
-                verdict = _verdict(leaves) if spec != baseline else "baseline"
+                try:
+                    leaves = [_leaf(name, dict(outputs), dict(base.outputs), ideal_out, spec == baseline, tolerance,
+                                    info.output_rules.get(name)) for name, _ in outputs]
+                    verdict = _verdict(leaves) if spec != baseline else "baseline"
+                except UnsupportedDtype as e:  # never "equal" for values nothing can measure
+                    leaves, verdict, message = [], "error", f"cannot compare its outputs: {e}"
+                    gated = True
         if run.status in ("error", "crashed", "timeout") or (run.status == "unavailable" and gated):
             verdict = run.status if run.status != "unavailable" else "unavailable"
         results.append(
@@ -276,12 +281,29 @@ def build_result(
     )
 
 
-def _leaf(name: str, got: np.ndarray, expected: np.ndarray, ideal: np.ndarray | None, is_baseline: bool,
-          tolerance: Tolerance) -> LeafResult:
-    diff = None if is_baseline else diff_leaf(got, expected, tolerance)
-    numeric = ideal is not None and got.dtype.kind != "b"
-    err = reference_error(got, ideal) if numeric else None
-    base_err = reference_error(expected, ideal) if numeric else None
+def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray], ideal: dict[str, np.ndarray],
+          is_baseline: bool, tolerance: Tolerance, rule: OutputRule | None) -> LeafResult:
+    """One output leaf against the baseline's and the ideal's; with a ``rule``, each pair is first
+    brought to the canonical form the math defines (eigenvectors up to sign...)."""
+    got = outputs[name]
+    kind = dtype_class(got.dtype)  # raises UnsupportedDtype first, whatever the baseline says
+    how = None
+
+    def pair(mine: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        nonlocal how
+        if rule is None:
+            return mine[name], other[name]
+        a, b, how = align(rule, mine, other)
+        return a, b
+
+    diff = None
+    if not is_baseline:
+        diff = diff_leaf(*pair(outputs, base), tolerance)
+        if rule is not None:  # bit-identical means the raw bits, not the canonical forms
+            diff = dataclasses.replace(diff, bitwise_equal=got.tobytes() == base[name].tobytes())
+    numeric = name in ideal and kind in ("float", "complex", "int", "uint")
+    err = reference_error(*pair(outputs, ideal)) if numeric else None
+    base_err = reference_error(*pair(base, ideal)) if numeric else None
     return LeafResult(
         name=name,
         dtype=str(got.dtype),
@@ -290,8 +312,20 @@ def _leaf(name: str, got: np.ndarray, expected: np.ndarray, ideal: np.ndarray | 
         error_vs_f64=err,
         baseline_error_vs_f64=base_err,
         closer_to_f64=_closer(err, base_err) if err and base_err and not is_baseline else None,  # type: ignore[arg-type]
-        values=tuple(float(v) for v in got.reshape(-1).astype(np.float64)) if got.size <= 16 else None,
+        values=_values(got) if got.size <= 16 else None,
+        rule=how,
     )
+
+
+def _values(a: np.ndarray) -> tuple:
+    """An output's elements as the result model holds them: exact ints, floats, [re, im] pairs."""
+    kind = dtype_class(a.dtype)
+    flat = a.reshape(-1)
+    if kind == "complex":
+        return tuple((float(v.real), float(v.imag)) for v in flat)
+    if kind in ("int", "uint", "bool"):
+        return tuple(int(v) for v in flat)
+    return tuple(float(v) for v in flat.astype(np.float64))
 
 
 def _verdict(leaves: list[LeafResult]) -> str:

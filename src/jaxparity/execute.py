@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator, Literal
 import numpy as np
 
 from .paths import Path, PathError, PathUnavailable
+from .equivalence.rules import OutputRule
 from .result import ArrayInfo
 
 __all__ = ["CaseInfo", "IsolatedRunner", "PathRun", "run_in_process", "to_host"]
@@ -48,6 +49,8 @@ class CaseInfo:
     input_source: str
     inputs: tuple[ArrayInfo, ...]
     environment: dict[str, Any] = field(default_factory=dict)
+    # Outputs whose values are defined only up to sign, phase or order (eigenvectors...), by leaf name.
+    output_rules: dict[str, OutputRule] = field(default_factory=dict)
 
 
 def _user_frame(exc: BaseException) -> str:
@@ -325,17 +328,23 @@ def environment() -> dict[str, Any]:
 def case_info(case: Any) -> CaseInfo:
     import jax
 
+    from .equivalence.producers import output_rules
     from .pytree import argument_leaves
 
     def info(name: str, x: Any) -> ArrayInfo:
         aval = jax.numpy.asarray(x) if not isinstance(x, (jax.Array, np.ndarray, np.generic)) else x
         return ArrayInfo(name, str(aval.dtype), tuple(int(d) for d in np.shape(aval)))
 
+    try:
+        rules = output_rules(case.fn, case.args)
+    except Exception:  # a case that cannot be traced: every path reports why when it runs
+        rules = {}
     return CaseInfo(
         name=case.name,
         source=case.source,
         input_source=case.input_source,
         inputs=tuple(info(n, x) for n, x in argument_leaves(case.args)),
         environment=environment(),
+        output_rules=rules,
     )
 

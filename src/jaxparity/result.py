@@ -44,8 +44,12 @@ class LeafResult:
     baseline_error_vs_f64: ReferenceError | None
     # Which of this path and the baseline is nearer the ideal (by mean abs error, then max).
     closer_to_f64: Literal["path", "baseline", "tie"] | None
-    # The values themselves for outputs of at most 16 elements (what a bug report quotes).
-    values: tuple[float, ...] | None = None
+    # The values themselves for outputs of at most 16 elements (what a bug report quotes): floats,
+    # exact ints (bools as 0/1), [real, imag] pairs for complex.
+    values: tuple[float | int | tuple[float, float], ...] | None = None
+    # How the values were compared when the math defines them only up to sign, phase or order
+    # (e.g. "eigh vectors compared up to the sign/phase of each vector"); None: element by element.
+    rule: str | None = None
 
 
 @dataclass(frozen=True)

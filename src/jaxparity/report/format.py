@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ..metrics import LeafDiff, dtype_class
 from ..result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
 __all__ = ["HUGE_ULP", "HUGE_ULP_NOTE", "arrays_line", "fmt", "leaf_line", "path_line", "producer",
-           "required_tolerance", "summary_line", "ulp_text"]
+           "required_tolerance", "summary_line", "ulp_text", "value_text", "values_text"]
 
 
 def fmt(x: float | None) -> str:
@@ -30,11 +31,44 @@ def required_tolerance(leaf: LeafResult) -> str:
     return " or ".join(parts)
 
 
+def value_text(v: float | int | Sequence[float]) -> str:
+    """One element as a report quotes it: 8 significant digits, exact integers, ``a+bj`` for complex."""
+    if isinstance(v, (tuple, list)):
+        re, im = v
+        return f"{re:.8g}{'+' if im >= 0 or math.isnan(im) else '-'}{abs(im):.8g}j"
+    if isinstance(v, int):
+        return str(v)
+    return f"{v:.8g}"
+
+
+def values_text(values: Sequence) -> str:
+    return "[" + ", ".join(map(value_text, values)) + "]"
+
+
 def _element(leaf: LeafResult) -> str:
     d = leaf.diff
     assert d is not None and d.worst_index is not None
     idx = ",".join(map(str, d.worst_index))
-    return f"{leaf.name}[{idx}] = {d.worst_got:.8g} vs {d.worst_expected:.8g}"
+    got, expected = d.worst_got, d.worst_expected
+    if d.complex_parts is not None:  # the real parts are worst_got/worst_expected, the imaginary ones here
+        got = (got, d.complex_parts.worst_got_imag)  # type: ignore[assignment]
+        expected = (expected, d.complex_parts.worst_expected_imag)  # type: ignore[assignment]
+    return f"{leaf.name}[{idx}] = {value_text(got)} vs {value_text(expected)}"  # type: ignore[arg-type]
+
+
+def _how_far(d: LeafDiff) -> str:
+    """The distance in the units of the dtype's class (see ``metrics.dtype_class``)."""
+    kind = dtype_class(d.dtype)
+    if kind == "bool":
+        return "bool"
+    if kind in ("int", "uint"):
+        return f"by up to {d.max_ulp} ({d.dtype})"
+    if d.complex_parts is not None:
+        c = d.complex_parts
+        part = "float32" if d.dtype == "complex64" else "float64"
+        return (f"up to {c.max_ulp_real} ULP of {part} in the real part and {c.max_ulp_imag} in the imaginary "
+                f"part, max abs {fmt(d.max_abs)}, |z| up to {fmt(c.max_rel_modulus)} relative")
+    return f"up to {d.max_ulp} ULP of {d.dtype}, max abs {fmt(d.max_abs)}"
 
 
 def leaf_line(leaf: LeafResult, baseline: str) -> str:
@@ -43,9 +77,13 @@ def leaf_line(leaf: LeafResult, baseline: str) -> str:
         return ""
     if d.bitwise_equal:
         return f"{leaf.name}: bit-identical"
+    if d.n_differ == 0 and leaf.rule:
+        return f"{leaf.name}: equal ({leaf.rule})"
     if d.n_differ == 0:
         return f"{leaf.name}: equal values (bit patterns differ only in ±0 or NaN payloads)"
-    text = f"{leaf.name}: {d.n_differ}/{d.size} elements differ, up to {d.max_ulp} ULP of {d.dtype}, max abs {fmt(d.max_abs)}"
+    text = f"{leaf.name}: {d.n_differ}/{d.size} elements differ, {_how_far(d)}"
+    if leaf.rule:
+        text += f" ({leaf.rule})"
     if d.nan_mismatch:
         text += f", {d.nan_mismatch} NaN against a number"
     text += f"; worst {_element(leaf)}"
@@ -77,6 +115,10 @@ def _path_line(p: PathResult, baseline: str) -> str:
     if p.verdict == "identical":
         return f"bit-identical to {baseline}{role}"
     if p.verdict == "equal":
+        rules = [f"{lf.name}: {lf.rule}" for lf in p.leaves
+                 if lf.rule and lf.diff is not None and not lf.diff.bitwise_equal]
+        if rules:
+            return f"equal to {baseline}{role} as the math defines it: " + "; ".join(rules)
         return f"equal to {baseline}{role}; bit patterns differ only in ±0 or NaN payloads"
     assert worst is not None and worst.diff is not None
     text = leaf_line(worst, baseline)

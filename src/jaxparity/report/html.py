@@ -23,7 +23,8 @@ from typing import Any
 
 from ..result import ComparisonResult, LeafResult, PathResult
 from .explanation import layer_growth
-from .format import HUGE_ULP, HUGE_ULP_NOTE, fmt, leaf_line, path_line, producer, summary_line, ulp_text
+from .format import (HUGE_ULP, HUGE_ULP_NOTE, fmt, leaf_line, path_line, producer, summary_line, ulp_text,
+                     values_text)
 
 __all__ = ["render_html_report", "write_html"]
 
@@ -430,7 +431,7 @@ def _values(r: ComparisonResult) -> str:
         return ""
     body = "".join(
         f"<tr><th><code>{_e(f'{spec} {lf.name}' if len(r.outputs) > 1 else spec)}</code></th>"
-        f"<td class='mono'>[{_e(', '.join(f'{v:.8g}' for v in lf.values))}]</td></tr>"  # type: ignore[union-attr]
+        f"<td class='mono'>{_e(values_text(lf.values))}</td></tr>"  # type: ignore[union-attr]
         for spec, lf in rows)
     return f'<section id="values"><h2>Values</h2><table>{body}</table></section>'
 

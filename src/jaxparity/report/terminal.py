@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..result import ComparisonResult, PathResult
-from .format import arrays_line, fmt, path_line, summary_line
+from .format import arrays_line, fmt, path_line, summary_line, values_text
 
 __all__ = ["print_result", "render", "render_text"]
 
@@ -129,7 +129,7 @@ def _values(result: ComparisonResult) -> Table | None:
     grid = _grid()
     for spec, lf in rows:
         label = f"{spec} {lf.name}" if len(result.outputs) > 1 else spec
-        grid.add_row(label, "[" + ", ".join(f"{v:.8g}" for v in lf.values) + "]")  # type: ignore[union-attr]
+        grid.add_row(label, values_text(lf.values))  # type: ignore[union-attr]
     return grid
 
 
