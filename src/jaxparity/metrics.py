@@ -35,6 +35,7 @@ __all__ = [
     "ReferenceError",
     "Tolerance",
     "UnsupportedDtype",
+    "as_wide",
     "diff_leaf",
     "dtype_class",
     "reference_error",
@@ -258,7 +259,7 @@ class LeafDiff:
     complex_parts: ComplexParts | None = None
 
 
-def _as_wide(a: np.ndarray) -> np.ndarray:
+def as_wide(a: np.ndarray) -> np.ndarray:
     """float64 / complex128 values (integers above 2**53 lose digits: used for abs/rel only)."""
     if a.dtype.kind == "V" and a.dtype.names:  # float0: no values
         return np.zeros(a.shape)
@@ -280,7 +281,7 @@ def diff_leaf(got: np.ndarray, expected: np.ndarray, tol: Tolerance = Tolerance(
     flat_got, flat_exp = got.reshape(-1), expected.reshape(-1)
     ulps = ulp_distance(flat_got, flat_exp)
     parts = _complex_parts(flat_got, flat_exp) if kind == "complex" else None
-    g, e = _as_wide(flat_got), _as_wide(flat_exp)
+    g, e = as_wide(flat_got), as_wide(flat_exp)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         if kind in ("int", "uint", "bool"):
             absdiff = ulps.astype(np.float64)  # exact distances (rounded to float64 for display)
@@ -383,7 +384,7 @@ def reference_error(x: np.ndarray, ideal: np.ndarray) -> ReferenceError:
     x, ideal = np.asarray(x), np.asarray(ideal)
     kind = dtype_class(x.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(_as_wide(x) - _as_wide(ideal)).reshape(-1)
+        err = np.abs(as_wide(x) - as_wide(ideal)).reshape(-1)
     err = err[~np.isnan(err)]
     max_ulp = None
     if kind == "float":

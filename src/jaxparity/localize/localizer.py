@@ -19,7 +19,7 @@ import jax
 import numpy as np
 from jax.extend.core import Literal
 
-from ..metrics import ulp_distance
+from ..metrics import as_wide, ulp_distance
 from ..rounding import is_float_dtype
 from .program import FlatProgram, Op, OpInfo
 from .values import OpValues, _bind
@@ -155,7 +155,7 @@ def _compare(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     ulps = ulp_distance(a, b)
     differ = ulps != 0
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(a.astype(np.float64) - b.astype(np.float64)) if a.dtype.kind != "b" else differ * 1.0
+        diff = np.abs(as_wide(a) - as_wide(b)) if a.dtype.kind != "b" else differ * 1.0
     diff = np.where(differ, diff, 0.0)
     return int(differ.sum()), int(np.where(ulps < 0, 0, ulps).max(initial=0)), float(np.nan_to_num(diff, nan=np.inf).max(initial=0.0))
 
@@ -264,7 +264,7 @@ def _values_equal(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _record_drift(op: Op, p_outs: list[np.ndarray], b_outs: list[np.ndarray], drift: list[OpDrift]) -> None:
-    floats = [(p, b) for p, b in zip(p_outs, b_outs) if is_float_dtype(p.dtype) and p.size]
+    floats = [(p, b) for p, b in zip(p_outs, b_outs) if (is_float_dtype(p.dtype) or p.dtype.kind == "c") and p.size]
     if not floats:
         return
     max_abs = max_rel = 0.0
@@ -272,9 +272,9 @@ def _record_drift(op: Op, p_outs: list[np.ndarray], b_outs: list[np.ndarray], dr
     for p, b in floats:
         ulps = ulp_distance(p, b)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            d = np.abs(p.astype(np.float64) - b.astype(np.float64))
+            d = np.abs(as_wide(p) - as_wide(b))
             d = np.where(ulps == 0, 0.0, d)
-            rel = d / np.fmax(np.abs(b.astype(np.float64)), 1e-30)
+            rel = d / np.fmax(np.abs(as_wide(b)), 1e-30)
         max_abs = max(max_abs, float(np.nan_to_num(d, nan=np.inf).max()))
         max_rel = max(max_rel, float(np.nan_to_num(rel, nan=np.inf).max()))
         max_ulp = max(max_ulp, int(np.where(ulps < 0, 0, ulps).max()))
