@@ -38,6 +38,8 @@ def test_old_stack_reproduces_the_reports_numbers(examples):
     result = compare_case(str(examples / "conv_bf16.py"), envs=[OLD], inputs_from="old",
                           paths=["eager@old", "savedmodel@old:native_serialization=false", "savedmodel@old",
                                  "jit@old", "declared@old", "eager", "jit"])
+    # These four hold the report's numbers on every CPU: each output is one bf16 product (exact in f32,
+    # rounded once to bf16, by XLA, TF's kernel or numpy alike) plus one f32 addition.
     report = np.float32([-1.3705847, -2.27708])
     for spec in ("eager@old", "savedmodel@old:native_serialization=false", "declared@old", "eager"):
         p = result.path(spec)

@@ -66,7 +66,11 @@ def test_summary_matrix_has_the_seed_numbers(seed):
     summary = _section(html, "summary")
     row = re.search(r'<tr id="row-jit">(.*?)</tr>', summary, re.S).group(1)
     assert 'class="verdict-differs"' in row
-    assert 'data-max-ulp="7168"' in row and "7168 ULP" in row
+    # jit's distance from eager is whatever this CPU's XLA skipped (7168 ULP where the report was made)
+    from jaxparity.report.format import ulp_text
+
+    ulp = seed.path("jit").worst.diff.max_ulp
+    assert ulp > 0 and f'data-max-ulp="{ulp}"' in row and f"{ulp_text(ulp)} ULP" in row
     declared = re.search(r'<tr id="row-declared">(.*?)</tr>', summary, re.S).group(1)
     assert "verdict-identical" in declared
     assert "1 of 1 paths do not agree with eager (exact): jit" in _section(html, "header")
@@ -80,7 +84,7 @@ def test_sections_present(seed):
     # the explanation's evidence: the user's source line, the HLO line that lost a convert, a verified fix
     assert "examples/conv_bf16.py:30" in html
     assert "float-normalization-bf16" in html and "conv_general_dilated" in html
-    assert "✓ verified" in html and "skip-widened" in html
+    assert "✓ verified" in html and seed.explanations[0].fingerprint.best in html  # skip-widened on x86 CPUs
     assert "0.23010519" in html  # the values of the tiny output
 
 

@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import error_bounds as eb
 import jaxparity
 import jaxparity.paths
 from jaxparity.case import load_case
@@ -124,17 +125,39 @@ def test_a_bf16_matmul_is_named_in_the_error_and_a_faithful_bf16_model_has_no_fi
     assert ref.status == "ok" and not _findings(ref), ref.notes
 
 
+def _f32_mlp_bound(args) -> eb.Bounded:
+    """The f64 value of _f32_mlp and the error bound of any float32 evaluation (tests/error_bounds.py):
+    Dense(64) on 16 inputs (gamma_17), gelu's tanh form (1.13-Lipschitz, its own roundings and LIB_ULP
+    for tanh), Dense(64) (gamma_65, the hidden errors carried through |W|), relu, Dense(8) (gamma_65)."""
+    variables, x = args
+    p = variables["params"]
+    h = eb.gelu_tanh(eb.flax_dense(eb.Bounded.exact(x), p["Dense_0"]))
+    h = eb.relu(eb.flax_dense(h, p["Dense_1"]))
+    return eb.flax_dense(h, p["Dense_2"])
+
+
 @pytest.mark.slow
-def test_f32_flax_mlp_runs_on_both_within_a_few_ulp_of_jit_and_has_no_finding():
+def test_f32_flax_mlp_runs_on_both_within_the_error_bound_as_jit_does_and_has_no_finding():
     fn, args = _f32_mlp()
     result = jaxparity.compare(fn, *args, paths=["jit", "onnx", "onnx-ref"], baseline="jit")
+    runs, bound = result._source["runs"], _f32_mlp_bound(args)
+    (_, ideal), = runs["f64"].outputs
+    # the bound is of this computation (gelu's constants are float32 literals in the program, exact in numpy here)
+    np.testing.assert_allclose(ideal, bound.value, rtol=1e-6)
+    (_, jit), = runs["jit"].outputs
+    eb.assert_within(jit, ideal, bound.err, "jit vs the f64 ideal")
     for spec in ("onnx", "onnx-ref"):
         p = result.path(spec)
         assert p.status == "ok", p.message
         assert not _findings(p), p.notes
         (leaf,) = p.leaves
-        # Measured: onnxruntime 16 ulp, onnx.reference 48 ulp, max |rel| under 4e-6; f64 is 34 ulp from jit.
-        assert leaf.dtype == "float32" and leaf.diff.max_ulp <= 64 and leaf.diff.max_rel < 1e-5, (spec, leaf.diff)
+        assert leaf.dtype == "float32", (spec, leaf.dtype)
+        # Each runtime sums in its own order (onnxruntime's MLAS kernels follow the CPU's vector width;
+        # measured on one CPU: 16 and 48 ULP from jit, f64 34 ULP from it), so no ULP count is asserted:
+        # within the bound of the f64 ideal, and within the sum of both bounds of jit.
+        (_, got), = runs[spec].outputs
+        eb.assert_within(got, ideal, bound.err, f"{spec} vs the f64 ideal")
+        eb.assert_within(got, jit, 2 * bound.err, f"{spec} vs jit")
 
 
 @pytest.mark.slow

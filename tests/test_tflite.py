@@ -1,8 +1,8 @@
 """The tflite path: jax2tf SavedModel -> TFLiteConverter -> LiteRT interpreter.
 
 In this stack float32 models convert with the default built-in ops (the converter legalizes the
-XlaCallModule's StableHLO itself) and run within a few ulp of jit; bfloat16 models do not convert,
-and the path says so in the converter's own words.
+XlaCallModule's StableHLO itself) and run, as jit does, within float32's error bound of the f64 ideal
+(tests/error_bounds.py); bfloat16 models do not convert, and the path says so in the converter's own words.
 """
 
 import sys
@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import error_bounds as eb
 import jaxparity
 from jaxparity.case import load_case
 from jaxparity.paths import PathError, PathOptionError
@@ -36,16 +37,30 @@ def _mlp():
     return model.apply, (model.init(jax.random.key(1), x), x)
 
 
+def _mlp_bound(args) -> eb.Bounded:
+    """The MLP's f64 value and the error bound of any float32 evaluation: Dense(16), a sum of 9 terms
+    (8 products and the bias) within gamma_9 of sum|terms|; relu (1-Lipschitz, exact); Dense(4), 17 terms
+    on the rounded hidden values (their error carried through |W|) within gamma_17."""
+    variables, x = args
+    p = variables["params"]  # Dense(4) is constructed first, so it is Dense_0; Dense(16) is Dense_1
+    assert p["Dense_1"]["kernel"].shape == (8, 16) and p["Dense_0"]["kernel"].shape == (16, 4)
+    return eb.flax_dense(eb.relu(eb.flax_dense(eb.Bounded.exact(x), p["Dense_1"])), p["Dense_0"])
+
+
 @pytest.mark.slow
-def test_a_float32_mlp_converts_and_runs_within_a_few_ulp_of_jit(tmp_path):
+def test_a_float32_mlp_converts_and_runs_within_the_error_bound_as_jit_does(tmp_path):
     fn, args = _mlp()
     kept = tmp_path / "mlp.tflite"
     path = TFLitePath({"keep": str(kept)})
     got = np.asarray(path.run(fn, args))
     jit = np.asarray(jax.jit(fn)(*args))
     assert got.dtype == np.float32 and got.shape == jit.shape
-    # Kernels sum in their own order: the differences are rounding noise of the largest terms.
-    assert np.abs(got - jit).max() <= 4 * np.spacing(np.abs(jit).max())
+    # Kernels sum in their own order (XNNPACK's and XLA's follow the CPU's vector width): no ULP count
+    # holds on every CPU, the error bound of the computation does, for both and between them.
+    ideal = _mlp_bound(args)
+    eb.assert_within(got, ideal.value, ideal.err, "tflite vs the f64 ideal")
+    eb.assert_within(jit, ideal.value, ideal.err, "jit vs the f64 ideal")
+    eb.assert_within(got, jit, 2 * ideal.err, "tflite vs jit")
     assert kept.stat().st_size > 0
     notes = " ".join(path.notes)
     assert "TFLiteConverter (built-in ops)" in notes and "TensorFlow 2.21.0" in notes
@@ -57,11 +72,18 @@ def test_every_kernel_choice_is_as_near_the_float64_ideal_as_jit():
     fn, args = _mlp()
     specs = ["tflite", "tflite:kernels=builtin", "tflite:kernels=reference,threads=1", "tflite:optimizations=default"]
     result = jaxparity.compare(fn, *args, paths=["eager", "jit", *specs])
-    jit_error = result.path("jit").leaves[0].error_vs_f64.max_abs
-    for spec in specs:
+    runs = result._source["runs"]
+    (_, ideal), = runs["f64"].outputs
+    bound = _mlp_bound(args)
+    np.testing.assert_allclose(ideal, bound.value, rtol=1e-12, atol=1e-300)  # the bound is of this computation
+    # "as near as jit" in the only sense that holds on every CPU: every path, jit included, within the
+    # float32 error bound of the computation (optimizations=default quantizes no tensor this small).
+    for spec in ["jit", *specs]:
         p = result.path(spec)
         assert p.status == "ok", f"{spec}: {p.message}"
-        assert p.leaves[0].error_vs_f64.max_abs <= 4 * max(jit_error, np.spacing(np.float32(1))), spec
+        (_, got), = runs[spec].outputs
+        eb.assert_within(got, ideal, bound.err, spec)
+        assert p.leaves[0].error_vs_f64.max_abs <= bound.err.max(), spec
 
 
 @pytest.mark.slow
