@@ -709,3 +709,295 @@ def test_literal_or_no_operand_after_a_widened_result():
     z32 = rnd(two_y + np.arange(4), F32)  # z feeds only a widening convert: kept wide too
     assert got.dtype == F32
     np.testing.assert_array_equal(got, rnd(z32.astype(np.float64) + y32.astype(np.float64), F32))
+
+
+# ------------------------------------------------------------------ min, max, clamp
+def _complex(re, im, dtype=np.complex64):
+    """re + i im without arithmetic (which would turn inf * 1j into a NaN)."""
+    out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), dtype)
+    out.real, out.imag = re, im
+    return out
+
+
+def _minmax_operands(dtype):
+    """Two operands of `dtype` covering its extremes, equal values, ±0 and NaN."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return np.array([False, False, True, True]), np.array([False, True, False, True])
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        x = np.array([info.min, info.max, 0, 1, info.max, 7, info.min + 1], dtype)
+        return x, np.array([info.max, info.min, 0, 0, info.max - 1, 7, info.min], dtype)
+    if dtype.kind == "c":
+        re = np.array([1, 1, 2, np.nan, 1, 0, -0.0, 0, 3, np.inf, 1])
+        im = np.array([5, 2, 0, 0, np.nan, 0, 0, -0.0, 1, 0, -np.inf])
+        y_re = np.array([1, 1, 1, 1, 1, -0.0, 0, 0, 3, 1, 1])
+        y_im = np.array([2, 5, 9, 0, 0, 0, 0, 0, 1, np.nan, 0])
+        return _complex(re, im, dtype), _complex(y_re, y_im, dtype)
+    x = np.array([-0.0, 0.0, -0.0, np.nan, 1.0, -np.inf, 2.5, 0.0], dtype)
+    return x, np.array([0.0, -0.0, -0.0, 1.0, np.nan, 3.0, -7.0, 0.0], dtype)
+
+
+def _with_x64(dtype):
+    return np.dtype(dtype).itemsize == 8 or np.dtype(dtype) == np.complex128
+
+
+MINMAX_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                 np.uint64, np.float16, BF16, np.float32, np.float64, np.complex64, np.complex128]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("dtype", MINMAX_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_min_max_clamp_every_dtype(monkeypatch, fast, dtype):
+    """lax.max/min/clamp as lax defines them, in both modes: bool and integers exact (the
+    float rule negated bool), floats with NaN propagating and -0 < +0, complex in lax's
+    lexicographic order. 64-bit dtypes are traced with x64 on."""
+    monkeypatch.setattr(primitives, "USE_NUMPY_FAST_PATH", fast)
+    x, y = _minmax_operands(dtype)
+    lo, hi = np.minimum(x[:1], y[:1]), np.maximum(x[:1], y[:1])
+    fn = lambda x, y, lo, hi: (lax.max(x, y), lax.min(x, y), lax.clamp(lo[0], x, hi[0]),  # noqa: E731
+                               lax.clamp(x, y, x), lax.reduce_max(x, (0,)), lax.reduce_min(y, (0,)))
+    if np.dtype(dtype).kind == "c":  # lax.reduce_max/min reject complex
+        fn = lambda x, y, lo, hi, f=fn: f(x, y, lo, hi)[:4]  # noqa: E731
+    args = (x, y, lo, hi)
+    with jax.enable_x64(_with_x64(dtype)):
+        closed = jax.make_jaxpr(fn)(*args)
+        want = eager(fn, *args)
+        if np.dtype(dtype).kind == "c" and fast:  # XLA CPU's complex clamp compares real
+            # parts only (so does bind); lax (and StableHLO) define clamp as min(max(x, lo), hi)
+            # in the lexicographic order, which the numpy rule follows
+            want = (*want[:2], *eager(lambda x, y, lo, hi: (lax.min(lax.max(x, lo[0]), hi[0]),
+                                                             lax.min(lax.max(y, x), x)), *args))
+    for mode in ("declared", "f64"):
+        got = evaluate_jaxpr(closed, list(args), mode=mode)
+        for g, w in zip(got, want, strict=True):
+            assert_bits_equal(g.astype(w.dtype) if mode == "f64" else g, w)  # selections: exact
+
+
+def test_reduce_max_min_order_signed_zeros():
+    x = np.array([[-0.0, 0.0], [0.0, -0.0], [-0.0, -0.0]], np.float32)
+    fn = lambda x: (lax.reduce_max(x, (1,)), lax.reduce_min(x, (1,)))  # noqa: E731
+    for g, w in zip(interpret(fn, x), eager(fn, x)):
+        assert_bits_equal(g, w)
+        assert np.signbit(g).tolist() in ([False, False, True], [True, True, True])
+
+
+# ------------------------------------------------------------------ complex elementwise
+def _complex_operands():
+    """complex64 operands: moderate, tiny and large components, exact zeros, and axes."""
+    rng = np.random.RandomState(7)
+    fixed_re = [0.0, -0.0, 0.0, 1.5, -2.0, 30.0, 0.5, 1e-30]
+    fixed_im = [0.0, 0.0, -0.0, -0.0, 0.0, 2.0, 0.5, 3.0]
+    re = np.concatenate([rng.randn(24) * 2, rng.randn(4) * 1e-5, fixed_re])
+    im = np.concatenate([rng.randn(24) * 2, rng.randn(4) * 1e-5, fixed_im])
+    return _complex(re, im)
+
+
+def _with_specials(z, re, im):
+    """`z` with extra elements re + i im (each a list), for ops whose numpy and lax
+    definitions agree there."""
+    return np.concatenate([z, _complex(np.array(re, np.float64), np.array(im, np.float64))])
+
+
+INF, NAN = np.inf, np.nan
+Z = _complex_operands()
+ZW = np.roll(Z, 5)[::-1].copy()  # a second operand, same shape
+ZNZ = np.where(Z == 0, np.complex64(0.25 - 1j), Z)  # no zero (divisors, log, pow bases)
+ZS = _with_specials(Z, [INF, -INF, 1.0, NAN, 3.0, 1e30], [1.0, 2.0, -INF, 0.0, NAN, -1e30])
+ZSW = _with_specials(ZW, [2.0, INF, 1.0, 1.0, 0.0, 1e30], [0.0, 1.0, 0.5, NAN, 2.0, 1e30])
+R = np.linspace(-3, 3, Z.size).astype(np.float32)
+
+
+def _np_logistic(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def _np_ipow(z, n):
+    """z ** n by lax.integer_pow's own expansion (square and multiply, the accumulator on the
+    left): the sign of an exact zero component depends on the order of the products."""
+    acc, k = None, abs(n)
+    while k:
+        if k & 1:
+            acc = z if acc is None else acc * z
+        z, k = z * z, k >> 1
+    return 1 / acc if n < 0 else acc
+
+
+def _np_exp2(z):
+    """2**z by components: 2**x (cos(y ln 2) + i sin(y ln 2)), keeping the sign of a zero y."""
+    m = np.exp2(z.real)
+    return _complex(m * np.cos(z.imag * np.log(2)), m * np.sin(z.imag * np.log(2)), np.complex128)
+
+
+# name: (lax function, numpy complex128 reference, operands)
+COMPLEX_OPS = {
+    "add": (lax.add, np.add, (ZS, ZSW)), "sub": (lax.sub, np.subtract, (ZS, ZSW)),
+    "mul": (lax.mul, np.multiply, (Z, ZW)), "div": (lax.div, np.divide, (Z, ZNZ[::-1].copy())),
+    "neg": (lax.neg, np.negative, (ZS,)), "square": (lax.square, np.square, (Z,)),
+    "sign": (lax.sign, lambda z: np.where(z == 0, z, z / np.abs(z)), (Z,)),
+    "pow": (lax.pow, np.power, (ZNZ, ZW)),
+    "integer_pow3": (lambda z: lax.integer_pow(z, 3), lambda z: _np_ipow(z, 3), (Z,)),
+    "integer_pow-2": (lambda z: lax.integer_pow(z, -2), lambda z: _np_ipow(z, -2), (ZNZ,)),
+    "integer_pow7": (lambda z: lax.integer_pow(z, 7), lambda z: _np_ipow(z, 7), (Z,)),
+    "sqrt": (lax.sqrt, np.sqrt, (Z,)), "rsqrt": (lax.rsqrt, lambda z: 1 / np.sqrt(z), (ZNZ,)),
+    "exp": (lax.exp, np.exp, (_with_specials(Z, [100.0, -200.0], [1.0, 3.0]),)),
+    "exp2": (lax.exp2, _np_exp2, (Z,)),
+    "log": (lax.log, np.log, (ZNZ,)), "log1p": (lax.log1p, np.log1p, (Z,)),
+    "expm1": (lax.expm1, np.expm1, (Z,)), "tanh": (lax.tanh, np.tanh, (Z,)),
+    "logistic": (lax.logistic, _np_logistic, (_with_specials(Z, [0.5, 5.292157], [0.5, -3.1456590]),)),
+    "sin": (lax.sin, np.sin, (Z,)), "cos": (lax.cos, np.cos, (Z,)), "tan": (lax.tan, np.tan, (Z,)),
+    "abs": (lax.abs, np.abs, (_with_specials(Z, [1.5, 1e30, -3e-30], [100.0, 1e30, 4e-30]),)),
+    "eq": (lax.eq, np.equal, (ZS, np.where(np.arange(ZS.size) % 3 == 0, ZS, ZSW))),
+    "ne": (lax.ne, np.not_equal, (ZS, np.where(np.arange(ZS.size) % 3 == 0, ZS, ZSW))),
+    "select_n": (lambda z, w: lax.select_n(z.real > w.real, z, w),
+                 lambda z, w: np.where(z.real > w.real, w, z), (ZS, ZSW)),
+    "to_complex": (lambda x: x.astype(jnp.complex64), lambda x: x.astype(np.complex128), (R,)),
+    "to_real": (lambda z: lax.convert_element_type(z, jnp.float32), lambda z: z.real, (ZS,)),
+    "complex": (lax.complex, lambda x, y: x + 1j * y, (R, R[::-1].copy())),
+    "real": (lax.real, np.real, (ZS,)), "imag": (lax.imag, np.imag, (ZS,)),
+    "conj": (lax.conj, np.conj, (ZS,)),
+    "reduce_sum": (lambda z: z.reshape(4, -1).sum(1), lambda z: z.reshape(4, -1).sum(1), (Z,)),
+    "reduce_prod": (lambda z: jnp.prod(z.reshape(-1, 4), 1), lambda z: np.prod(z.reshape(-1, 4), 1), (Z,)),
+    "dot_general": (lambda z, w: z.reshape(4, -1) @ w.reshape(-1, 4),
+                    lambda z, w: z.reshape(4, -1) @ w.reshape(-1, 4), (Z, ZW)),
+    "cumsum": (lambda z: jnp.cumsum(z), np.cumsum, (Z,)),
+}
+
+
+def _close_c128(got, ref, ulps):
+    """|got - ref| <= ulps float64 ulps of |ref| per element (ref's own error is ~1 ulp; a
+    component can be far smaller than |ref|, so components are not compared relatively);
+    infinities and NaNs (per component) must match."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    fin = np.isfinite(ref)
+    for part in (np.real, np.imag) if ref.dtype.kind == "c" else (np.real,):
+        g, r = part(got)[~fin], part(ref)[~fin]
+        assert np.array_equal(g, r, equal_nan=True), (g, r)
+    tol = ulps * np.spacing(np.abs(ref[fin]).astype(np.float64)) + 1e-300
+    assert np.all(np.abs(got[fin] - ref[fin]) <= tol), np.max(np.abs(got[fin] - ref[fin]) / tol)
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")
+@pytest.mark.parametrize("name", sorted(COMPLEX_OPS))
+def test_complex_ops_against_numpy_complex128(name):
+    """f64 mode matches an independent numpy complex128 computation; declared is that value
+    rounded per component to complex64 (float32 / bool for the real-valued ops), bit for bit.
+    (Declared is the f64 result rounded once; it could only differ from the rounded numpy
+    value if an exact component lay within ~1e-16 relative of a float32 rounding boundary,
+    which none of these fixed inputs do.)"""
+    fn, ref_fn, args = COMPLEX_OPS[name]
+    with np.errstate(all="ignore"):
+        ref = np.asarray(ref_fn(*(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+                                  for a in args)))
+    f64, declared = interpret(fn, *args, mode="f64"), interpret(fn, *args, mode="declared")
+    want_dtype = eager(fn, *args).dtype
+    assert declared.dtype == want_dtype
+    if ref.dtype.kind == "b":
+        np.testing.assert_array_equal(f64, ref)
+        np.testing.assert_array_equal(declared, ref)
+        return
+    assert f64.dtype == (np.complex128 if want_dtype.kind == "c" else np.float64)
+    _close_c128(f64, ref, ulps=16 if name in ("integer_pow7", "pow", "reduce_prod") else 8)
+    with np.errstate(over="ignore"):  # exp's large arguments overflow complex64
+        assert_bits_equal(declared, ref.astype(want_dtype))
+
+
+def test_sigmoid_of_complex_keeps_the_imaginary_part():
+    got = interpret(jax.nn.sigmoid, np.array([0.5 + 0.5j], np.complex64))
+    np.testing.assert_allclose(got, [0.62993544 + 0.11954506j], rtol=1e-7)
+
+
+# ------------------------------------------------------------------- random streams
+from jax._src import prng  # noqa: E402
+
+ALPHA = np.array([5.292157, 1.2004716, 2.936214, 0.01, 100.0], np.float32)
+LOGITS = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]], np.float32))
+RNG_STATE = np.array([42, 0, 7, 1], np.uint32)
+# name: function of (alpha, logits, rng_state): the random primitives of JAX's test corpus
+# (random_gamma, random_categorical, random_uniform, random_randint, random_split,
+# rng_bit_generator, iota_2x32_shape) and the key plumbing around them
+RANDOM_CASES = {
+    "gamma": lambda a, lg, s: jax.random.gamma(jax.random.key(42), a),
+    "loggamma": lambda a, lg, s: jax.random.loggamma(jax.random.key(1), a),
+    "gamma_bf16": lambda a, lg, s: jax.random.gamma(jax.random.key(3), a.astype(jnp.bfloat16)),
+    "categorical": lambda a, lg, s: jax.random.categorical(jax.random.key(0), lg, shape=(64, 2)),
+    "uniform": lambda a, lg, s: [jax.random.uniform(jax.random.key(2), (8,), d, -a[0], a[1])
+                                 for d in (jnp.float32, jnp.bfloat16, jnp.float16)],
+    "randint": lambda a, lg, s: [jax.random.randint(jax.random.key(9), (8,), -5, 300, d)
+                                 for d in (jnp.int8, jnp.uint8, jnp.int32, jnp.uint32)],
+    "split_fold_in": lambda a, lg, s: jax.random.key_data(
+        jax.random.fold_in(jax.random.split(jax.random.key(11), 3)[1], 4)),
+    "bits_wrap": lambda a, lg, s: jax.random.bits(jax.random.wrap_key_data(s[:2]), (5,), jnp.uint16),
+    "rng_bit_generator": lambda a, lg, s: [lax.rng_bit_generator(s, (3, 2), d, algorithm=alg)
+                                           for d in (jnp.uint32, jnp.uint8)
+                                           for alg in (lax.RandomAlgorithm.RNG_DEFAULT,
+                                                       lax.RandomAlgorithm.RNG_THREE_FRY,
+                                                       lax.RandomAlgorithm.RNG_PHILOX)],
+    "iota_2x32_shape": lambda a, lg, s: prng.iota_2x32_shape((2, 3)),
+    "threefry2x32": lambda a, lg, s: prng.threefry_2x32(s[:2], s),
+    "bernoulli_permutation": lambda a, lg, s: (jax.random.bernoulli(jax.random.key(4), a / 101),
+                                               jax.random.permutation(jax.random.key(4), 7)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM_CASES))
+def test_random_streams_equal_eager(name):
+    """Random primitives run on the case's own dtypes (a sampler's result is what it draws,
+    not a function of its float inputs in the reals): declared is eager bit for bit. In f64
+    mode the integer draws are the same; float ones are too where nothing unrounded feeds
+    them (gamma of the f32 argument), not where f64 arithmetic follows (uniform's scaling)."""
+    fn, args = RANDOM_CASES[name], (ALPHA, LOGITS, RNG_STATE)
+    want = jax.tree_util.tree_leaves(eager(fn, *args))
+    for g, w in zip(jax.tree_util.tree_leaves(interpret(fn, *args)), want, strict=True):
+        assert_bits_equal(g, w)
+    for g, w in zip(jax.tree_util.tree_leaves(interpret(fn, *args, mode="f64")), want, strict=True):
+        if w.dtype.kind in "biu" or name in ("gamma", "loggamma"):
+            assert_bits_equal(g.astype(w.dtype), w)
+
+
+def test_random_gamma_issue_example():
+    fn = lambda a: jax.random.gamma(jax.random.key(42), a)  # noqa: E731
+    a = np.array([5.292157, 1.2004716, 2.936214], np.float32)
+    got = interpret(fn, a)
+    np.testing.assert_allclose(got, [8.0375, 0.4744, 4.7813], rtol=1e-4)
+    assert_bits_equal(got, eager(fn, a))
+
+
+# --------------------------------------------------------------- custom_linear_solve
+def test_custom_linear_solve_runs_the_solve_jaxpr():
+    d = np.array([3.0, 7.0, -0.3, 11.0], np.float32)
+    b = np.array([1.0, 2.0, 5.0, -1.0], np.float32)
+
+    def fn(d, b):  # the solve closes over d: consts ahead of b in the operands
+        return lax.custom_linear_solve(lambda x: d * x, b, lambda matvec, y: y / d,
+                                       transpose_solve=lambda vecmat, y: y / d)
+
+    assert "custom_linear_solve" in str(jax.make_jaxpr(fn)(d, b))
+    assert_bits_equal(interpret(fn, d, b), eager(fn, d, b))
+    np.testing.assert_array_equal(interpret(fn, d, b, mode="f64"), b.astype(np.float64) / d)
+
+
+def test_custom_linear_solve_conjugate_gradient_in_f64():
+    a = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 2.0]], np.float32)
+    b = np.array([1.0, 2.0, 3.0], np.float32)
+    fn = lambda a, b: jax.scipy.sparse.linalg.cg(lambda x: a @ x, b, tol=1e-12, maxiter=50)[0]  # noqa: E731
+    got = interpret(fn, a, b, mode="f64")
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, np.linalg.solve(a.astype(np.float64), b), rtol=1e-12)
+    np.testing.assert_allclose(interpret(fn, a, b), eager(fn, a, b), rtol=1e-6)
+
+
+def test_composite_and_custom_dce_recurse():
+    from jax.experimental.custom_dce import custom_dce
+
+    @custom_dce
+    def pair(x):
+        return absorb(x), x * 3
+
+    @pair.def_dce
+    def _(used, x):
+        return [absorb(x) if used[0] else None, x * 3 if used[1] else None]
+
+    composite = lax.composite(absorb, name="my.absorb")
+    check_rounding_sensitive(composite, XB, primitive="composite")
+    check_rounding_sensitive(lambda x: pair(x)[0], XB, primitive="custom_dce_call")

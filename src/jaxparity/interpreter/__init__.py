@@ -18,7 +18,8 @@ Integer and bool values keep their exact dtypes in every mode; PRNG key values s
 arrays (numpy cannot hold them); every other value is a numpy array. The JAX-version-specific
 facts sit in ``jaxcompat``; the rule tables (``_CALL_PARAM``, ``_RECURSE``, ``_BIT_LEVEL``,
 ``_NUMPY``) pick how each primitive is evaluated; anything else is bound with float64
-operands through a cache of jitted callables.
+operands through a cache of jitted callables. Samplers (random_gamma) are bit-level: run on
+the declared dtypes, op by op as eager runs them, so that they draw eager's stream.
 
 The package, one concept per module: ``semantics`` (the candidate semantics and how a value is
 held under each), ``relaxations`` (which results a semantics rounds differently, from their

@@ -174,8 +174,9 @@ def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, sem: Semantics, depth: int, hoo
     elif name in _BIT_LEVEL:  # no float64 meaning: run natively on the declared dtypes
         if not sem.round_results and name == "reduce_precision":
             return [invals[0]]
-        outs = primitives._bind(eqn.primitive, [_store(x, d, DECLARED) for x, d in zip(invals, in_dtypes)],
-                                eqn.params)
+        native = [_store(x, d, DECLARED) for x, d in zip(invals, in_dtypes)]
+        outs = (primitives._bind_op_by_op if name in _OP_BY_OP else primitives._bind)(
+            eqn.primitive, native, eqn.params)
     elif not any(map(_inexact, out_dtypes)) and (
             not any(map(_inexact, in_dtypes))
             or (sem.round_results and not (sem.ftz and name not in _NO_FLUSH)
@@ -234,15 +235,30 @@ def _scan(params: dict, invals: list, run: Callable) -> list:
                     for v, y in zip(outvars, ys)]
 
 
-_RECURSE: dict[str, Callable] = {"cond": _cond, "while": _while, "scan": _scan}
+def _custom_linear_solve(params: dict, invals: list, run: Callable) -> list:
+    """Run the `solve` jaxpr on its consts and b, as JAX's own impl does (matvec, vecmat and
+    transpose_solve only matter to differentiation)."""
+    lengths = params["const_lengths"]  # per jaxpr: matvec, vecmat, solve, transpose_solve
+    start = lengths.matvec + lengths.vecmat
+    return run(params["jaxprs"].solve, [*invals[start:start + lengths.solve], *invals[sum(lengths):]])
+
+
+_RECURSE: dict[str, Callable] = {"cond": _cond, "while": _while, "scan": _scan,
+                                 "custom_linear_solve": _custom_linear_solve}
 
 # Bit-level primitives: no float64 meaning, evaluated natively on the declared dtypes
 # (in "f64" mode the inputs are rounded to their declared dtypes first; reduce_precision
-# is the identity there).
+# is the identity there). Samplers belong here too: a random_gamma result is what its
+# rejection loop draws from the key's stream, not a function of alpha in the reals (bound
+# with a float64 alpha it draws another stream).
 _BIT_LEVEL = frozenset({
     "bitcast_convert_type", "nextafter", "reduce_precision", "rng_uniform",
     "rng_bit_generator", "random_seed", "random_bits", "random_split", "random_fold_in",
-    "random_wrap", "random_unwrap", "random_clone", "threefry2x32"})
+    "random_wrap", "random_unwrap", "random_clone", "threefry2x32", "random_gamma"})
+# Bit-level primitives whose implementation does float arithmetic: run op by op, as eager
+# runs them (compiled whole, XLA fuses and contracts that arithmetic: other last bits, so
+# another rejection path).
+_OP_BY_OP = frozenset({"random_gamma"})
 
 
 # ------------------------------------------------------ combiner jaxprs (scatter...)

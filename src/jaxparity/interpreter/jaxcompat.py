@@ -17,6 +17,13 @@ __all__ = ["_CALL_PARAM", "_COMBINER_PARAMS", "_DropVar", "_source_info", "_x64"
 #  * "cond": `branches` (tuple of ClosedJaxpr), operand 0 is the (clamped) branch index.
 #  * "while": cond_jaxpr/body_jaxpr (ClosedJaxpr), cond_nconsts, body_nconsts.
 #  * "scan": jaxpr (ClosedJaxpr), num_consts, num_carry, length, reverse.
+#  * lax.composite is "composite", param `jaxpr` (its decomposition); custom_dce's
+#    "custom_dce_call" carries `fun_jaxpr` taking all the eqn's operands.
+#  * "custom_linear_solve": `jaxprs` and `const_lengths`, both NamedTuples (matvec, vecmat,
+#    solve, transpose_solve) of ClosedJaxprs (or None) and of const counts; the operands
+#    are those consts in that order, then b. Its impl runs `solve` on solve's consts + b.
+#  * Random samplers: random_gamma's impl is a JAX function (a rejection loop), so under
+#    jax.disable_jit its operations run one by one, and jitted they are fused.
 #  * Combiner jaxprs typed at the declared dtype (binding them with f64 operands fails MLIR
 #    verification): scatter-* `update_jaxpr` (Jaxpr or None) + `update_consts`, "reduce"
 #    `jaxpr` (ClosedJaxpr), "reduce_window" `jaxpr` + `consts`.
@@ -42,7 +49,8 @@ from jax._src.core import DropVar as _DropVar  # noqa: E402
 _CALL_PARAM = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr",
                "core_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
                "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
-               "remat": "jaxpr", "remat2": "jaxpr", "checkpoint": "jaxpr"}
+               "remat": "jaxpr", "remat2": "jaxpr", "checkpoint": "jaxpr",
+               "composite": "jaxpr", "custom_dce_call": "fun_jaxpr"}
 _COMBINER_PARAMS = {"reduce": ("jaxpr", None), "reduce_window": ("jaxpr", "consts"),
                     **{f"scatter{s}": ("update_jaxpr", "update_consts")
                        for s in ("", "-add", "-sub", "-mul", "-min", "-max")}}

@@ -33,11 +33,28 @@ def _bind(prim: jcore.Primitive, vals: Sequence[Any], params: dict) -> list:
     return list(out) if prim.multiple_results else [out]
 
 
+def _bind_op_by_op(prim: jcore.Primitive, vals: Sequence[Any], params: dict) -> list:
+    """`prim.bind` with jit disabled: a primitive implemented in JAX (random_gamma) then runs
+    its inner operations one at a time, exactly as eager does."""
+    with jax.disable_jit():
+        out = prim.bind(*vals, **params)
+    return list(out) if prim.multiple_results else [out]
+
+
 USE_NUMPY_FAST_PATH = True  # tests switch this off to compare against the bind path
 
 
 class _NoFast(Exception):
     """The numpy fast path declines this case; use bind."""
+
+
+class _BindWhere(Exception):
+    """The numpy fast path computed `value` but declines the elements where `mask` is set;
+    those are taken from bind."""
+
+    def __init__(self, mask: np.ndarray, value: np.ndarray):
+        super().__init__()
+        self.mask, self.value = mask, value
 
 
 def _apply(eqn: jcore.JaxprEqn, vals: list, params: dict, *, exact: bool) -> list:
@@ -50,6 +67,9 @@ def _apply(eqn: jcore.JaxprEqn, vals: list, params: dict, *, exact: bool) -> lis
                 return [fast(params, *vals)]
         except _NoFast:
             pass
+        except _BindWhere as partial:
+            bound = np.asarray(_bind(eqn.primitive, vals, params)[0])
+            return [np.where(partial.mask, bound, partial.value)]
     return _bind(eqn.primitive, vals, params)
 
 
@@ -60,9 +80,46 @@ def _static(p: dict, *dyn: Any) -> dict:
     return p
 
 
-# lax.max/min propagate NaN like np.maximum/minimum, but also order -0 < +0.
-_max = lambda x, y: np.where((x == 0) & (y == 0), x + y, np.maximum(x, y))  # noqa: E731
-_min = lambda x, y: np.where((x == 0) & (y == 0), -(-x + -y), np.minimum(x, y))  # noqa: E731
+def _lex_greater(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """lax's order on complex numbers (mlir._minmax_hlo): the real parts, the imaginary parts
+    on a tie; a comparison with NaN is false."""
+    return np.where(x.real == y.real, x.imag > y.imag, x.real > y.real)
+
+
+def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """lax.max: NaN propagates and -0 < +0 for floats; complex is select(x > y, x, y) in the
+    lexicographic order (so y when a NaN is compared); np.maximum for integers and bool."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y):
+        return np.where(_lex_greater(x, y), x, y)
+    if x.dtype.kind in "fV" or y.dtype.kind in "fV":
+        return np.where((x == 0) & (y == 0), x + y, np.maximum(x, y))  # -0 + +0 is +0
+    return np.maximum(x, y)
+
+
+def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """lax.min, the mirror of _max (-0 is the smaller zero; complex: select(y > x, x, y))."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y):
+        return np.where(_lex_greater(y, x), x, y)
+    if x.dtype.kind in "fV" or y.dtype.kind in "fV":
+        return np.where((x == 0) & (y == 0), -(-x + -y), np.minimum(x, y))
+    return np.minimum(x, y)
+
+
+def _reduce_extremum(p: dict, x: np.ndarray, *, largest: bool) -> np.ndarray:
+    """reduce_max/reduce_min: NaN propagates and a zero result is +0 (max) / -0 (min) when
+    any reduced zero has that sign, as a fold of lax.max/min gives. Complex goes through
+    bind: lax's fold of select(x > y, x, y) keeps a NaN or not depending on its order."""
+    if np.iscomplexobj(x):
+        raise _NoFast
+    axes = tuple(p["axes"])
+    out = (np.max if largest else np.min)(x, axis=axes)
+    if x.dtype.kind not in "fV" or not (out == 0).any():
+        return out
+    wanted = np.any((x == 0) & (np.signbit(x) != largest), axis=axes)  # a +0 (max) / -0 (min)
+    zero = np.zeros_like(out) if largest else -np.zeros_like(out)
+    return np.where((out == 0) & wanted, zero, out)
+
+
 _ew = lambda f: lambda p, *xs: f(*xs)  # noqa: E731  (elementwise: no params)
 _reduction = lambda f: lambda p, x: f(x, axis=tuple(p["axes"]))  # noqa: E731
 
@@ -143,22 +200,74 @@ def _dot_general(p: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:
+    if np.iscomplexobj(x):  # 1 / (1 + e^-z): no order on complex numbers to branch on
+        return 1.0 / (1.0 + np.exp(-x))
     e = np.exp(-np.abs(x))  # no overflow, no cancellation
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
+def _sign(x: np.ndarray) -> np.ndarray:
+    """lax.sign: x / |x| for complex, each component divided by the (real) modulus so that
+    signed zeros keep their sign (numpy < 2 took the real part's sign instead); sign(±0) is
+    ±0."""
+    if not np.iscomplexobj(x):
+        return np.where(x == 0, x, np.sign(x))
+    m = np.where(x == 0, 1.0, np.abs(x))
+    out = np.empty_like(x)
+    out.real, out.imag = x.real / m, x.imag / m
+    return out
+
+
+def _integer_pow(p: dict, x: np.ndarray) -> np.ndarray:
+    """x ** y for a static integer y. Complex: by repeated multiplication (square and
+    multiply, as lax.integer_pow expands it, then one reciprocal for y < 0), which is what
+    z**n means: exact zeros stay zero ((-1+0j)**2 is 1+0j, where exp(2 log z) gives
+    1-2.4e-16j) and each component is within a few float64 ulps of |z|**n. Real floats:
+    np.power, within an ulp of float64."""
+    y = int(p["y"])
+    if not np.iscomplexobj(x):
+        return np.power(x, float(y))
+    if y == 0:
+        return np.ones_like(x)
+    out, base, n = None, x, abs(y)
+    while n:
+        if n & 1:  # no leading 1 * ...: it would turn a (-0)-signed component into +0
+            out = base if out is None else out * base
+        base, n = base * base, n >> 1
+    return 1.0 / out if y < 0 else out
+
+
+def _special_complex(f: Callable, divisor: int | None = None) -> Callable:
+    """Leave to bind the elements with a complex operand that has an inf or NaN component
+    (or, for a division, a zero `divisor` operand): numpy's conventions there (complex
+    division by an infinity or by zero, hypot(inf, nan), sign(inf+1j)...) are not XLA's,
+    and bind uses XLA's own definition."""
+    def rule(p: dict, *xs: np.ndarray) -> np.ndarray:
+        out = f(p, *xs)
+        bad = [~np.isfinite(x) for x in xs if np.iscomplexobj(x)]
+        if bad and divisor is not None:
+            bad.append(xs[divisor] == 0)
+        if bad and (mask := np.broadcast_to(np.logical_or.reduce(np.broadcast_arrays(*bad)),
+                                            out.shape)).any():
+            raise _BindWhere(mask, out)
+        return out
+    return rule
+
+
 _NUMPY: dict[str, Callable] = {
-    # arithmetic, in float64
+    # arithmetic, in float64 (complex128; non-finite complex operands go through bind)
     "add": _ew(np.add), "sub": _ew(np.subtract), "mul": _ew(np.multiply),
-    "div": _ew(np.true_divide), "rem": _ew(np.fmod), "neg": _ew(np.negative),
-    "max": _ew(_max), "min": _ew(_min), "abs": _ew(np.abs),
-    "sign": _ew(lambda x: np.where(x == 0, x, np.sign(x))),  # lax.sign(-0.0) is -0.0
-    "pow": _ew(np.power), "integer_pow": lambda p, x: np.power(x, float(p["y"])),
-    "square": _ew(np.square), "sqrt": _ew(np.sqrt), "rsqrt": _ew(lambda x: 1.0 / np.sqrt(x)),
-    "exp": _ew(np.exp), "exp2": _ew(np.exp2), "log": _ew(np.log), "log1p": _ew(np.log1p),
-    "expm1": _ew(np.expm1), "tanh": _ew(np.tanh), "logistic": _ew(_logistic),
-    "sin": _ew(np.sin), "cos": _ew(np.cos), "tan": _ew(np.tan), "atan2": _ew(np.arctan2),
-    "floor": _ew(np.floor), "ceil": _ew(np.ceil), "round": _round,
+    "div": _special_complex(_ew(np.true_divide), divisor=1), "rem": _ew(np.fmod),
+    "neg": _ew(np.negative),
+    "max": _ew(_max), "min": _ew(_min), "abs": _special_complex(_ew(np.abs)),
+    "sign": _special_complex(_ew(_sign)), "pow": _special_complex(_ew(np.power)),
+    "integer_pow": _special_complex(_integer_pow), "square": _ew(np.square),
+    **{name: _special_complex(_ew(f)) for name, f in (
+        ("sqrt", np.sqrt), ("rsqrt", lambda x: 1.0 / np.sqrt(x)), ("exp", np.exp),
+        ("exp2", np.exp2), ("log", np.log), ("log1p", np.log1p), ("expm1", np.expm1),
+        ("tanh", np.tanh), ("logistic", _logistic), ("sin", np.sin), ("cos", np.cos),
+        ("tan", np.tan))},
+    "atan2": _ew(np.arctan2), "floor": _ew(np.floor), "ceil": _ew(np.ceil), "round": _round,
     "is_finite": _ew(np.isfinite), "clamp": _ew(lambda lo, x, hi: _min(_max(x, lo), hi)),
     # comparisons and logic
     "eq": _ew(np.equal), "ne": _ew(np.not_equal), "lt": _ew(np.less), "le": _ew(np.less_equal),
@@ -178,8 +287,9 @@ _NUMPY: dict[str, Callable] = {
     "dynamic_update_slice": _dynamic_update_slice,
     "stop_gradient": _ew(lambda x: x), "copy": _ew(lambda x: x), "copy_p": _ew(lambda x: x),
     # reductions and contraction
-    "reduce_sum": _reduction(np.sum), "reduce_max": _reduction(np.max),
-    "reduce_min": _reduction(np.min), "reduce_prod": _reduction(np.prod),
+    "reduce_sum": _reduction(np.sum), "reduce_prod": _reduction(np.prod),
+    "reduce_max": lambda p, x: _reduce_extremum(p, x, largest=True),
+    "reduce_min": lambda p, x: _reduce_extremum(p, x, largest=False),
     "reduce_and": _reduction(np.all), "reduce_or": _reduction(np.any),
     "dot_general": _dot_general,
 }

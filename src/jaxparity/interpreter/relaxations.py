@@ -17,7 +17,8 @@ _ADDS = frozenset({"add", "sub", "add_any"})  # the consumers that let fma keep 
 # Producers whose narrow rounding elide_widened keeps: an explicit convert to a narrow type
 # (XLA keeps a user's f32->bf16->f32 pair; it drops only the rounding of an op it computed
 # in f32), and call-like / control-flow equations (their inner outputs are already rounded).
-_NOT_ELIDED = frozenset({"convert_element_type", *_CALL_PARAM, "cond", "while", "scan"})
+_NOT_ELIDED = frozenset({"convert_element_type", *_CALL_PARAM, "cond", "while", "scan",
+                         "custom_linear_solve"})
 
 
 def _widening_convert(eqn: jcore.JaxprEqn | None, dtype: Any) -> bool:
