@@ -51,14 +51,14 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23) -> Any:
     """``fn(*args)`` as an ``onnx.ModelProto`` with one graph input per argument leaf, in leaf order."""
     import jax
     import jax2onnx
-    leaves, in_tree = jax.tree_util.tree_flatten(args)
+
+    from ..pytree import flat_function
+
+    flat_fn, leaves, _ = flat_function(fn, args)
     for i, leaf in enumerate(leaves):
         if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
             raise PathError(f"input leaf {i} is a PRNG key ({leaf.dtype}); an ONNX graph takes tensors: pass "
                             "jax.random.key_data(key) and rebuild it in fn with jax.random.wrap_key_data")
-
-    def flat_fn(*xs: Any) -> list[Any]:
-        return jax.tree_util.tree_leaves(fn(*jax.tree_util.tree_unflatten(in_tree, xs)))
     try:
         return jax2onnx.to_onnx(flat_fn, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves],
                                 model_name="jaxparity", opset=opset,

@@ -83,7 +83,7 @@ class SavedModelPath(Path):
         import tensorflow as tf
         from jax.experimental import jax2tf
 
-        from ..pytree import argument_leaves
+        from ..pytree import argument_leaves, flat_function
 
         for name, leaf in argument_leaves(args):
             if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
@@ -91,12 +91,10 @@ class SavedModelPath(Path):
                     f"input {name} is a PRNG key ({leaf.dtype}); a SavedModel signature takes tensors: pass "
                     "jax.random.key_data(key) and rebuild it in fn with jax.random.wrap_key_data"
                 )
-        leaves, in_tree = jax.tree_util.tree_flatten(args)
-        out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
+        flat, leaves, out_tree = flat_function(fn, args)
 
         def flat_fn(*xs: Any) -> dict[str, Any]:
-            outs = jax.tree_util.tree_leaves(fn(*jax.tree_util.tree_unflatten(in_tree, xs)))
-            return {f"output_{i}": y for i, y in enumerate(outs)}
+            return {f"output_{i}": y for i, y in enumerate(flat(*xs))}
 
         specs = [
             tf.TensorSpec(x.shape, tf.dtypes.as_dtype(x.dtype), name=f"input_{i}") for i, x in enumerate(leaves)

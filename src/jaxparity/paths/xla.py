@@ -30,7 +30,7 @@ def recent_optimized_hlo(spec: str, fn: Callable[..., Any], args: tuple) -> str 
 # Only while ``compile_once()`` is active: elsewhere (explain's experiments change JAX config with
 # the same function and shapes) every run compiles afresh.
 _COMPILED: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
-_EXPORTED: OrderedDict[tuple, tuple[Any, Any, str]] = OrderedDict()  # export's artifact, likewise
+_EXPORTED: OrderedDict[tuple, tuple[Any, Any, str]] = OrderedDict()  # export's artifact (and output tree), likewise
 _CACHING = [False]
 
 
@@ -111,27 +111,33 @@ class ExportPath(_CompiledPath):
         import jax
         from jax import export
 
+        from ..pytree import flat_function
+
+        leaves = jax.tree_util.tree_leaves(args)
         cache_key = (self.spec, id(fn), _avals(args))
         hit = _EXPORTED.get(cache_key) if _CACHING[0] else None
         if hit is not None and hit[0] is fn:
-            _, (blob, restored), artifact = hit
+            _, (blob, restored, out_tree), artifact = hit
         else:
-            blob = export.export(jax.jit(fn))(*args).serialize()
+            # The artifact is a function of the flat leaves: it holds arrays, not Python pytrees (an NNX
+            # module or a dataclass argument cannot be serialized); the structure is restored here.
+            flat_fn, _, out_tree = flat_function(fn, args)
+            blob = export.export(jax.jit(flat_fn))(*leaves).serialize()
             restored = export.deserialize(blob)
             artifact = (f"calling convention v{restored.calling_convention_version}, "
                         f"platforms {', '.join(restored.platforms)}")
             if _CACHING[0]:
-                _EXPORTED[cache_key] = (fn, (blob, restored), artifact)
+                _EXPORTED[cache_key] = (fn, (blob, restored, out_tree), artifact)
                 while len(_EXPORTED) > 8:
                     _EXPORTED.popitem(last=False)
         self.notes.append(f"{len(blob)} byte artifact, {artifact}")
         if "load_env" in self.options:
-            out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
-            flat = self._load_elsewhere(blob, args, f"jax {jax.__version__} ({artifact})", timeout)
-            return jax.tree_util.tree_unflatten(out_tree, flat)
-        return self._compile_and_call(restored.call, args, key=fn)
+            flat = self._load_elsewhere(blob, leaves, f"jax {jax.__version__} ({artifact})", timeout)
+        else:
+            flat = self._compile_and_call(restored.call, tuple(leaves), key=fn)
+        return jax.tree_util.tree_unflatten(out_tree, flat)
 
-    def _load_elsewhere(self, blob: bytes, args: tuple, made_by: str, timeout: float | None) -> list:
+    def _load_elsewhere(self, blob: bytes, leaves: list, made_by: str, timeout: float | None) -> list:
         """Call the artifact in environment ``load_env``; what it cannot load is a compatibility failure."""
         import json
         import os
@@ -154,7 +160,7 @@ class ExportPath(_CompiledPath):
         with tempfile.TemporaryDirectory(prefix="jaxparity-export-") as tmp:
             files = [os.path.join(tmp, f) for f in ("artifact.bin", "inputs.npz", "outputs.npz")]
             Path(files[0]).write_bytes(blob)
-            save_arrays(files[1], {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))})
+            save_arrays(files[1], {f"input_{i}": host(x) for i, x in enumerate(leaves)})
             proc = subprocess.run([str(env.python), str(loader), *files], capture_output=True, text=True,
                                   timeout=timeout)
             if proc.returncode != 0:
