@@ -9,12 +9,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _EXPORTS = {
     "compare": ".comparison",
     "compare_case": ".comparison",
     "Tolerance": ".metrics",
+    "Comparison": ".comparison",
     "ComparisonResult": ".result",
     "PathResult": ".result",
     "LeafResult": ".result",
@@ -26,11 +27,11 @@ _EXPORTS = {
     "PATHS": ".paths",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "__version__"])
 
 if TYPE_CHECKING:
     from .case import Case as Case, CaseError as CaseError, load_case as load_case
-    from .comparison import compare as compare, compare_case as compare_case
+    from .comparison import Comparison as Comparison, compare as compare, compare_case as compare_case
     from .interpreter import interpret as interpret
     from .metrics import Tolerance as Tolerance
     from .paths import DEFAULT_PATHS as DEFAULT_PATHS, PATHS as PATHS

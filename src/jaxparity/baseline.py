@@ -17,13 +17,13 @@ import re
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .arrayio import ArrayFileError, load_arrays, save_arrays
 from .comparison import compare_case
-from .metrics import LeafDiff, Tolerance, diff_leaf
+from .metrics import Tolerance, diff_leaf
+from .result import CheckResult, PathMove
 
 __all__ = ["BaselineError", "CheckResult", "PathMove", "check", "snapshot"]
 
@@ -107,33 +107,6 @@ def load_manifest(directory: str | Path) -> dict:
     if _content_hash(manifest["files"]) != manifest.get("content_hash"):
         raise BaselineError(f"{path}: content hash does not match its files")
     return manifest
-
-
-@dataclass(frozen=True)
-class PathMove:
-    spec: str
-    status: str  # "same", "within tolerance", "moved", "now failing", "now running", "still failing"
-    leaves: tuple[tuple[str, LeafDiff], ...] = ()
-    message: str | None = None
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    case: str
-    against: str
-    created: str
-    tolerance: Tolerance
-    moves: tuple[PathMove, ...]
-    changes: tuple[str, ...]  # what changed in the environment since the snapshot
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def passed(self) -> bool:
-        return all(m.status in ("same", "within tolerance", "still failing", "now running") for m in self.moves)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.passed else 1
 
 
 def _changes(then: dict, now: dict) -> list[str]:

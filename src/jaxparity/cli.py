@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from ._version import __version__
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -13,6 +13,7 @@ from typing import Any
 import dataclasses
 import re
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from .paths import DEFAULT_PATHS, make_path, spec_env
 from .runners import Runners
 from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
-__all__ = ["aggregate_samples", "build_result", "compare", "compare_samples", "compare_case", "compare_loaded", "plan_paths"]
+__all__ = ["Comparison", "aggregate_samples", "build_result", "compare", "compare_samples", "compare_case", "compare_loaded", "plan_paths"]
 
 IDEAL = "f64"
 
@@ -156,6 +157,32 @@ def compare_case(
     return result
 
 
+@dataclass(frozen=True)
+class Comparison(ComparisonResult):
+    """A ``ComparisonResult`` as the API returns it, with what a user calls on it: ``explain()``, and
+    its renderings for ``print``, rich consoles and notebooks (the data itself imports none of them)."""
+
+    def explain(self, paths: list[str] | None = None) -> Comparison:
+        """This result with an explanation of each diverging path (or of ``paths``): where, why, and
+        which fix restores parity, each cause confirmed or refuted by re-running. In process."""
+        return explain_result(self, paths)
+
+    def __rich__(self) -> Any:
+        from .report.terminal import render
+
+        return render(self)
+
+    def __str__(self) -> str:
+        from .report.terminal import render_text
+
+        return render_text(self)
+
+    def _repr_html_(self) -> str:
+        from .report.notebook import render_html
+
+        return render_html(self)
+
+
 class ExplainError(Exception):
     """Explaining crashed its worker; the comparison itself is intact."""
 
@@ -268,7 +295,7 @@ def build_result(
             )
         )
     outputs = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))
-    return ComparisonResult(
+    return Comparison(
         case=info.name,
         source=info.source,
         input_source=info.input_source,

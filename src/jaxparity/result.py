@@ -1,5 +1,9 @@
 """The one result model. Every reporter (terminal, JSON, notebook) renders a ComparisonResult.
 
+The bottom of the import graph: plain data that imports nothing of jaxparity but the metrics it
+holds. What a user calls on a result (``explain()``, ``print``, a notebook's table) is added by
+``comparison.Comparison``, which the API returns.
+
 Frozen dataclasses of plain values; ``to_dict()`` is the JSON schema (``schema/result-v1.json``,
 documented in ``docs/json-schema.md``). Bump ``SCHEMA_VERSION`` on any incompatible change.
 """
@@ -12,9 +16,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._version import __version__
 from .metrics import LeafDiff, ReferenceError, Tolerance
 
-__all__ = ["SCHEMA_VERSION", "ArrayInfo", "ComparisonResult", "LeafResult", "PathResult", "SampleStats"]
+__all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "LeafResult", "PathMove", "PathResult",
+           "SampleStats"]
 
 SCHEMA_VERSION = 1
 
@@ -129,17 +135,8 @@ class ComparisonResult:
                 return p
         raise KeyError(f"no path {spec!r} in this result; paths: {[p.spec for p in self.paths]}")
 
-    def explain(self, paths: list[str] | None = None) -> ComparisonResult:
-        """This result with an explanation of each diverging path (or of ``paths``): where, why, and
-        which fix restores parity, each cause confirmed or refuted by re-running. In process."""
-        from .comparison import explain_result
-
-        return explain_result(self, paths)
-
     # -- rendering ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        from . import __version__
-
         head = {"schema_version": SCHEMA_VERSION, "tool": "jaxparity", "tool_version": __version__}
         body = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
         return head | _jsonable(body) | {"passed": self.passed}
@@ -147,20 +144,35 @@ class ComparisonResult:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
-    def __rich__(self) -> Any:
-        from .report.terminal import render
 
-        return render(self)
+# -- checking against a baseline (`jaxparity check`) -------------------------------------------------
+@dataclass(frozen=True)
+class PathMove:
+    """How one path moved since the snapshot."""
 
-    def __str__(self) -> str:
-        from .report.terminal import render_text
+    spec: str
+    status: str  # "same", "within tolerance", "moved", "now failing", "now running", "still failing"
+    leaves: tuple[tuple[str, LeafDiff], ...] = ()
+    message: str | None = None
 
-        return render_text(self)
 
-    def _repr_html_(self) -> str:
-        from .report.notebook import render_html
+@dataclass(frozen=True)
+class CheckResult:
+    case: str
+    against: str
+    created: str
+    tolerance: Tolerance
+    moves: tuple[PathMove, ...]
+    changes: tuple[str, ...]  # what changed in the environment since the snapshot
+    notes: tuple[str, ...] = field(default=())
 
-        return render_html(self)
+    @property
+    def passed(self) -> bool:
+        return all(m.status in ("same", "within tolerance", "still failing", "now running") for m in self.moves)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
 
 
 def _jsonable(value: Any) -> Any:

@@ -6,7 +6,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..baseline import CheckResult
+from ..result import CheckResult
 from .format import fmt
 
 _STYLE = {"same": "green", "within tolerance": "yellow", "moved": "bold red", "now failing": "bold red",

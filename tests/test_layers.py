@@ -1,0 +1,85 @@
+"""The shape of the code: the result model at the bottom of the import graph, and no import cycles.
+
+Imports are read from the source (including those inside functions), so a lazy import that reaches
+back up counts as much as a module-level one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "jaxparity"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in SRC.rglob("*.py"):
+        parts = list(p.relative_to(SRC.parent).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    full = f"{target}.{alias.name}"
+                    deps.add(full if full in mods else target)
+            elif isinstance(node, ast.Import):
+                deps.update(alias.name for alias in node.names)
+        graph[name] = {d for d in deps if d in mods and d != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while (w := stack.pop()) != v:
+                comp.append(w)
+            if comp:
+                found.append(sorted([v, *comp]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_result_model_imports_only_data():
+    assert _graph()["jaxparity.result"] <= {"jaxparity._version", "jaxparity.metrics"}
+    assert _graph()["jaxparity.metrics"] <= {"jaxparity.rounding"}
+
+
+def test_reporters_never_import_the_commands():
+    graph = _graph()
+    above = {"jaxparity.comparison", "jaxparity.baseline", "jaxparity.cli", "jaxparity.execute", "jaxparity.runners"}
+    for name, deps in graph.items():
+        if name.startswith("jaxparity.report"):
+            assert not deps & above, (name, deps & above)
+
+
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
