@@ -4,6 +4,8 @@ fix that it re-ran to prove; a case with no divergence must come back clean."""
 import re
 from pathlib import Path
 
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import jaxparity
@@ -105,3 +107,33 @@ def test_subnormals_flushed_by_xla_on_cpu():
 def test_no_divergence_is_not_invented():
     result = explain("make_clean")
     assert result.passed and result.explanations == ()
+
+
+# ------------------------------------------------------------------ one path never stops the others
+def test_a_path_whose_values_cannot_be_captured_is_explained_from_its_outputs():
+    from jaxparity.explain.explainer import explain_or_report
+
+    f = lambda x: jnp.tanh(x * 0.7 - 0.25)  # noqa: E731
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    base = [np.asarray(f(x))]
+    # IREE really rejects this flag, so the instrumented program cannot run on this path.
+    e = explain_or_report(f, (x,), "iree:flags=--no-such-flag", "eager", base, base)
+    assert e.localization is None and e.causes
+    assert any("could not be captured" in n and "no-such-flag" in n for n in e.notes), e.notes
+
+
+def test_a_path_that_cannot_be_explained_says_why_and_the_report_renders():
+    import dataclasses
+
+    from jaxparity.explain.explainer import explain_or_report
+
+    f = lambda x: x * 3.0  # noqa: E731
+    x = np.ones(3, np.float32)
+    r = jaxparity.compare(f, x, paths=["eager", "jit"])
+    def broken(x):  # cannot even be traced again: explaining must say so, not raise
+        raise ValueError("the model changed since it ran")
+
+    bad = explain_or_report(broken, (x,), "jit", "eager", [x], [x])
+    assert bad.summary.startswith("jit could not be explained: ValueError: the model changed") and not bad.causes
+    text = str(dataclasses.replace(r, explanations=(bad,)))
+    assert "could not be explained" in text

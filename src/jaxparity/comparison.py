@@ -196,14 +196,14 @@ def _to_explain(result: ComparisonResult, paths: Sequence[str] | None = None) ->
 
 def explain_result(result: ComparisonResult, paths: Sequence[str] | None = None) -> ComparisonResult:
     """``result`` with explanations of its diverging paths, computed in this process."""
-    from .explain.explainer import explain_path
+    from .explain.explainer import explain_or_report
 
     if result._source is None or result._source["case"] is None:
         raise ValueError("this result holds no function to re-run here: use compare() in this process, or "
                          "`jaxparity explain` / compare_case(..., explain=True)")
     case, runs = result._source["case"], result._source["runs"]
     base = [a for _, a in runs[result.baseline].outputs]
-    found = [explain_path(case.fn, case.args, p, result.baseline, [a for _, a in runs[p].outputs], base)
+    found = [explain_or_report(case.fn, case.args, p, result.baseline, [a for _, a in runs[p].outputs], base)
              for p in _to_explain(result, paths)]
     return dataclasses.replace(result, explanations=tuple(found))
 

@@ -245,14 +245,20 @@ def explain_path(
     flat_args = jax.tree_util.tree_leaves(args)
     kind = path.split(":", 1)[0]
     notes: list[str] = []
-    localization = None
+    localization = path_vals = None
     if kind == "observed":
         notes.append("outputs read from a file have no per-op values: explained by fingerprint only")
     elif baseline.split(":", 1)[0] not in ("eager", "declared", "f64"):
         notes.append(f"per-op localization needs an op-level baseline (eager or declared), not {baseline}")
     else:
         base_vals = op_values(program, baseline, flat_args)
-        path_vals = op_values(program, path, flat_args)
+        try:
+            path_vals = op_values(program, path, flat_args)
+        except Exception as e:  # e.g. a runtime with no kernel for an op only the instrumented program has
+            path_vals = None
+            notes.append(f"per-op values of {path} could not be captured ({type(e).__name__}: "
+                         f"{_first_line(e)}): explained from its outputs only")
+    if path_vals is not None:
         moved = _distance(path_vals.outputs, path_out)[0]
         if moved:
             notes.append(f"returning every intermediate changed {moved} output elements of {path} (the compiler "
@@ -290,6 +296,30 @@ def explain_path(
     fixes = _fixes(ctx, causes)
     summary = _summary(ctx, causes, fixes)
     return PathExplanation(path, baseline, summary, localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes))
+
+
+def explain_or_report(fn: Callable[..., Any], args: tuple, path: str, baseline: str, path_out: Sequence[np.ndarray],
+                      base_out: Sequence[np.ndarray]) -> PathExplanation:
+    """``explain_path``, or, where explaining this path fails, an explanation that says why: one path
+    never stops the explanation of the others."""
+    try:
+        return explain_path(fn, args, path, baseline, path_out, base_out)
+    except Exception as e:
+        import traceback
+
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        return PathExplanation(path, baseline, f"{path} could not be explained: {type(e).__name__}: {_first_line(e)}",
+                               None, None, None, (), (),
+                               (f"explaining failed in {where.name} ({where.filename.rsplit('/', 1)[-1]}:"
+                                f"{where.lineno}); its comparison above stands",))
+
+
+def _first_line(e: BaseException) -> str:
+    """The message's first line, and the next one where the first only introduces it ('...:')."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    return " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
 def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: list[str]) -> Any:

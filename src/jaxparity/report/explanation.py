@@ -101,7 +101,8 @@ def render_explanation(e: Any, verbose: bool = False) -> Group:
             continue
         c.add_row(v.title, Text(v.status, style=_STATUS.get(v.status, "")), v.experiment, v.evidence)
     not_run = sum(v.status == "not run" for v in e.causes)
-    parts.append(c)
+    if e.causes:  # none when explaining the path failed: the summary says why
+        parts.append(c)
     if not_run and not verbose:
         parts.append(Text(f"{not_run} other known causes not tested: they cannot apply here or are not needed "
                           "(JSON lists why)", style="dim"))

@@ -407,8 +407,9 @@ def _explanation(e: Any) -> str:
         return [_e(v.title), f"<span class='status-{_slug(v.status)}'>{_e(v.status)}</span>", _e(v.experiment),
                 _e(v.evidence)]
 
-    out.append(_table(f"causes-{sid}", "causes, each tested", ["cause", "result", "experiment", "evidence"],
-                      [cause_row(v) for v in tested]))
+    if e.causes:  # none when explaining the path failed: the summary says why
+        out.append(_table(f"causes-{sid}", "causes, each tested", ["cause", "result", "experiment", "evidence"],
+                          [cause_row(v) for v in tested]))
     if untested:
         out.append(f"<details><summary>{len(untested)} other known causes not tested: they cannot apply here or "
                    f"are not needed</summary>" + _table("", "not tested", ["cause", "result", "why not", "evidence"],
