@@ -137,3 +137,20 @@ def test_a_path_that_cannot_be_explained_says_why_and_the_report_renders():
     assert bad.summary.startswith("jit could not be explained: ValueError: the model changed") and not bad.causes
     text = str(dataclasses.replace(r, explanations=(bad,)))
     assert "could not be explained" in text
+
+
+def test_every_op_carries_the_users_line_also_inside_library_helpers():
+    import collections
+
+    import jax.numpy as jnp
+
+    from jaxparity.case import load_case
+    from jaxparity.localize.program import flatten
+
+    case = load_case(str(Path(__file__).parent / "cases" / "library_helpers.py"))
+    jnp.cumsum(case.args[0]), jnp.sort(case.args[0])  # traced first from here: the helpers' caches hold our frames
+    ops = flatten(case.fn, case.args).ops
+    lines = collections.Counter(op.info.user_source and op.info.user_source.rsplit(":", 1)[1] for op in ops)
+    assert None not in lines, lines
+    first = {op.info.primitive: op.info.user_source.rsplit(":", 1)[1] for op in reversed(ops)}
+    assert (first["cumsum"], first["sort"], first["rem"], first["dot_general"]) == ("6", "7", "8", "9")

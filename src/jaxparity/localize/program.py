@@ -91,15 +91,21 @@ def _relative(path: str) -> str:
         return path
 
 
-def _sources(eqn: Any) -> tuple[str | None, str | None]:
+# Frames that are never the user's: installed libraries (jax, flax...), the standard library, and
+# jaxparity itself (its wrappers, e.g. round_like_declared, run the user's function).
+_NOT_USER = _LIBRARY_DIRS + (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)
+
+
+def _sources(eqn: Any, outer: tuple[str | None, str | None] = (None, None)) -> tuple[str | None, str | None]:
+    """(where the primitive was created, the user's own line that led to it). An op created inside a
+    jitted library helper (``jnp.cumsum``, ``jax.image.resize``) has no frame of the user's in its own
+    traceback (JAX traced the helper once, maybe from another call): it takes its call's, ``outer``."""
     tb = eqn.source_info.traceback
     frames = list(source_info_util.user_frames(tb)) if tb is not None else []
-    if not frames:
-        return None, None
-    inner = frames[0]
-    user = next((f for f in frames if not f.file_name.startswith(_LIBRARY_DIRS)), None)
     fmt = lambda f: f"{_relative(f.file_name)}:{f.start_line}"  # noqa: E731
-    return fmt(inner), fmt(user) if user else None
+    inner = fmt(frames[0]) if frames else outer[0]
+    user = next((f for f in frames if not f.file_name.startswith(_NOT_USER)), None)
+    return inner, fmt(user) if user else outer[1]
 
 
 def _aval_str(aval: Any) -> str:
@@ -122,7 +128,8 @@ def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
         avals[vid] = var.aval
         return vid
 
-    def inline(jaxpr: Jaxpr, const_vals: Sequence[Any], in_refs: Sequence[int | Literal], stack: str) -> list:
+    def inline(jaxpr: Jaxpr, const_vals: Sequence[Any], in_refs: Sequence[int | Literal], stack: str,
+               outer: tuple[str | None, str | None] = (None, None)) -> list:
         env: dict[Any, int | Literal] = {}
         for var, val in zip(jaxpr.constvars, const_vals):
             env[var] = vid = new_id(var)
@@ -136,7 +143,7 @@ def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
             body = eqn.params.get(_CALLS.get(eqn.primitive.name, ""), None)
             if body is not None:
                 inner, inner_consts = (body.jaxpr, body.consts) if isinstance(body, ClosedJaxpr) else (body, ())
-                outs = inline(inner, inner_consts, refs, name_stack)
+                outs = inline(inner, inner_consts, refs, name_stack, _sources(eqn, outer))
                 for var, ref in zip(eqn.outvars, outs):
                     if type(var).__name__ != "DropVar":
                         env[var] = ref
@@ -146,7 +153,7 @@ def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
                 if vid is not None:
                     env[var] = vid
                     origin[vid] = f"op{len(ops)}" + (f":{j}" if len(out_ids) > 1 else "")
-            source, user = _sources(eqn)
+            source, user = _sources(eqn, outer)
             info = OpInfo(
                 index=len(ops),
                 primitive=eqn.primitive.name,
