@@ -114,3 +114,9 @@ def test_json_names_the_rule(fn):
     r = jaxparity.compare(fn, SYM, paths=["eager", "declared"])
     leaves = r.to_dict()["paths"][1]["leaves"]
     assert all(isinstance(lf["rule"], str) for lf in leaves)
+
+
+def test_empty_decompositions():
+    for fn in (jnp.linalg.eigh, jnp.linalg.svd, jnp.linalg.qr, lambda a: lax.linalg.eig(a)):
+        r = jaxparity.compare(fn, np.zeros((0, 0), np.float32), paths=["eager", "declared"])
+        assert r.path("declared").status == "ok" and r.passed

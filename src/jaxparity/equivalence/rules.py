@@ -66,6 +66,8 @@ def _take_columns(x: np.ndarray, order: np.ndarray) -> np.ndarray:
 def _lexorder(values: np.ndarray, descending: bool = False) -> np.ndarray:
     """Sort order along the last axis; complex by (real, imag). NaNs last."""
     v = -values if descending else values
+    if v.size == 0:
+        return np.zeros(v.shape, np.int64)
     if v.dtype.kind == "c":
         flat = v.reshape(-1, v.shape[-1])
         order = np.stack([np.lexsort((r.imag, r.real)) for r in flat])
