@@ -120,3 +120,14 @@ def test_empty_decompositions():
     for fn in (jnp.linalg.eigh, jnp.linalg.svd, jnp.linalg.qr, lambda a: lax.linalg.eig(a)):
         r = jaxparity.compare(fn, np.zeros((0, 0), np.float32), paths=["eager", "declared"])
         assert r.path("declared").status == "ok" and r.passed
+
+
+def test_a_phase_within_rounding_of_one_is_not_applied():
+    # Q off by one ULP in one element: its columns' phases are 1 to within rounding, so R (identical as
+    # computed) must not be turned by them (turning a complex row rounds: a difference we would invent).
+    a = (RNG.randn(3, 3) + 1j * RNG.randn(3, 3)).astype(np.complex64)
+    q, r = _outputs(jnp.linalg.qr, (a,))
+    nudged = q.copy()
+    nudged[1, 1] = complex(np.nextafter(q[1, 1].real, np.float32(9)), q[1, 1].imag)
+    p = _judge(jnp.linalg.qr, (a,), [nudged, r])
+    assert p.leaves[0].diff.n_differ == 1 and p.leaves[1].diff.n_differ == 0

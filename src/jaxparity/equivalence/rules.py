@@ -42,12 +42,20 @@ Arrays = Mapping[str, np.ndarray]  # role -> array, for the roles the function r
 def _phases(got: np.ndarray, expected: np.ndarray) -> np.ndarray:
     """Per column (last axis but one is the vector's), the unit factor that turns got's column most
     nearly into expected's: sign(<e, g>) for real vectors, its phase for complex ones; 1 where the
-    inner product is 0 or not finite (nothing to align by)."""
+    inner product is 0 or not finite (nothing to align by), and where the phase is 1 to within the
+    rounding of the two columns (they already agree as computed: turning them would only round)."""
     wide = np.complex128 if got.dtype.kind == "c" else np.float64
     c = np.sum(np.conj(expected.astype(wide)) * got.astype(wide), axis=-2)  # [..., k]
     with np.errstate(invalid="ignore", divide="ignore"):
         unit = c / np.abs(c)
-    return np.where(np.isfinite(unit) & (np.abs(c) > 0), unit, 1)
+    same = np.abs(unit - 1) <= 64 * _eps(got.dtype)
+    return np.where(np.isfinite(unit) & (np.abs(c) > 0) & ~same, unit, 1)
+
+
+def _eps(dtype: np.dtype) -> float:
+    dtype = np.dtype(dtype)
+    part = np.float32 if dtype in (np.complex64, np.float32) else np.float64 if dtype.itemsize >= 8 else np.float32
+    return float(np.finfo(part).eps)
 
 
 def _turn_columns(x: np.ndarray, unit: np.ndarray) -> np.ndarray:
