@@ -96,9 +96,15 @@ def test_explain_on_agreeing_paths_exits_0():
     assert r.returncode == 0 and "why" not in r.stdout
 
 
-def test_explain_needs_an_op_level_baseline():
-    r = run_cli("explain", SEED, "--baseline", "jit")
-    assert r.returncode == 2 and "op-level baseline" in r.stderr
+@pytest.mark.slow
+def test_explain_between_any_two_paths():
+    # "my jax.jit result differs from TensorFlow Serving": the serving process with the flag against jit
+    # without it. Both are compiled; the first op whose inputs agree and output does not is named.
+    flag = "savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false"
+    r = run_cli("explain", SEED, "--baseline", flag, "--paths", "jit")
+    assert r.returncode == 1, r.stderr
+    assert "jit first departs from" in r.stdout and "conv_bf16.py:30" in r.stdout
+    assert "never rounded" in r.stdout and "excess precision" in r.stdout
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from jaxparity.case import load_case
 pytestmark = pytest.mark.slow
 
 PLANTED = Path(__file__).parent / "cases" / "planted.py"
+EXAMPLES = Path(__file__).parents[1] / "examples"
 
 
 def planted_line(cause: str) -> str:
@@ -154,3 +155,18 @@ def test_every_op_carries_the_users_line_also_inside_library_helpers():
     assert None not in lines, lines
     first = {op.info.primitive: op.info.user_source.rsplit(":", 1)[1] for op in reversed(ops)}
     assert (first["cumsum"], first["sort"], first["rem"], first["dot_general"]) == ("6", "7", "8", "9")
+
+
+@pytest.mark.slow
+def test_compiled_baseline_replays_one_op_with_its_options():
+    # jit vs jit with excess precision off: both compiled; ops past the first are replayed by XLA
+    # compiling the one op with the baseline's options, so the divergence is found at its op.
+    case = load_case(str(EXAMPLES / "conv_bf16.py"))
+    base = "jit:xla_allow_excess_precision=false"
+    r = jaxparity.compare(case.fn, *case.args, paths=[base, "jit"], baseline=base).explain()
+    (e,) = r.explanations
+    first = e.localization.local[0]
+    assert (first.op.primitive, first.op.user_source.rsplit("/", 1)[-1]) == ("convert_element_type", "conv_bf16.py:30")
+    assert "never rounded" in first.detail and "conv_bf16.py:21" in first.detail
+    assert any(c.cause == "excess-precision" and c.status == "confirmed" for c in e.causes), e.causes
+    assert not any("compared, not replayed" in n for n in e.notes)

@@ -220,9 +220,6 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _error("--repeat and --save-worst go with --samples N or --inputs DIR")
 
     explain = args.command == "explain" or getattr(args, "explain", False)
-    if explain and args.baseline.split(":", 1)[0] not in ("eager", "declared", "f64"):
-        return _error(f"explain localizes against an op-level baseline: --baseline eager or declared, "
-                      f"not {args.baseline}")
     out = Console(highlight=False)
     progress = _Progress(Console(stderr=True, highlight=False), quiet=args.quiet or args.json == "-")
     try:

@@ -248,16 +248,10 @@ def explain_path(
     localization = path_vals = None
     if kind == "observed":
         notes.append("outputs read from a file have no per-op values: explained by fingerprint only")
-    elif baseline.split(":", 1)[0] not in ("eager", "declared", "f64"):
-        notes.append(f"per-op localization needs an op-level baseline (eager or declared), not {baseline}")
     else:
-        base_vals = op_values(program, baseline, flat_args)
-        try:
-            path_vals = op_values(program, path, flat_args)
-        except Exception as e:  # e.g. a runtime with no kernel for an op only the instrumented program has
+        base_vals, path_vals = (_captured(program, spec, flat_args, notes) for spec in (baseline, path))
+        if base_vals is None:
             path_vals = None
-            notes.append(f"per-op values of {path} could not be captured ({type(e).__name__}: "
-                         f"{_first_line(e)}): explained from its outputs only")
     if path_vals is not None:
         moved = _distance(path_vals.outputs, path_out)[0]
         if moved:
@@ -296,6 +290,17 @@ def explain_path(
     fixes = _fixes(ctx, causes)
     summary = _summary(ctx, causes, fixes)
     return PathExplanation(path, baseline, summary, localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes))
+
+
+def _captured(program: FlatProgram, spec: str, flat_args: Sequence[Any], notes: list[str]) -> Any:
+    """Every op's values along ``spec``, or None with a note saying why they could not be captured
+    (e.g. a runtime with no kernel for an op only the instrumented program has)."""
+    try:
+        return op_values(program, spec, flat_args)
+    except Exception as e:
+        notes.append(f"per-op values of {spec} could not be captured ({type(e).__name__}: {_first_line(e)}): "
+                     "explained from the outputs only")
+        return None
 
 
 def explain_or_report(fn: Callable[..., Any], args: tuple, path: str, baseline: str, path_out: Sequence[np.ndarray],

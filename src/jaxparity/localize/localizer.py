@@ -1,8 +1,11 @@
 """Where two paths part ways: the ops whose own output is wrong given their own inputs.
 
 Each op is replayed on the path's own input values twice: with the baseline's implementation of
-that op (eager: the primitive compiled on its own; declared: float64 rounded once) and with the
-declared reference. An op whose output differs from the baseline's replay on the same inputs
+that op (eager: the primitive compiled on its own; declared: float64 rounded once; jit/export: the
+one op compiled with the path's options) and with the declared reference. Any two paths can be
+localized: an op whose inputs agree on both sides and whose output does not is local whatever the
+baseline; past it, a baseline that runs only whole programs (a SavedModel, IREE...) cannot replay
+one op, and the ops whose inputs differ are compared only (the report says how many). An op whose output differs from the baseline's replay on the same inputs
 diverges *locally*; every other difference is inherited from earlier ops. The declared replay says
 which side keeps the program's declared semantics. Prefix bisection is deliberately not used:
 divergence is not monotone along a program (a later bf16 rounding can erase earlier f32 noise).
@@ -24,7 +27,7 @@ from ..rounding import is_float_dtype
 from .program import FlatProgram, Op, OpInfo
 from .values import OpValues, _bind
 
-__all__ = ["Localization", "LocalDivergence", "OpDrift", "localize", "output_cone"]
+__all__ = ["Localization", "LocalDivergence", "OpDrift", "localize", "output_cone", "replayable"]
 
 # Reductions whose result depends on the order of additions: the only ops where two correct
 # implementations may differ, within an error bound that grows with the number of terms.
@@ -139,16 +142,35 @@ def _noise_bound(op: Op, ins: list[Any], path_out: np.ndarray, base_out: np.ndar
     return 2 * gamma * abs_sum + out_ulp
 
 
+# Paths that can run one op on given inputs: op by op (eager), the interpreter, or XLA compiling the
+# single op with the path's own compile options. The others (a SavedModel served by TensorFlow, IREE,
+# ONNX, TFLite) run whole programs only: past the first divergence their ops can be compared, not replayed.
+_REPLAYABLE = ("eager", "declared", "f64", "jit", "export")
+
+
+def replayable(spec: str) -> bool:
+    """Can ``spec`` run a single op on given inputs (see ``_REPLAYABLE``)? Not in another environment."""
+    name = spec.split(":", 1)[0]
+    return name in _REPLAYABLE and "@" not in name
+
+
 def _baseline_replay(baseline: str, op: Op, ins: list[Any]) -> list[np.ndarray]:
+    """``op`` on ``ins`` as ``baseline`` implements it on its own (see ``_REPLAYABLE``)."""
     from ..interpreter import evaluate_eqn
+    from ..paths import make_path
     from ..pytree import host
 
-    if baseline.split(":", 1)[0] == "eager":
+    name = baseline.split(":", 1)[0]
+    as_jax = [jax.numpy.asarray(x) if isinstance(x, np.ndarray) else x for x in ins]
+    if name == "eager":
         with jax.disable_jit():
-            return [host(x) for x in _bind(op, [jax.numpy.asarray(x) if isinstance(x, np.ndarray) else x
-                                                for x in ins])]
-    mode = baseline.split(":", 1)[0]
-    return [host(x) for x in evaluate_eqn(op.eqn, ins, mode=mode)]
+            return [host(x) for x in _bind(op, as_jax)]
+    if name in ("jit", "export"):  # the one op, compiled with the path's options (export compiles as jit)
+        path = make_path(baseline)
+        options = {k: v for k, v in path.options.items() if k != "load_env"}
+        single = make_path("jit" + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else ""))
+        return [host(x) for x in single.run(lambda *xs: list(_bind(op, list(xs))), tuple(as_jax))]
+    return [host(x) for x in evaluate_eqn(op.eqn, ins, mode=name)]
 
 
 def _compare(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
@@ -166,9 +188,8 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
     from ..interpreter import evaluate_eqn
     from ..pytree import host
 
-    if baseline.split(":", 1)[0] not in ("eager", "declared", "f64"):
-        raise ValueError(f"localizing against {baseline!r} needs an op-level implementation of it; "
-                         "use --baseline eager or declared")
+    can_replay = replayable(baseline)
+    compared_only = 0
     args = {vid: host(a) for vid, a in zip(program.arg_ids, flat_args)}
     producers = {vid: o for o in program.ops for vid in o.outputs if vid is not None}
     local: list[LocalDivergence] = []
@@ -190,6 +211,9 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
         positions = [i for i, v in enumerate(op.outputs) if v in outs]  # of the recorded outputs
         if same_inputs:
             replay = b_outs  # the baseline already ran this op on exactly these inputs
+        elif not can_replay:  # inputs differ and the baseline cannot run one op: inherited, as far as we know
+            compared_only += 1
+            continue
         else:
             replay_all = _baseline_replay(baseline, op, p_ins)
             replay = [replay_all[i] for i in positions]
@@ -218,6 +242,11 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
         local.append(LocalDivergence(op.info, n, int(p_out.size), ulp, mx, side, bound, within, detail,
                                      producer.info if detail and producer else None))
     notes = (f"{skipped} ops could not be replayed (inputs not observable)",) if skipped else ()
+    if compared_only:
+        notes += (f"{compared_only} op{'s' if compared_only > 1 else ''} whose inputs already differed could only "
+                  "be compared, not replayed: "
+                  f"{baseline} runs whole programs, not single ops; a local divergence among them would show "
+                  "only where their inputs agree",)
     return Localization(path.path, baseline, len(program.ops), tuple(local), tuple(drift), notes,
                         program=tuple(op.info for op in program.ops))
 
