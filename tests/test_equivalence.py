@@ -31,8 +31,9 @@ def _judge(fn, args, got_outputs):
     """build_result of eager (the function as JAX runs it) against fabricated jit outputs."""
     base = _eager(fn, args)
     names = [n for n, _ in base.outputs]
-    runs = {"eager": base, "jit": PathRun("jit", "ok", tuple(zip(names, got_outputs)))}
-    info = CaseInfo("case", None, "test", (), output_rules=output_rules(fn, args))
+    runs = {"eager": base, "jit": PathRun("jit", "ok", tuple(zip(names, got_outputs)),
+                                          output_rules=output_rules(fn, args))}
+    info = CaseInfo("case", None, "test", ())
     return build_result(info, runs, "eager", Tolerance(), {"eager", "jit"}).path("jit")
 
 

@@ -246,6 +246,7 @@ def build_result(
 ) -> ComparisonResult:
     """Measure every successful run against the baseline run and against the f64 ideal."""
     base = runs[baseline]
+    rules = next((r.output_rules for r in runs.values() if r.output_rules), {})
     ideal = runs.get(IDEAL)
     ideal_out = dict(ideal.outputs) if ideal and ideal.status == "ok" and ideal.outputs else {}
     results = []
@@ -273,7 +274,7 @@ def build_result(
             else:
                 try:
                     leaves = [_leaf(name, dict(outputs), dict(base.outputs), ideal_out, spec == baseline, tolerance,
-                                    info.output_rules.get(name)) for name, _ in outputs]
+                                    rules.get(name)) for name, _ in outputs]
                     verdict = _verdict(leaves) if spec != baseline else "baseline"
                 except UnsupportedDtype as e:  # never "equal" for values nothing can measure
                     leaves, verdict, message = [], "error", f"cannot compare its outputs: {e}"

@@ -40,6 +40,9 @@ class PathRun:
     seconds: float = 0.0
     message: str | None = None
     notes: tuple[str, ...] = ()
+    # Outputs whose values are defined only up to sign, phase or order (eigenvectors...), by leaf name:
+    # read from the function's trace after a path that traces it ran (see ``run_in_process``).
+    output_rules: dict[str, OutputRule] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,6 @@ class CaseInfo:
     input_source: str
     inputs: tuple[ArrayInfo, ...]
     environment: dict[str, Any] = field(default_factory=dict)
-    # Outputs whose values are defined only up to sign, phase or order (eigenvectors...), by leaf name.
-    output_rules: dict[str, OutputRule] = field(default_factory=dict)
 
 
 def _user_frame(exc: BaseException) -> str:
@@ -84,7 +85,37 @@ def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: flo
     except Exception as e:  # the user's function or a runtime raised: report, never propagate
         return _error_run(path.spec, e, time.perf_counter() - start)
     outputs = tuple(named_leaves(out, "out"))
-    return PathRun(path.spec, "ok", outputs, time.perf_counter() - start, notes=tuple(path.notes))
+    return PathRun(path.spec, "ok", outputs, time.perf_counter() - start, notes=tuple(path.notes),
+                   output_rules=_output_rules(path, fn, args))
+
+
+# Per (function, argument structure, shapes and dtypes) in this process; each entry holds its function,
+# so that its id cannot be reused by another while the entry lives.
+_RULES: dict[tuple, tuple[Callable[..., Any], dict[str, OutputRule]]] = {}
+
+
+def _output_rules(path: Path, fn: Callable[..., Any], args: tuple) -> dict[str, OutputRule]:
+    """The function's output rules (see ``equivalence``), read from its trace once a path that traces it
+    has run: a function that crashes or hangs only when traced then already failed in that path's own
+    isolated run, never here. Eager and observed outputs do not trace."""
+    if path.name in ("eager", "observed"):
+        return {}
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    key = (id(fn), tree, tuple((np.shape(x), str(getattr(x, "dtype", type(x)))) for x in leaves))
+    hit = _RULES.get(key)
+    if hit is None or hit[0] is not fn:
+        try:
+            from .equivalence.producers import output_rules
+
+            rules = output_rules(fn, args)
+        except Exception:  # another JAX (an --env), or the trace needs the path's config: element by element
+            rules = {}
+        _RULES[key] = hit = (fn, rules)
+        while len(_RULES) > 8:
+            del _RULES[next(iter(_RULES))]
+    return hit[1]
 
 
 def to_host(run: PathRun) -> PathRun:
@@ -328,23 +359,17 @@ def environment() -> dict[str, Any]:
 def case_info(case: Any) -> CaseInfo:
     import jax
 
-    from .equivalence.producers import output_rules
     from .pytree import argument_leaves
 
     def info(name: str, x: Any) -> ArrayInfo:
         aval = jax.numpy.asarray(x) if not isinstance(x, (jax.Array, np.ndarray, np.generic)) else x
         return ArrayInfo(name, str(aval.dtype), tuple(int(d) for d in np.shape(aval)))
 
-    try:
-        rules = output_rules(case.fn, case.args)
-    except Exception:  # a case that cannot be traced: every path reports why when it runs
-        rules = {}
     return CaseInfo(
         name=case.name,
         source=case.source,
         input_source=case.input_source,
         inputs=tuple(info(n, x) for n, x in argument_leaves(case.args)),
         environment=environment(),
-        output_rules=rules,
     )
 
