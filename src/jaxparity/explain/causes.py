@@ -11,6 +11,11 @@ An experiment is one of a few kinds:
 - ``fingerprint``: a candidate semantics of the interpreter reproduces the path bit for bit.
 - ``same-compiler``: ``jit`` with the same XLA settings agrees with the baseline while this runtime
   does not: it lowers or runs the program differently.
+
+A cause with an ``op_check`` is first decided on the diverging op itself: the candidate semantics of
+``localize.semantics`` applied to the op's own captured inputs. Where that evidence exists it decides;
+the whole-program experiment then only proves (or fails to prove) the fix, since one flag can change
+several things at once.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class Cause:
     options: tuple[tuple[str, str], ...] = ()  # XLA options the recompile experiment sets
     candidates: tuple[str, ...] = ()  # interpreter candidates for a fingerprint experiment
     fix: str = ""
+    op_check: str | None = None  # candidate semantics checked on the diverging op's inputs ("fma")
 
 
 CAUSES: tuple[Cause, ...] = (
@@ -99,6 +105,7 @@ CAUSES: tuple[Cause, ...] = (
         experiment="recompile",
         options=(("xla_backend_optimization_level", "0"),),
         candidates=("fma-contraction",),
+        op_check="fma",
         fix="accept it within a tolerance (it is usually more accurate), or compile with "
         "xla_backend_optimization_level=0 (much slower)",
     ),

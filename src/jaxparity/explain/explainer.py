@@ -32,6 +32,7 @@ class CauseVerdict:
     experiment: str  # what was run or checked
     evidence: str  # what was seen
     fix: str | None = None
+    proof: Fix | None = None  # the whole-program re-run that shows the fix working (or not)
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,40 @@ def _matmul_precision(cause: Cause, ctx: _Context) -> CauseVerdict:
                         f"differs from {ctx.baseline} in {after[0]} elements after", cause.fix if after[0] == 0 else None)
 
 
+def _op_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
+    """Decide ``cause`` on the diverging ops' own captured inputs (``LocalDivergence.semantics``); the
+    whole-program experiment then proves the fix. None where no op offers such evidence."""
+    loc = ctx.localization
+    checked = [(d, m) for d in (loc.local if loc else ()) for m in d.semantics if m.name == cause.op_check]
+    if not checked:
+        return None
+    hits = [(d, m) for d, m in checked if m.reproduces_path]
+    if not hits:
+        d, m = min(checked, key=lambda dm: dm[1].max_ulp_to_path)
+        return CauseVerdict(cause.id, cause.title, "refuted", f"{m.name} semantics on the captured inputs of "
+                            f"{_short(d)}", f"{m.description} is {m.max_ulp_to_path} ULP from {ctx.path}'s output")
+    d, m = hits[0]
+    declared = (f"; the declared semantics (each op rounded) reproduce {ctx.baseline}'s" if d.declared_side in
+                ("baseline",) else "")
+    evidence = (f"{m.description} reproduces {ctx.path}'s output of #{d.op.index} bit for bit ({d.n_differ} of "
+                f"{d.size} elements differ from {ctx.baseline}){declared}")
+    others = len({id(x) for x, _ in hits}) - 1
+    if others:
+        evidence += f"; so do {others} more diverging op{'s' if others > 1 else ''}"
+    rerun = _recompile(cause, ctx)
+    spec = rerun.experiment.removeprefix("re-ran ")
+    proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
+                rerun.status == "confirmed", rerun.evidence + ("" if rerun.status == "confirmed" else
+                                                               ": the flag changes more than this op"))
+    return CauseVerdict(cause.id, cause.title, "confirmed", f"{m.name} semantics on the captured inputs of "
+                        f"{_short(d)}", evidence, cause.fix, proof)
+
+
+def _short(d: Any) -> str:
+    loops = "".join(f"{f.describe()}: " for f in d.within)
+    return f"{loops}#{d.op.index} {d.op.primitive} ({d.op.user_source or d.op.source or 'unknown line'})"
+
+
 _EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
     "recompile": _recompile,
     "noise-bound": _noise,
@@ -258,6 +293,7 @@ def explain_path(
             notes.append(f"returning every intermediate changed {moved} output elements of {path} (the compiler "
                          "fused differently): per-op values are evidence, cross-checked by the compiler's own HLO")
         localization = localize(program, path_vals, base_vals, flat_args, baseline)
+        localization = _open_loops(program, localization, path_vals, base_vals, flat_args, path_out, notes)
         if moved and not localization.local:
             differing = [i for i, (a, b) in enumerate(zip(path_out, base_out)) if _distance([a], [b])[0]]
             localization = dataclasses.replace(localization, perturbed=True,
@@ -280,7 +316,9 @@ def explain_path(
         if reason is not None:
             causes.append(CauseVerdict(cause.id, cause.title, "not run", "", reason))
             continue
-        verdict = _EXPERIMENTS[cause.experiment](cause, ctx)
+        verdict = _op_check(cause, ctx) if cause.op_check else None
+        if verdict is None:
+            verdict = _EXPERIMENTS[cause.experiment](cause, ctx)
         causes.append(verdict)
         if verdict.status == "confirmed" and verdict.cause != "denormal-flush":
             explained_by = explained_by or verdict.cause
@@ -290,6 +328,19 @@ def explain_path(
     fixes = _fixes(ctx, causes)
     summary = _summary(ctx, causes, fixes)
     return PathExplanation(path, baseline, summary, localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes))
+
+
+def _open_loops(program: FlatProgram, loc: Localization, path_vals: Any, base_vals: Any, flat_args: Sequence[Any],
+                path_out: Sequence[np.ndarray], notes: list[str]) -> Localization:
+    """Open the loops and branches that diverge on their own (``localize.loops``)."""
+    from ..localize.loops.descend import open_loops
+
+    try:
+        return open_loops(program, loc, path_vals, base_vals, case=program, flat_args=flat_args,
+                          plain_outputs=path_out)
+    except Exception as e:  # the loop op itself stays the finding
+        notes.append(f"loops could not be opened ({type(e).__name__}: {_first_line(e)})")
+        return loc
 
 
 def _captured(program: FlatProgram, spec: str, flat_args: Sequence[Any], notes: list[str]) -> Any:
@@ -375,6 +426,9 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
     fixes = []
     kind = ctx.path.split(":", 1)[0]
     for verdict in causes:
+        if verdict.status == "confirmed" and verdict.proof is not None:
+            fixes.append(verdict.proof)
+            continue
         if verdict.status != "confirmed" or not verdict.experiment.startswith("re-ran "):
             continue
         spec = verdict.experiment.removeprefix("re-ran ").split(" with ")[0]
@@ -404,11 +458,13 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
     return fixes
 
 
-def _where(op: Any) -> str:
+def _where(d: Any) -> str:
+    op = d.op
     src = op.user_source or op.source or "unknown line"
     made = f", created at {op.source}" if op.source and op.source != op.user_source else ""
     stack = f" in {op.name_stack}" if op.name_stack else ""
-    return f"#{op.index} {op.primitive} {', '.join(op.inputs)} -> {', '.join(op.outputs)}{stack} ({src}{made})"
+    loops = "".join(f"{f.describe()}: " for f in d.within)
+    return f"{loops}#{op.index} {op.primitive} {', '.join(op.inputs)} -> {', '.join(op.outputs)}{stack} ({src}{made})"
 
 
 def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str:
@@ -421,7 +477,7 @@ def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str
                      f"({', '.join(lines)}); observing their values one by one removes the difference")
     elif loc is not None and loc.first is not None:
         first = loc.first
-        parts.append(f"{ctx.path} first departs from {ctx.baseline} on its own at op {_where(first.op)}"
+        parts.append(f"{ctx.path} first departs from {ctx.baseline} on its own at {'' if first.within else 'op '}{_where(first)}"
                      + (f": {first.detail}" if first.detail else ""))
     found = [c for c in causes if c.status in ("confirmed", "partly", "noise") and c.cause != "unknown"]
     if any(c.status == "noise" for c in found) and not any(c.status == "confirmed" for c in found):

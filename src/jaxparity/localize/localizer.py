@@ -25,13 +25,41 @@ from jax.extend.core import Literal
 from ..metrics import as_wide, ulp_distance
 from ..rounding import is_float_dtype
 from .program import FlatProgram, Op, OpInfo
+from .semantics import SemanticsMatch, fma_candidates
 from .values import OpValues, _bind
 
-__all__ = ["Localization", "LocalDivergence", "OpDrift", "localize", "output_cone", "replayable"]
+__all__ = ["Localization", "LocalDivergence", "LoopFrame", "OpDrift", "localize", "output_cone", "replayable",
+           "single_op_path", "values_equal"]
 
 # Reductions whose result depends on the order of additions: the only ops where two correct
 # implementations may differ, within an error bound that grows with the number of terms.
 _REDUCTIONS = {"reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"}
+
+
+@dataclass(frozen=True)
+class LoopFrame:
+    """One level of control flow around an op: the loop (or branch) op, and which iteration of it."""
+
+    op: OpInfo  # the scan / while / cond op, in its own program
+    kind: str  # "scan", "while" or "cond"
+    iteration: int | None = None  # execution step (0-based) of a scan or while
+    trips: int | None = None  # iterations the loop ran on the path
+    branch: int | None = None  # the branch a cond took
+    # Per iteration, the largest difference (ULP) between the path's and the baseline's carry
+    # entering it: how the difference grows layer by layer through an nn.scan stack.
+    carry_ulp: tuple[int, ...] = ()
+    how: str = ""  # how the iteration was found ("replayed iteration 3 with eager's implementation")
+    module: str = ""  # the loop's module path, e.g. "Stack/layers" for an nn.scan named "layers"
+
+    def describe(self) -> str:
+        where = self.op.user_source or self.op.source or "unknown line"
+        stack = self.module or self.op.name_stack
+        name = stack.rsplit("/", 1)[-1] if stack else ""
+        head = f"{name} ({self.kind} at {where})" if name else f"{self.kind} at {where}"
+        if self.kind == "cond":
+            return f"{head}, branch {self.branch}"
+        of = f" of {self.trips}" if self.trips is not None else ""
+        return f"{head}, iteration {self.iteration}{of}"
 
 
 @dataclass(frozen=True)
@@ -51,6 +79,21 @@ class LocalDivergence:
     detail: str | None = None
     # For a widening convert fed an unrounded value: the op whose narrow result was never rounded.
     unrounded: OpInfo | None = None
+    # The loops and branches around the op, outermost first (empty at the top level of the case):
+    # ``op.index`` then counts within the innermost body.
+    within: tuple[LoopFrame, ...] = ()
+    # Candidate semantics run on the op's own captured inputs (``localize.semantics``).
+    semantics: tuple[SemanticsMatch, ...] = ()
+
+    @property
+    def top_index(self) -> int:
+        """The op's index in the case's own program (its outermost loop's, inside a loop)."""
+        return self.within[0].op.index if self.within else self.op.index
+
+    def where(self) -> str:
+        """"layers (scan at model.py:40), iteration 0 of 8: op #12 add" style location."""
+        frames = ": ".join(f.describe() for f in self.within)
+        return (frames + ": " if frames else "") + f"op #{self.op.index} {self.op.primitive}"
 
 
 @dataclass(frozen=True)
@@ -154,22 +197,29 @@ def replayable(spec: str) -> bool:
     return name in _REPLAYABLE and "@" not in name
 
 
+def single_op_path(baseline: str) -> Any:
+    """The path that compiles one op (or one loop iteration) the way ``baseline`` compiles the whole
+    program: ``jit`` with its compile options (``export`` compiles as jit)."""
+    from ..paths import make_path
+
+    options = {k: v for k, v in make_path(baseline).options.items() if k != "load_env"}
+    return make_path("jit" + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else ""))
+
+
 def _baseline_replay(baseline: str, op: Op, ins: list[Any]) -> list[np.ndarray]:
     """``op`` on ``ins`` as ``baseline`` implements it on its own (see ``_REPLAYABLE``)."""
     from ..interpreter import evaluate_eqn
-    from ..paths import make_path
     from ..pytree import host
 
     name = baseline.split(":", 1)[0]
     as_jax = [jax.numpy.asarray(x) if isinstance(x, np.ndarray) else x for x in ins]
-    if name == "eager":
+    if name == "eager":  # control flow as disable_jit runs it: Python loops over the body, op by op
+        from .loops.capture import run_op
+
         with jax.disable_jit():
-            return [host(x) for x in _bind(op, as_jax)]
-    if name in ("jit", "export"):  # the one op, compiled with the path's options (export compiles as jit)
-        path = make_path(baseline)
-        options = {k: v for k, v in path.options.items() if k != "load_env"}
-        single = make_path("jit" + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else ""))
-        return [host(x) for x in single.run(lambda *xs: list(_bind(op, list(xs))), tuple(as_jax))]
+            return [host(x) for x in run_op(op, as_jax, _bind)]
+    if name in ("jit", "export"):  # the one op, compiled with the path's options
+        return [host(x) for x in single_op_path(baseline).run(lambda *xs: list(_bind(op, list(xs))), tuple(as_jax))]
     return [host(x) for x in evaluate_eqn(op.eqn, ins, mode=name)]
 
 
@@ -190,7 +240,10 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
 
     can_replay = replayable(baseline)
     compared_only = 0
+    # Each side's own inputs: the case's arguments, or (in a loop body) that side's iteration inputs.
     args = {vid: host(a) for vid, a in zip(program.arg_ids, flat_args)}
+    base_args = {**args, **base.args}
+    args.update(path.args)
     producers = {vid: o for o in program.ops for vid in o.outputs if vid is not None}
     local: list[LocalDivergence] = []
     drift: list[OpDrift] = []
@@ -203,7 +256,7 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
         b_outs = [base.values[v] for v in outs]
         _record_drift(op, p_outs, b_outs, drift)
         p_ins = [_read(program, r, path.values, args) for r in op.inputs]
-        b_ins = [_read(program, r, base.values, args) for r in op.inputs]
+        b_ins = [_read(program, r, base.values, base_args) for r in op.inputs]
         if any(x is None for x in p_ins):
             skipped += 1
             continue
@@ -228,7 +281,7 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
         p_out, r_out = p_outs[k], replay[k]
         d_out = host(evaluate_eqn(op.eqn, p_ins, mode="declared")[positions[k]])
         side = {(True, True): "both", (True, False): "path", (False, True): "baseline", (False, False): "neither"}[
-            (_values_equal(p_out, d_out), _values_equal(r_out, d_out))]
+            (values_equal(p_out, d_out), values_equal(r_out, d_out))]
         bound, within = None, False
         if op.info.primitive in _REDUCTIONS:
             b = _noise_bound(op, p_ins, p_out, r_out)
@@ -239,8 +292,13 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
                 bound = float(np.max(b)) if b.size else 0.0
         producer = producers.get(op.inputs[0]) if op.inputs and not isinstance(op.inputs[0], Literal) else None
         detail = _widening_detail(op, p_out, producer)
+        def producer_of(ref: Any) -> tuple[Op, list[Any]] | None:
+            made = producers.get(ref) if not isinstance(ref, Literal) else None
+            return None if made is None else (made, [_read(program, r, path.values, args) for r in made.inputs])
+
+        semantics = fma_candidates(op, p_ins, producer_of, p_out, r_out)
         local.append(LocalDivergence(op.info, n, int(p_out.size), ulp, mx, side, bound, within, detail,
-                                     producer.info if detail and producer else None))
+                                     producer.info if detail and producer else None, semantics=semantics))
     notes = (f"{skipped} ops could not be replayed (inputs not observable)",) if skipped else ()
     if compared_only:
         notes += (f"{compared_only} op{'s' if compared_only > 1 else ''} whose inputs already differed could only "
@@ -288,7 +346,7 @@ def _bitwise_equal(a: Any, b: Any) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def _values_equal(a: np.ndarray, b: np.ndarray) -> bool:
+def values_equal(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and bool(np.all(ulp_distance(a, b) == 0))
 
 

@@ -2,7 +2,8 @@
 
 Call-like equations (``jit``, ``custom_jvp_call``, ``custom_vjp_call``, ``remat``) are inlined, so
 every op the user's model runs is one entry with its own values; control flow (``cond``,
-``while``, ``scan``) stays one op, since its inner values exist only per iteration. Each op keeps
+``while``, ``scan``) stays one op, since its inner values exist only per iteration: its body is a
+program of its own (``flatten_jaxpr``), opened by ``localize.loops`` one iteration at a time. Each op keeps
 its equation, its Flax module path (name stack) and two source lines: where the primitive was
 created (often inside flax) and the user's own line that led to it.
 """
@@ -20,7 +21,7 @@ import numpy as np
 from jax._src import source_info_util
 from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
 
-__all__ = ["FlatProgram", "Op", "OpInfo", "flatten"]
+__all__ = ["FlatProgram", "Op", "OpInfo", "flatten", "flatten_jaxpr", "is_numeric", "op_sources"]
 
 # jax 0.9.2 names of call-like primitives and the param holding their body.
 _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
@@ -115,8 +116,15 @@ def _aval_str(aval: Any) -> str:
 def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
     """Trace ``fn(*args)`` and flatten its jaxpr into one list of ops."""
     closed = jax.make_jaxpr(fn)(*args)
-    flat_args, in_tree = jax.tree_util.tree_flatten(args)
+    _, in_tree = jax.tree_util.tree_flatten(args)
     out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
+    return flatten_jaxpr(closed, in_tree=in_tree, out_tree=out_tree)
+
+
+def flatten_jaxpr(closed: ClosedJaxpr, *, stack: str = "", outer: tuple[str | None, str | None] = (None, None),
+                  in_tree: Any = None, out_tree: Any = None) -> FlatProgram:
+    """Flatten one closed jaxpr (a whole program, or the body of a loop or branch: then ``stack`` is
+    the loop's module path and ``outer`` its source lines, which ops without a user frame inherit)."""
     ops: list[Op] = []
     consts: dict[int, Any] = {}
     avals: dict[int, Any] = {}
@@ -169,9 +177,13 @@ def flatten(fn: Callable[..., Any], args: tuple) -> FlatProgram:
 
     arg_ids = tuple(new_id(v) for v in closed.jaxpr.invars)
     origin.update((vid, f"arg{k}") for k, vid in enumerate(arg_ids))
-    out_ids = inline(closed.jaxpr, closed.consts, arg_ids, "")
-    del flat_args
+    out_ids = inline(closed.jaxpr, closed.consts, arg_ids, stack, outer)
     return FlatProgram(tuple(ops), arg_ids, tuple(out_ids), consts, avals, in_tree, out_tree)
+
+
+def op_sources(op: Op) -> tuple[str | None, str | None]:
+    """The (created at, user line) pair an op's sub-programs (loop bodies, branches) inherit."""
+    return op.info.source, op.info.user_source
 
 
 def is_numeric(aval: Any) -> bool:

@@ -5,12 +5,15 @@
 ``savedmodel`` and their options) compiles ONE program that also returns every intermediate and
 runs it the path's own way. Returning intermediates can change what the compiler fuses, so the
 compiled outputs are checked against the path's plain outputs and any disagreement is reported.
+
+Loops keep the carry entering each iteration (``loops.capture``); a probe ``((op, step), ...)``
+opens iteration ``step`` of loop ``op`` (nested: outermost first) and returns that body's values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -18,19 +21,28 @@ import numpy as np
 
 from ..paths import make_path
 from ..pytree import host
+from .loops.capture import Probe, recorded, run_program, trace_of, traced_program
+from .loops.structure import LoopTrace
 from .program import FlatProgram, Op, is_numeric
 
-__all__ = ["OpValues", "op_values"]
+__all__ = ["OpValues", "apply_for", "op_values", "program_values"]
+
+_OP_BY_OP = ("eager", "declared", "f64")
 
 
 @dataclass
 class OpValues:
-    """Values of every recorded op output along one path (value id -> numpy array)."""
+    """Values of every recorded op output along one path (value id -> numpy array), for one program:
+    the whole case, or the body of one loop iteration (then ``args`` are that iteration's inputs)."""
 
     path: str
     values: dict[int, np.ndarray]
     outputs: list[np.ndarray]
     notes: list[str]
+    args: dict[int, np.ndarray] = field(default_factory=dict)
+    loops: dict[int, LoopTrace] = field(default_factory=dict)  # op index -> carries per iteration
+    # The outputs of the whole case in the run that produced these values (a probed compile).
+    case_outputs: list[np.ndarray] | None = None
 
 
 def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
@@ -38,39 +50,74 @@ def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
     return out if op.eqn.primitive.multiple_results else [out]
 
 
-def _recorded(program: FlatProgram) -> list[int]:
-    return [vid for op in program.ops for vid in op.outputs if vid is not None and is_numeric(program.avals[vid])]
+def op_by_op(spec: str) -> bool:
+    """Does ``spec`` run op by op (so a loop body can be re-run on its own carry with the same values)?"""
+    return spec.split(":", 1)[0] in _OP_BY_OP
 
 
-def op_values(program: FlatProgram, spec: str, flat_args: Sequence[Any]) -> OpValues:
-    """Run ``program`` along path ``spec`` and keep every op's outputs."""
+def apply_for(spec: str) -> Callable[[Op, list[Any]], Sequence[Any]]:
+    """How an op-by-op path computes one op."""
     name = spec.split(":", 1)[0]
     if name == "eager":
+        return _bind
+    from ..interpreter import evaluate_eqn
+
+    return lambda op, ins: evaluate_eqn(op.eqn, ins, mode=name)
+
+
+def program_values(program: FlatProgram, spec: str, args: Sequence[Any]) -> OpValues:
+    """Every value of ``program`` (a case or a loop body) on ``args`` along an op-by-op path."""
+    traces: dict[int, LoopTrace] = {}
+    if spec.split(":", 1)[0] == "eager":
         with jax.disable_jit():
-            values = program.evaluate(flat_args, _bind)
-        return _collect(program, spec, values, [])
-    if name in ("declared", "f64"):
-        from ..interpreter import evaluate_eqn
-
-        np_args = [host(a) for a in flat_args]
-        values = program.evaluate(np_args, lambda op, ins: evaluate_eqn(op.eqn, ins, mode=name))
-        return _collect(program, spec, values, [])
-    return _compiled(program, spec, flat_args)
+            values = run_program(program, list(args), apply_for(spec), traces)
+    else:
+        values = run_program(program, [host(a) for a in args], apply_for(spec), traces)
+    return _collect(program, spec, values, [], args, traces)
 
 
-def _collect(program: FlatProgram, spec: str, values: dict[int, Any], notes: list[str]) -> OpValues:
-    keep = {vid: host(values[vid]) for vid in _recorded(program)}
-    return OpValues(spec, keep, [host(x) for x in program.outputs(values)], notes)
+def op_values(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: Probe = ()) -> OpValues:
+    """Run ``program`` along path ``spec`` and keep every op's outputs (of the probed body, if any)."""
+    if op_by_op(spec):
+        if probe:
+            raise ValueError("op-by-op paths open a loop body by re-running it (see loops.descend)")
+        return program_values(program, spec, flat_args)
+    return _compiled(program, spec, flat_args, probe)
 
 
-def _compiled(program: FlatProgram, spec: str, flat_args: Sequence[Any]) -> OpValues:
-    recorded = _recorded(program)
+def _collect(program: FlatProgram, spec: str, values: dict[int, Any], notes: list[str], args: Sequence[Any],
+             traces: dict[int, LoopTrace]) -> OpValues:
+    keep = {vid: host(values[vid]) for vid in recorded(program)}
+    inputs = {vid: host(a) for vid, a in zip(program.arg_ids, args) if is_numeric(program.avals[vid])}
+    return OpValues(spec, keep, [host(x) for x in program.outputs(values)], notes, inputs, traces)
+
+
+def _compiled(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: Probe) -> OpValues:
+    rec = recorded(program)
 
     def instrumented(*args: Any) -> tuple:
-        values = program.evaluate(args, _bind)
-        return tuple(program.outputs(values)), tuple(values[vid] for vid in recorded)
+        values, level = traced_program(program, args, probe)
+        return tuple(program.outputs(values)), tuple(values[vid] for vid in rec), level
 
     path = make_path(spec)
-    outs, inter = path.run(instrumented, tuple(flat_args))
-    values = dict(zip(recorded, (host(x) for x in inter)))
-    return OpValues(spec, values, [host(x) for x in outs], list(path.notes))
+    outs, inter, level = path.run(instrumented, tuple(flat_args))
+    values = dict(zip(rec, (host(x) for x in inter)))
+    case_outputs = [host(x) for x in outs]
+    if not probe:
+        return OpValues(spec, values, case_outputs, list(path.notes),
+                        {vid: host(a) for vid, a in zip(program.arg_ids, flat_args) if is_numeric(program.avals[vid])},
+                        trace_of(level["loops"]))
+    # Walk down to the probed body: its program, its values.
+    from .loops.structure import body_of
+
+    prog, inner = program, level
+    for index, step in probe:
+        op = prog.ops[index]
+        prog = body_of(op, step if op.info.primitive == "cond" else None).program
+        inner = inner["inner"]
+    args = [a for a, vid in zip(prog.arg_ids, prog.arg_ids) if is_numeric(prog.avals[vid])]
+    arg_vals = dict(zip(args, (host(a) for a in inner["args"])))
+    body_values = {int(k): host(v) for k, v in inner["values"].items()}
+    outs_ = [body_values.get(x) if not hasattr(x, "val") else np.asarray(x.val) for x in prog.out_ids]
+    outs_ = [arg_vals.get(x) if o is None and not hasattr(x, "val") else o for o, x in zip(outs_, prog.out_ids)]
+    return OpValues(spec, body_values, outs_, list(path.notes), arg_vals, trace_of(inner["loops"]), case_outputs)
