@@ -46,7 +46,7 @@ class _Block(nn.Module):
         h = nn.Dense(32, dtype=jnp.bfloat16, param_dtype=jnp.float32, name="mlp")(x)
         y = x + h  # planted: nn.scan excess precision
         # post-LayerNorm on the bf16 residual: the sum is widened to f32 inside the same iteration
-        y32 = y.astype(jnp.float32)
+        y32 = y.astype(jnp.float32)  # planted: nn.scan widening
         mean = jnp.mean(y32, -1, keepdims=True)
         y = ((y32 - mean) * lax.rsqrt(jnp.mean((y32 - mean) ** 2, -1, keepdims=True) + 1e-6)).astype(jnp.bfloat16)
         return y, None

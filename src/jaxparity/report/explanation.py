@@ -10,7 +10,7 @@ from rich.text import Text
 
 from .format import HUGE_ULP, HUGE_ULP_NOTE, fmt, ulp_text
 
-__all__ = ["layer_growth", "render_explanation"]
+__all__ = ["iteration_growth", "layer_growth", "render_explanation"]
 
 _STATUS = {"confirmed": "bold green", "partly": "yellow", "noise": "cyan", "refuted": "dim", "not run": "dim"}
 
@@ -23,6 +23,14 @@ def layer_growth(loc: Any, depth: int = 2) -> list[tuple[str, int, float, int]]:
         row = rows.setdefault(layer, [layer, d.index, 0.0, 0])
         row[2], row[3] = max(row[2], d.max_abs), max(row[3], d.max_ulp)
     return [tuple(r) for r in rows.values()]  # type: ignore[misc]
+
+
+def iteration_growth(d: Any) -> tuple[Any, tuple[int, ...]] | tuple[()]:
+    """(outermost loop frame, max ULP of the carry entering each of its iterations) for a local
+    divergence inside a loop: how the difference grows iteration by iteration (layer by layer of an
+    nn.scan stack); () when there is none to show."""
+    frames = [f for f in d.within if f.carry_ulp]
+    return (frames[0], frames[0].carry_ulp) if frames else ()
 
 
 def _where(op: Any) -> str:
@@ -51,17 +59,30 @@ def render_explanation(e: Any, verbose: bool = False) -> Group:
             t = Table(title=f"first ops that diverge on their own ({len(loc.local)} of {loc.ops} ops; "
                       f"{sum(d.within_noise_bound for d in loc.local)} are reduction noise)",
                       title_justify="left", show_edge=False, header_style="bold", pad_edge=False)
-            for col in ("#", "op", "module", "line", "ULP", "differ", "declared kept by"):
+            loops = any(d.within for d in shown)
+            for col in ("#",) + (("in loop",) if loops else ()) + ("op", "module", "line", "ULP", "differ",
+                                                                     "declared kept by"):
                 t.add_column(col, overflow="fold", no_wrap=col in ("#", "ULP", "differ"),
                              justify="right" if col in ("#", "ULP", "differ") else "left")
             for d in shown:
-                t.add_row(str(d.op.index), f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}",
+                t.add_row(str(d.op.index), *((": ".join(f.describe() for f in d.within),) if loops else ()),
+                          f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}",
                           d.op.name_stack or "", _where(d.op), str(d.max_ulp), f"{d.n_differ}/{d.size}",
                           d.declared_side)
             parts.append(t)
             for d in shown:
                 if d.detail:
                     parts.append(Text(f"#{d.op.index}: {d.detail}", style="italic"))
+                for m in d.semantics:
+                    if m.reproduces_path:
+                        parts.append(Text(f"#{d.op.index}: {m.description} reproduces {e.path} bit for bit "
+                                          "on the op's own captured inputs", style="italic"))
+            growth_rows = iteration_growth(shown[0])
+            if growth_rows:
+                frame, ulps = growth_rows
+                parts.append(Text(f"carry entering each iteration of {frame.describe().rsplit(',', 1)[0]}, max ULP from "
+                                  f"{e.baseline}'s: {', '.join(map(str, ulps[:64]))}"
+                                  + (" ..." if len(ulps) > 64 else "")))
         growth = layer_growth(loc)
         if len(growth) > 1:
             g = Table(title="how the difference grows, layer by layer", title_justify="left", show_edge=False,

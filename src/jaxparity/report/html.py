@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..result import ComparisonResult, LeafResult, PathResult
-from .explanation import layer_growth
+from .explanation import iteration_growth, layer_growth
 from .format import (HUGE_ULP, HUGE_ULP_NOTE, fmt, leaf_line, path_line, producer, summary_line, ulp_text,
                      values_text)
 
@@ -199,7 +199,7 @@ def _same_curves(series: list[tuple[str, Any]]) -> list[tuple[list[str], Any]]:
     groups: list[tuple[list[str], Any, tuple]] = []
     for path, loc in series:
         key = (tuple((d.index, d.max_abs) for d in loc.drift),
-               tuple((ld.op.index, ld.max_ulp, ld.within_noise_bound) for ld in loc.local), loc.baseline)
+               tuple((ld.top_index, ld.where(), ld.max_ulp, ld.within_noise_bound) for ld in loc.local), loc.baseline)
         for names, _, k in groups:
             if k == key:
                 names.append(path)
@@ -271,12 +271,12 @@ def _drift_chart(explanations: list[Any]) -> str:
                      f'stroke-width="1.6" stroke-linejoin="round" points="{pts}"><title>{_e(path)}</title></polyline>')
         drift_at = {d.index: d.max_abs for d in loc.drift}
         for ld in loc.local:
-            v = drift_at.get(ld.op.index, ld.max_abs)
+            v = drift_at.get(ld.top_index, ld.max_abs)
             hollow = ld.within_noise_bound
             parts.append(
-                f'<circle class="local-mark" cx="{x(ld.op.index):.1f}" cy="{y(v):.1f}" r="{4 if hollow else 5}" '
+                f'<circle class="local-mark" cx="{x(ld.top_index):.1f}" cy="{y(v):.1f}" r="{4 if hollow else 5}" '
                 f'fill="{"#fff" if hollow else colour}" stroke="{colour}" stroke-width="1.5">'
-                f'<title>{_e(path)} #{ld.op.index} {_e(ld.op.primitive)}: diverges on its own, {ld.max_ulp} ULP'
+                f'<title>{_e(path)} {_e(ld.where())}: diverges on its own, {ld.max_ulp} ULP'
                 f'{" (within reduction noise)" if hollow else ""} — {_e(ld.op.user_source or ld.op.source or "")}'
                 f'</title></circle>')
         same = " (identical curves)" if len(names) > 1 else ""
@@ -364,13 +364,24 @@ def _explanation(e: Any) -> str:
         shown = [d for d in loc.local if not d.within_noise_bound][:5] or list(loc.local[:5])
         if shown:
             noise = sum(d.within_noise_bound for d in loc.local)
-            rows = [[str(d.op.index), f"<code>{_e(_op(d.op))}</code>", _e(d.op.name_stack or ""),
+            loops = any(d.within for d in shown)
+            rows = [[str(d.op.index)] + ([_e(": ".join(f.describe() for f in d.within))] if loops else []) +
+                    [f"<code>{_e(_op(d.op))}</code>", _e(d.op.name_stack or ""),
                      f"<code>{_e(_where(d.op))}</code>", str(d.max_ulp), f"{d.n_differ}/{d.size}",
                      _e(d.declared_side)] for d in shown]
+            cols = ["#"] + (["in loop"] if loops else []) + ["op", "module", "line", "ULP", "differ", "declared kept by"]
             out.append(_table(f"local-{sid}", f"first ops that diverge on their own ({len(loc.local)} of {loc.ops} "
-                              f"ops; {noise} are reduction noise)",
-                              ["#", "op", "module", "line", "ULP", "differ", "declared kept by"], rows, {0, 4, 5}))
+                              f"ops; {noise} are reduction noise)", cols, rows,
+                              {0, 4 + loops, 5 + loops}))
             details = [f"<li><b>#{d.op.index}</b>: {_e(d.detail)}</li>" for d in shown if d.detail]
+            details += [f"<li><b>#{d.op.index}</b>: {_e(m.description)} "
+                        f"{'reproduces the path bit for bit' if m.reproduces_path else f'is {m.max_ulp_to_path} ULP from the path'}"
+                        f"</li>" for d in shown for m in d.semantics if m.reproduces_path]
+            growth_rows = iteration_growth(shown[0]) if shown[0].within else []
+            if growth_rows:
+                frame, ulps = growth_rows
+                details.append(f"<li>carry entering each iteration of {_e(frame.describe().rsplit(',', 1)[0])}, max ULP "
+                               f"from the baseline's: {_e(', '.join(map(str, ulps)))}</li>")
             if details:
                 out.append(f"<ul class='details'>{''.join(details)}</ul>")
         growth = layer_growth(loc)

@@ -95,7 +95,7 @@ def model_explorer_graph(result: ComparisonResult) -> dict[str, Any]:
     per_path = []
     for e in explained:
         loc = e.localization
-        per_path.append((e.path, {d.index: d for d in loc.drift}, {d.op.index: d for d in loc.local}))
+        per_path.append((e.path, {d.index: d for d in loc.drift}, {d.top_index: d for d in reversed(loc.local)}))
     nodes: list[dict[str, Any]] = []
     used_args = sorted({int(o[3:]) for op in program for o in op.operands if o.startswith("arg")})
     for k in used_args:
@@ -114,8 +114,9 @@ def model_explorer_graph(result: ComparisonResult) -> dict[str, Any]:
                 attrs += [_kv(f"{path}: max abs diff", f"{d.max_abs:.6g}"), _kv(f"{path}: max ULP", d.max_ulp)]
             if op.index in local:
                 ld = local[op.index]
+                inside = f" inside: {ld.where()}" if ld.within else ""
                 attrs.append(_kv(f"{path}: diverges here", f"{ld.n_differ} of {ld.size} elements, up to "
-                                 f"{ld.max_ulp} ULP against the baseline replayed on the same inputs"))
+                                 f"{ld.max_ulp} ULP against the baseline replayed on the same inputs{inside}"))
                 local_in.append(path)
         node: dict[str, Any] = {
             "id": str(op.index),
@@ -144,7 +145,9 @@ def model_explorer_node_data(result: ComparisonResult, path: str | None = None,
         values = {str(d.index): float(d.max_abs) for d in loc.drift}
         thresholds = _DRIFT_THRESHOLDS
     elif metric == "local":
-        values = {str(d.op.index): float(d.max_ulp) for d in loc.local}
+        values = {}
+        for d in loc.local:
+            values[str(d.top_index)] = max(values.get(str(d.top_index), 0.0), float(d.max_ulp))
         thresholds = _LOCAL_THRESHOLDS
     else:
         raise ValueError(f"metric must be 'drift' or 'local', not {metric!r}")
