@@ -59,3 +59,33 @@ def make():
 def make_deep():
     """Twelve pre-LN blocks: over 1,000 jaxpr equations, for localization at scale."""
     return _build(TwoBlockEncoder(num_blocks=12))
+
+
+class _ScanBlock(nn.Module):
+    """PreLNBlock in the (carry, x) -> (carry, y) form nn.scan applies."""
+
+    num_heads: int = 4
+
+    @nn.compact
+    def __call__(self, x, _):
+        return PreLNBlock(num_heads=self.num_heads)(x), None
+
+
+class ScannedEncoder(nn.Module):
+    """Blocks applied with nn.scan, as large models apply their layers: one loop, parameters stacked
+    on a leading axis."""
+
+    num_blocks: int = 24
+
+    @nn.compact
+    def __call__(self, x):
+        layers = nn.scan(_ScanBlock, variable_axes={"params": 0}, split_rngs={"params": True},
+                         length=self.num_blocks)
+        x, _ = layers(name="layers")(x, None)
+        return nn.LayerNorm(dtype=jnp.bfloat16, param_dtype=jnp.float32)(x)
+
+
+def make_scanned():
+    """Twenty-four pre-LN blocks applied with nn.scan (over 1,000 equations counting the body once
+    per layer): localization inside the loop."""
+    return _build(ScannedEncoder())

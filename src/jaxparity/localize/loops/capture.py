@@ -200,31 +200,27 @@ def _traced_scan(body: Body, ins: list[Any], k: int | None, rest: Probe, limit: 
     consts, init, xs = body.split(ins)
     keep = numeric_carry(body)
     prog, n = body.program, body.n_carry
-    slice_of = lambda x: x[0]  # noqa: E731 - the shape one iteration sees
-    bufs0 = None
-    if k is not None:
-        bufs0 = _zeros_like_capture(lambda *a: _level(prog, a, rest, limit)[1],
-                                    list(consts) + list(init) + [slice_of(x) for x in xs])
 
     def step(state: Any, x: Any) -> Any:
-        i, carry, bufs = state
+        i, carry = state
         body_args = list(consts) + list(carry) + list(x)
+        cap = None
         if k is None:
             outs = prog.outputs(prog.evaluate(body_args, _bind))
-        else:
+        else:  # every value of every iteration, stacked like the scan's own outputs; iteration k kept below
             outs, cap = _level(prog, body_args, rest, limit)
-            bufs = jax.tree_util.tree_map(lambda c, b: jax.numpy.where(i == k, c, b), cap, bufs)
         entering = [c for c, kk in zip(carry, keep) if kk]
-        return (i + 1, list(outs[:n]), bufs), (list(outs[n:]), entering)
+        return (i + 1, list(outs[:n])), (list(outs[n:]), entering, cap)
 
-    (trips, carry, bufs), (ys, entering) = lax.scan(
-        step, (jax.numpy.int32(0), list(init), bufs0), list(xs), length=body.trips,
+    (trips, carry), (ys, entering, caps) = lax.scan(
+        step, (jax.numpy.int32(0), list(init)), list(xs), length=body.trips,
         reverse=bool(body.params["reverse"]), unroll=body.params.get("unroll", 1))
     if body.params["reverse"]:  # stacked by slice index; execution step t used slice trips-1-t
         entering = [e[::-1] for e in entering]
     it = iter(entering)
     carries = [next(it) if kk else None for kk in keep]
-    return list(carry) + list(ys), {"carries": carries, "trips": trips}, bufs
+    got = None if k is None else jax.tree_util.tree_map(lambda c: c[body.xs_index(k)], caps)
+    return list(carry) + list(ys), {"carries": carries, "trips": trips}, got
 
 
 def _traced_while(body: Body, ins: list[Any], k: int | None, rest: Probe, limit: int):

@@ -127,19 +127,32 @@ def _module(op: Any, body: Body) -> str:
         while n < min(len(common), len(parts)) and common[n] == parts[n]:
             n += 1
         common = common[:n]
-    joined = "/".join(common)
-    return joined if len(joined) >= len(op.info.name_stack) else op.info.name_stack
+    own = [p for p in op.info.name_stack.split("/") if p]
+    if common[: len(own)] != own or len(common) <= len(own):
+        return op.info.name_stack
+    return "/".join(common[: len(own) + 1])  # the scanned module itself, not the module inside it
 
 
-def _body_values(spec: str, body: Body, step: int, ins: list[Any], trace: LoopTrace | None, case: FlatProgram,
-                 flat_args: Sequence[Any], probe: Probe, fallback: list[Any] | None) -> tuple[OpValues, str | None]:
-    """The body's values at ``step`` along ``spec``: re-run op by op on that side's own iteration
-    inputs, or captured from the path's own compiled program by a probe."""
+def _iteration_io(body: Body, step: int, ins: list[Any], outs: list[Any],
+                  trace: LoopTrace | None) -> tuple[list[Any] | None, list[Any]]:
+    """One side's inputs and results of iteration (or branch) ``step``, as far as captured."""
+    if body.kind == "cond":
+        return list(ins[1:]), list(outs)
+    if trace is None or step >= trace.captured:
+        return None, [None] * len(body.program.out_ids)
+    return body.iteration_inputs(ins, trace, step), body.iteration_outputs(outs, trace, step)
+
+
+def _body_values(spec: str, body: Body, step: int, ins: list[Any], outs: list[Any], trace: LoopTrace | None,
+                 case: FlatProgram, flat_args: Sequence[Any], probe: Probe,
+                 fallback: list[Any] | None) -> tuple[OpValues, str | None]:
+    """The body's values at ``step`` along ``spec``. An op-by-op path re-runs the body on its own
+    iteration inputs (the same values by construction). A compiled path compiles the body on its own,
+    returning every intermediate, and runs it on its own captured carry and inputs: kept when it
+    reproduces that iteration's results bit for bit; else the values are captured inside the path's
+    whole compiled program (a probe: slower to compile, the loop as the path runs it)."""
+    inputs, expected = _iteration_io(body, step, ins, outs, trace)
     if op_by_op(spec):
-        if body.kind == "cond":
-            inputs = ins[1:]
-        else:
-            inputs = body.iteration_inputs(ins, trace, step) if trace is not None else None
         note = None
         if inputs is None:
             if fallback is None:
@@ -147,7 +160,13 @@ def _body_values(spec: str, body: Body, step: int, ins: list[Any], trace: LoopTr
             inputs, note = fallback, (f"{spec} did not run this iteration with its own carry: its body was run on "
                                       "the path's inputs instead")
         return program_values(body.program, spec, inputs), note
-    return op_values(case, spec, flat_args, probe), None
+    if inputs is not None and all(e is not None for e in expected):
+        alone = op_values(body.program, spec, [jax.numpy.asarray(x) for x in inputs])
+        if not _differ(alone.outputs, expected):
+            return alone, None
+    return op_values(case, spec, flat_args, probe), (
+        f"{spec}: the body compiled on its own does not reproduce the iteration's results; its values were "
+        "captured inside the whole compiled program instead")
 
 
 def open_loops(program: FlatProgram, loc: Localization, path_vals: OpValues, base_vals: OpValues, *, case: FlatProgram,
@@ -218,8 +237,8 @@ def _open(program: FlatProgram, op: Any, d: LocalDivergence, path_vals: OpValues
         frame = LoopFrame(d.op, kind, step, p_trace.trips, None, carry_ulp(p_trace, b_trace), how, _module(op, body))
         fallback = body.iteration_inputs(p_ins, p_trace, step)
     new_probe = probe + ((op.info.index, step),)
-    pb, note_p = _body_values(path, body, step, p_ins, p_trace, case, flat_args, new_probe, fallback)
-    bb, note_b = _body_values(baseline, body, step, b_ins, b_trace, case, flat_args, new_probe, fallback)
+    pb, note_p = _body_values(path, body, step, p_ins, p_outs, p_trace, case, flat_args, new_probe, fallback)
+    bb, note_b = _body_values(baseline, body, step, b_ins, b_outs, b_trace, case, flat_args, new_probe, fallback)
     notes += [n for n in (note_p, note_b) if n]
     if pb.case_outputs is not None and plain_outputs is not None:
         moved = sum(int(np.count_nonzero(ulp_distance(np.asarray(a), np.asarray(b))))
