@@ -209,3 +209,15 @@ def test_jit_vs_savedmodel_inside_an_nn_scan():
     assert first.within and first.within[0].iteration == FIRST_ACTIVE_LAYER
     lines = {short(first.op.user_source), short(first.unrounded.user_source if first.unrounded else None)}
     assert lines & {planted("nn.scan excess precision"), planted("nn.scan widening")}
+
+
+@slow
+def test_nnx_scan_over_stacked_modules():
+    _, res = explain("make_nnx_scan")
+    (e,) = res.explanations
+    first = e.localization.first
+    (frame,) = first.within
+    assert frame.kind == "scan" and frame.trips == 6
+    assert short(frame.op.user_source) == planted("nnx scan")
+    assert short(first.op.user_source) == planted("nnx fma")
+    assert cause(e, "fma-contraction").status == "confirmed"

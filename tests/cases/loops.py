@@ -134,3 +134,33 @@ def make_nested_scan():
         return lax.scan(epoch, h0, xs)[0]
 
     return outer, (_normal((64,)), _normal((3, 4, 3, 64), seed=1))
+
+
+def make_nnx_scan():
+    """Six Flax NNX blocks applied with nnx.scan over their stacked parameters."""
+    from flax import nnx
+
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(16, 16, rngs=rngs)
+
+        def __call__(self, x):
+            return jnp.tanh(self.lin(x) * x - x * 0.3)  # planted: nnx fma
+
+    @nnx.split_rngs(splits=6)
+    @nnx.vmap(in_axes=(0,), out_axes=0)
+    def make_blocks(rngs):
+        return Block(rngs)
+
+    graphdef, state = nnx.split(make_blocks(nnx.Rngs(0)))
+
+    def apply(state, x):
+        blocks = nnx.merge(graphdef, state)
+
+        @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+        def step(block, x):
+            return block(x)
+
+        return step(blocks, x)  # planted: nnx scan
+
+    return apply, (state, _normal((4, 16), seed=3))
