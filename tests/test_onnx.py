@@ -251,3 +251,14 @@ def test_every_example_runs_or_fails_clearly(examples, spec):
             assert any(FINDINGS[spec] in f for f in found), (name, found)
         else:
             assert not found, (name, found)
+
+
+def test_converting_leaves_jax_numpy_as_jax_defines_it():
+    """jax2onnx replaces jnp.cumsum process-wide with a wrapper that rejects jnp.cumsum(x, 1); after
+    the onnx path ran, the user's jnp must be JAX's again (and the path must still convert cumsum)."""
+    import jax.numpy as jnp
+
+    x = jnp.arange(6.0).reshape(2, 3)
+    result = jaxparity.compare(lambda x: jnp.cumsum(x, axis=1), x, paths=["eager", "onnx"])
+    assert result.path("onnx").status == "ok", result.path("onnx").message
+    np.testing.assert_array_equal(np.asarray(jnp.cumsum(x, 1)), np.cumsum(np.asarray(x), 1))

@@ -18,6 +18,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import version
 from typing import Any, Callable
 
@@ -47,6 +48,31 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
+def _namespaces() -> tuple[Any, ...]:
+    import jax
+
+    return (jax.numpy, jax.lax)
+
+
+# jax.numpy / jax.lax as JAX defines them, read before jax2onnx is imported: jax2onnx replaces some of
+# their functions process-wide (jax2onnx 0.17: jnp.cumsum by a wrapper that rejects jnp.cumsum(x, 1)).
+_PRISTINE = {m.__name__: dict(vars(m)) for m in _namespaces()}
+
+
+@contextmanager
+def _jax2onnx_patches() -> Iterator[None]:
+    """Whatever jax2onnx replaces in jax.numpy/jax.lax while it converts is put back to JAX's own
+    after, so that converting for the onnx path never changes the user's jnp."""
+    try:
+        yield
+    finally:
+        for m in _namespaces():
+            pristine = _PRISTINE[m.__name__]
+            for k, v in list(vars(m).items()):
+                if pristine.get(k, v) is not v:
+                    setattr(m, k, pristine[k])
+
+
 def convert(fn: Callable[..., Any], args: tuple, opset: int = 23) -> Any:
     """``fn(*args)`` as an ``onnx.ModelProto`` with one graph input per argument leaf, in leaf order."""
     import jax
@@ -60,9 +86,10 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23) -> Any:
             raise PathError(f"input leaf {i} is a PRNG key ({leaf.dtype}); an ONNX graph takes tensors: pass "
                             "jax.random.key_data(key) and rebuild it in fn with jax.random.wrap_key_data")
     try:
-        return jax2onnx.to_onnx(flat_fn, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves],
-                                model_name="jaxparity", opset=opset,
-                                enable_double_precision=any(x.dtype == np.float64 for x in leaves))
+        with _jax2onnx_patches():
+            return jax2onnx.to_onnx(flat_fn, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves],
+                                    model_name="jaxparity", opset=opset,
+                                    enable_double_precision=any(x.dtype == np.float64 for x in leaves))
     except Exception as e:
         raise PathError(f"jax2onnx {version('jax2onnx')} could not convert the function: {_first_line(e)}") from e
 
