@@ -221,3 +221,16 @@ def test_nnx_scan_over_stacked_modules():
     assert short(frame.op.user_source) == planted("nnx scan")
     assert short(first.op.user_source) == planted("nnx fma")
     assert cause(e, "fma-contraction").status == "confirmed"
+
+
+@slow
+def test_sampler_fori_loop_carrying_a_prng_key():
+    """A key in the carry is kept as its key data and re-wrapped to replay an iteration."""
+    _, res = explain("make_sampler")
+    (e,) = res.explanations
+    first = e.localization.first
+    (frame,) = first.within
+    assert frame.kind == "scan" and frame.trips == 8 and frame.iteration == 0  # fori_loop with static bounds
+    assert short(frame.op.user_source) == planted("sampler loop")
+    assert short(first.op.user_source) == planted("sampler fma")
+    assert cause(e, "fma-contraction").status == "confirmed"

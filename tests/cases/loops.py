@@ -164,3 +164,18 @@ def make_nnx_scan():
         return step(blocks, x)  # planted: nnx scan
 
     return apply, (state, _normal((4, 16), seed=3))
+
+
+def make_sampler():
+    """A sampler's fori_loop carrying a PRNG key: noise drawn each step, an update that contracts."""
+
+    def sample(x, key, w):
+        def body(i, state):
+            x, key = state
+            key, sub = jax.random.split(key)
+            noise = jax.random.normal(sub, x.shape)
+            return x * w - 0.1 * noise * x, key  # planted: sampler fma
+
+        return lax.fori_loop(0, 8, body, (x, key))[0]  # planted: sampler loop
+
+    return sample, (_normal((64,)), jax.random.key(0), _normal((64,), seed=1))

@@ -106,7 +106,7 @@ def _compiled(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: 
     if not probe:
         return OpValues(spec, values, case_outputs, list(path.notes),
                         {vid: host(a) for vid, a in zip(program.arg_ids, flat_args) if is_numeric(program.avals[vid])},
-                        trace_of(level["loops"]))
+                        trace_of(level["loops"], program))
     # Walk down to the probed body: its program, its values.
     from .loops.structure import body_of
 
@@ -120,4 +120,4 @@ def _compiled(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: 
     body_values = {int(k): host(v) for k, v in inner["values"].items()}
     outs_ = [body_values.get(x) if not hasattr(x, "val") else np.asarray(x.val) for x in prog.out_ids]
     outs_ = [arg_vals.get(x) if o is None and not hasattr(x, "val") else o for o, x in zip(outs_, prog.out_ids)]
-    return OpValues(spec, body_values, outs_, list(path.notes), arg_vals, trace_of(inner["loops"]), case_outputs)
+    return OpValues(spec, body_values, outs_, list(path.notes), arg_vals, trace_of(inner["loops"], prog), case_outputs)

@@ -23,7 +23,7 @@ from jax.extend.core import Literal
 
 from ...pytree import host
 from ..program import FlatProgram, Op, is_numeric
-from .structure import Body, LoopTrace, body_of, loop_kind, numeric_carry
+from .structure import Body, LoopTrace, body_of, carry_impls, key_impl, loop_kind, numeric_carry
 
 __all__ = ["Probe", "run_op", "run_program", "traced_program"]
 
@@ -37,7 +37,7 @@ CAPTURE_BYTES = 256 << 20
 
 def iteration_limit(body: Body, limit: int) -> int:
     """How many iterations of ``body``'s carry a while loop keeps."""
-    per = sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize
+    per = sum(int(np.prod(_data_aval(a).shape)) * np.dtype(_data_aval(a).dtype).itemsize
               for a, k in zip(body.carry_avals(), numeric_carry(body)) if k)
     return max(1, min(limit, CAPTURE_BYTES // max(per, 1)))
 
@@ -131,9 +131,26 @@ def _python_loop(body: Body, ins: list[Any], apply: Callable, limit: int) -> tup
             if len(h) > trips:
                 h.pop()
         outs = list(carry)
-    carries = [np.stack(h) if k and h else (np.zeros((0, *a.shape), a.dtype) if k else None)
+    carries = [np.stack(h) if k and h else (np.zeros((0, *_data_aval(a).shape), _data_aval(a).dtype) if k else None)
                for h, k, a in zip(history, keep, body.carry_avals())]
-    return outs, LoopTrace(carries, trips, limit if body.kind == "while" else None)
+    return outs, LoopTrace(carries, trips, limit if body.kind == "while" else None, impls=carry_impls(body))
+
+
+def _data_aval(aval: Any) -> Any:
+    """The abstract value a carry is kept as: itself, or a key's key data (uint32)."""
+    import jax
+
+    if key_impl(aval) is None:
+        return aval
+    return jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(aval.shape, aval.dtype))
+
+
+def _as_data(x: Any) -> Any:
+    import jax
+
+    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(x)
+    return x
 
 
 def _remember(history: list[list[np.ndarray]], carry: Sequence[Any], keep: list[bool], limit: int) -> None:
@@ -209,7 +226,7 @@ def _traced_scan(body: Body, ins: list[Any], k: int | None, rest: Probe, limit: 
             outs = prog.outputs(prog.evaluate(body_args, _bind))
         else:  # every value of every iteration, stacked like the scan's own outputs; iteration k kept below
             outs, cap = _level(prog, body_args, rest, limit)
-        entering = [c for c, kk in zip(carry, keep) if kk]
+        entering = [_as_data(c) for c, kk in zip(carry, keep) if kk]
         return (i + 1, list(outs[:n])), (list(outs[n:]), entering, cap)
 
     (trips, carry), (ys, entering, caps) = lax.scan(
@@ -234,7 +251,8 @@ def _traced_while(body: Body, ins: list[Any], k: int | None, rest: Probe, limit:
     prog, cond = body.program, body.cond
     kept = iteration_limit(body, limit)
     # One more slot than kept: iterations past the limit write into it (dynamic_update_slice clamps).
-    hist0 = [jax.numpy.zeros((kept + 1, *a.shape), a.dtype) for a, kk in zip(body.carry_avals(), keep) if kk]
+    hist0 = [jax.numpy.zeros((kept + 1, *_data_aval(a).shape), _data_aval(a).dtype)
+             for a, kk in zip(body.carry_avals(), keep) if kk]
     bufs0 = None
     if k is not None:
         bufs0 = _zeros_like_capture(lambda *a: _level(prog, a, rest, limit)[1], list(consts) + list(init))
@@ -246,7 +264,7 @@ def _traced_while(body: Body, ins: list[Any], k: int | None, rest: Probe, limit:
     def step(state: Any) -> Any:
         i, carry, hist, bufs = state
         slot = jax.numpy.minimum(i, kept)
-        entering = [c for c, kk in zip(carry, keep) if kk]
+        entering = [_as_data(c) for c, kk in zip(carry, keep) if kk]
         hist = [lax.dynamic_update_index_in_dim(h, c, slot, 0) for h, c in zip(hist, entering)]
         body_args = list(consts) + list(carry)
         if k is None:
@@ -283,11 +301,11 @@ def _traced_cond(op: Op, ins: list[Any], branch: int, rest: Probe, limit: int):
     return list(outs), cap
 
 
-def trace_of(loops: dict[int, Any]) -> dict[int, LoopTrace]:
-    """LoopTraces from what ``traced_program`` captured, once on the host."""
+def trace_of(loops: dict[int, Any], program: FlatProgram) -> dict[int, LoopTrace]:
+    """LoopTraces from what ``traced_program`` captured for ``program``'s loops, on the host."""
     out = {}
     for idx, got in loops.items():
         trips = int(np.asarray(got["trips"]))
         carries = [None if c is None else host(c) for c in got["carries"]]
-        out[idx] = LoopTrace(carries, trips)
+        out[idx] = LoopTrace(carries, trips, impls=carry_impls(body_of(program.ops[idx])))
     return out

@@ -45,13 +45,13 @@ def _read(program: FlatProgram, ref: Any, vals: OpValues) -> Any:
 
 
 def _differ(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    return any(x is not None and y is not None and not values_equal(np.asarray(x), np.asarray(y))
-               for x, y in zip(a, b))
+    """Any value that differs (PRNG keys compared by their key data; uncaptured ones skipped)."""
+    return any(x is not None and y is not None and not values_equal(host(x), host(y)) for x, y in zip(a, b))
 
 
 def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    return all(x is not None and y is not None and np.asarray(x).tobytes() == np.asarray(y).tobytes()
-               and np.asarray(x).shape == np.asarray(y).shape for x, y in zip(a, b))
+    return all(x is not None and y is not None and host(x).tobytes() == host(y).tobytes()
+               and host(x).shape == host(y).shape for x, y in zip(a, b))
 
 
 _REPLAY_FNS: dict[int, tuple[FlatProgram, Any]] = {}

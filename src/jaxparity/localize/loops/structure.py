@@ -12,7 +12,7 @@ import numpy as np
 
 from ..program import FlatProgram, Op, flatten_jaxpr, is_numeric, op_sources
 
-__all__ = ["Body", "LoopTrace", "body_of", "loop_kind"]
+__all__ = ["Body", "LoopTrace", "body_of", "carry_impls", "key_impl", "loop_kind", "numeric_carry"]
 
 _KINDS = ("scan", "while", "cond")
 
@@ -74,7 +74,8 @@ class Body:
         consts, _, xs = self.split(ins)
         if t >= trace.captured or any(c is None for c in trace.carries) or any(x is None for x in consts + xs):
             return None
-        carry = [c[t] for c in trace.carries]
+        carry = [c[t] if impl is None else _wrap_key(c[t], impl)
+                 for c, impl in zip(trace.carries, trace.impls or [None] * len(trace.carries))]
         j = self.xs_index(t)
         return list(consts) + carry + [np.asarray(x)[j] for x in xs]
 
@@ -97,10 +98,12 @@ class Body:
 class LoopTrace:
     """The carry entering each iteration of one loop along one path (execution order)."""
 
-    carries: list[np.ndarray | None]  # per carry leaf, stacked [captured, ...]; None: not a number (a key)
+    carries: list[np.ndarray | None]  # per carry leaf, stacked [captured, ...]; None: not kept (a token)
     trips: int  # iterations the loop ran
     limit: int | None = None  # at most this many iterations are kept (a while loop's bounded buffer)
     notes: list[str] = field(default_factory=list)
+    # Per carry leaf, the PRNG implementation of a key carry (kept as its key data), else None.
+    impls: list[str | None] = field(default_factory=list)
 
     @property
     def captured(self) -> int:
@@ -136,5 +139,26 @@ def body_of(op: Op, branch: int | None = None) -> Body:
     return body
 
 
+def key_impl(aval: Any) -> str | None:
+    """The PRNG implementation's name for a key-typed abstract value, else None."""
+    import jax
+
+    dtype = getattr(aval, "dtype", None)
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return dtype._impl.name
+    return None
+
+
+def _wrap_key(data: Any, impl: str) -> Any:
+    import jax
+
+    return jax.random.wrap_key_data(jax.numpy.asarray(data), impl=impl)
+
+
 def numeric_carry(body: Body) -> list[bool]:
-    return [is_numeric(a) for a in body.carry_avals()]
+    """Which carry leaves are kept per iteration: numbers, and PRNG keys (as their key data)."""
+    return [is_numeric(a) or key_impl(a) is not None for a in body.carry_avals()]
+
+
+def carry_impls(body: Body) -> list[str | None]:
+    return [key_impl(a) for a in body.carry_avals()]
