@@ -57,6 +57,7 @@ CAUSES: tuple[Cause, ...] = (
         paths=COMPILED,
         experiment="recompile",
         options=(("xla_allow_excess_precision", "false"),),
+        op_check="widened",
         fix="compile with xla_allow_excess_precision=false (jit/export: compiler_options; TensorFlow "
         "Serving: XLA_FLAGS=--xla_allow_excess_precision=false in the server's environment), or "
         "make the model round where it declares: jaxparity.fixes.round_like_declared(fn)",

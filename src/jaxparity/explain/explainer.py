@@ -221,6 +221,8 @@ def _op_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
     """Decide ``cause`` on the diverging ops' own captured inputs (``LocalDivergence.semantics``); the
     whole-program experiment then proves the fix. None where no op offers such evidence."""
     loc = ctx.localization
+    if cause.op_check == "widened":
+        return _widened_check(cause, ctx)
     checked = [(d, m) for d in (loc.local if loc else ()) for m in d.semantics if m.name == cause.op_check]
     if not checked:
         return None
@@ -244,6 +246,24 @@ def _op_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
                                                                ": the flag changes more than this op"))
     return CauseVerdict(cause.id, cause.title, "confirmed", f"{m.name} semantics on the captured inputs of "
                         f"{_short(d)}", evidence, cause.fix, proof)
+
+
+def _widened_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
+    """Excess precision on the op's own values: a widening convert whose float32 outputs are not values
+    of the declared narrow dtype, so the narrow result feeding it was never rounded. Confirmed there;
+    the flag re-run then proves the fix (None where no op shows it: the re-run decides)."""
+    loc = ctx.localization
+    hits = [d for d in (loc.local if loc else ()) if d.unrounded is not None and d.detail]
+    if not hits:
+        return None
+    d = hits[0]
+    rerun = _recompile(cause, ctx)
+    spec = rerun.experiment.removeprefix("re-ran ")
+    proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
+                rerun.status == "confirmed", rerun.evidence)
+    more = f"; {len(hits) - 1} more such op{'s' if len(hits) > 2 else ''}" if len(hits) > 1 else ""
+    return CauseVerdict(cause.id, cause.title, "confirmed", f"the values of {_short(d)}",
+                        f"{d.detail}{more}; {rerun.evidence}", cause.fix, proof)
 
 
 def _short(d: Any) -> str:
@@ -320,7 +340,8 @@ def explain_path(
         if verdict is None:
             verdict = _EXPERIMENTS[cause.experiment](cause, ctx)
         causes.append(verdict)
-        if verdict.status == "confirmed" and verdict.cause != "denormal-flush":
+        restores = verdict.proof is None or verdict.proof.verified  # op evidence names a cause, not a full fix
+        if verdict.status == "confirmed" and verdict.cause != "denormal-flush" and restores:
             explained_by = explained_by or verdict.cause
     if not any(c.status in ("confirmed", "partly", "noise") for c in causes):
         causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",
