@@ -262,8 +262,12 @@ def _widened_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
     proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
                 rerun.status == "confirmed", rerun.evidence)
     more = f"; {len(hits) - 1} more such op{'s' if len(hits) > 2 else ''}" if len(hits) > 1 else ""
+    u = d.unrounded
+    narrow = u.outputs[0].split("[", 1)[0] if u.outputs else "narrow"
+    seen = (f"#{d.op.index} {d.op.primitive} receives values that are not {narrow}: the {narrow} result of "
+            f"#{u.index} {u.primitive} was never rounded{more}")
     return CauseVerdict(cause.id, cause.title, "confirmed", f"the values of {_short(d)}",
-                        f"{d.detail}{more}; {rerun.evidence}", cause.fix, proof)
+                        f"{seen}; {rerun.evidence}", cause.fix, proof)
 
 
 def _short(d: Any) -> str:

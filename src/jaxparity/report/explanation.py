@@ -56,7 +56,8 @@ def render_explanation(e: Any, verbose: bool = False) -> Group:
     if loc is not None:
         shown = [d for d in loc.local if not d.within_noise_bound][:5] or list(loc.local[:5])
         if shown:
-            t = Table(title=f"first ops that diverge on their own ({len(loc.local)} of {loc.ops} ops; "
+            opened = " and the loop bodies opened" if any(d.within for d in loc.local) else ""
+            t = Table(title=f"first ops that diverge on their own ({len(loc.local)} among {loc.ops} ops{opened}; "
                       f"{sum(d.within_noise_bound for d in loc.local)} are reduction noise)",
                       title_justify="left", show_edge=False, header_style="bold", pad_edge=False)
             loops = any(d.within for d in shown)

@@ -370,8 +370,9 @@ def _explanation(e: Any) -> str:
                      f"<code>{_e(_where(d.op))}</code>", str(d.max_ulp), f"{d.n_differ}/{d.size}",
                      _e(d.declared_side)] for d in shown]
             cols = ["#"] + (["in loop"] if loops else []) + ["op", "module", "line", "ULP", "differ", "declared kept by"]
-            out.append(_table(f"local-{sid}", f"first ops that diverge on their own ({len(loc.local)} of {loc.ops} "
-                              f"ops; {noise} are reduction noise)", cols, rows,
+            opened = " and the loop bodies opened" if any(d.within for d in loc.local) else ""
+            out.append(_table(f"local-{sid}", f"first ops that diverge on their own ({len(loc.local)} among {loc.ops} "
+                              f"ops{opened}; {noise} are reduction noise)", cols, rows,
                               {0, 4 + loops, 5 + loops}))
             details = [f"<li><b>#{d.op.index}</b>: {_e(d.detail)}</li>" for d in shown if d.detail]
             details += [f"<li><b>#{d.op.index}</b>: {_e(m.description)} "

@@ -281,7 +281,6 @@ def _traced_while(body: Body, ins: list[Any], k: int | None, rest: Probe, limit:
 
 
 def _traced_cond(op: Op, ins: list[Any], branch: int, rest: Probe, limit: int):
-    import jax
     from jax import lax
 
     n = len(op.eqn.params["branches"])

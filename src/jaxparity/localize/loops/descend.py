@@ -25,7 +25,7 @@ from ...pytree import host
 from ..localizer import Localization, LocalDivergence, LoopFrame, localize, replayable, single_op_path, values_equal
 from ..program import FlatProgram
 from ..semantics import region_fma
-from ..values import OpValues, _bind, apply_for, op_by_op, op_values, program_values
+from ..values import OpValues, _bind, op_by_op, op_values, program_values
 from .capture import Probe
 from .structure import Body, LoopTrace, body_of, loop_kind
 
@@ -174,7 +174,6 @@ def open_loops(program: FlatProgram, loc: Localization, path_vals: OpValues, bas
                frames: tuple[LoopFrame, ...] = (), depth: int = 0) -> Localization:
     """``loc`` with each local divergence at a loop or branch replaced by the local divergences inside
     the iteration (or branch) where it departs on its own, recursively."""
-    path, baseline = loc.path, loc.baseline
     local: list[LocalDivergence] = []
     notes = list(loc.notes)
     opened = 0
