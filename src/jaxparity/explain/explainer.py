@@ -504,6 +504,8 @@ def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str
         first = loc.first
         parts.append(f"{ctx.path} first departs from {ctx.baseline} on its own at {'' if first.within else 'op '}{_where(first)}"
                      + (f": {first.detail}" if first.detail else ""))
+        if first.elements is not None:
+            parts.append(first.elements.describe(ctx.path, ctx.baseline))
     found = [c for c in causes if c.status in ("confirmed", "partly", "noise") and c.cause != "unknown"]
     if any(c.status == "noise" for c in found) and not any(c.status == "confirmed" for c in found):
         parts.append("the differences are expected rounding noise of reductions, not a bug")

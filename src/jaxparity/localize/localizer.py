@@ -25,6 +25,7 @@ from jax.extend.core import Literal
 from ..metrics import as_wide, ulp_distance
 from ..rounding import is_float_dtype
 from .program import FlatProgram, Op, OpInfo
+from .elements import ElementEvidence, element_evidence
 from .semantics import SemanticsMatch, fma_candidates
 from .values import OpValues, _bind
 
@@ -85,6 +86,9 @@ class LocalDivergence:
     within: tuple[LoopFrame, ...] = ()
     # Candidate semantics run on the op's own captured inputs (``localize.semantics``).
     semantics: tuple[SemanticsMatch, ...] = ()
+    # Which elements differ, what their inputs share, and each side's distance from the correctly
+    # rounded result of the op on the same inputs (``localize.elements``).
+    elements: ElementEvidence | None = None
 
     @property
     def top_index(self) -> int:
@@ -281,12 +285,16 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
             continue
         n, ulp, mx, k = worst
         p_out, r_out = p_outs[k], replay[k]
+        d_out = None
         try:
             d_out = host(evaluate_eqn(op.eqn, p_ins, mode="declared")[positions[k]])
             side = {(True, True): "both", (True, False): "path", (False, True): "baseline",
                     (False, False): "neither"}[(values_equal(p_out, d_out), values_equal(r_out, d_out))]
         except Exception:  # the reference cannot run this op (e.g. an op the interpreter has no rule for)
             side = "unknown"
+        elements = None
+        if len(local) < MAX_EVIDENCE:
+            elements = _elements(op, p_ins, p_out, r_out, d_out, positions[k])
         bound, within = None, False
         if op.info.primitive in _REDUCTIONS:
             b = _noise_bound(op, p_ins, p_out, r_out)
@@ -303,7 +311,8 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
 
         semantics = fma_candidates(op, p_ins, producer_of, p_out, r_out)
         local.append(LocalDivergence(op.info, n, int(p_out.size), ulp, mx, side, bound, within, detail,
-                                     producer.info if detail and producer else None, semantics=semantics))
+                                     producer.info if detail and producer else None, semantics=semantics,
+                                     elements=elements))
     notes = (f"{skipped} ops could not be replayed (inputs not observable)",) if skipped else ()
     if compared_only:
         notes += (f"{compared_only} op{'s' if compared_only > 1 else ''} whose inputs already differed could only "
@@ -312,6 +321,25 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
                   "only where their inputs agree",)
     return Localization(path.path, baseline, len(program.ops), tuple(local), tuple(drift), notes,
                         program=tuple(op.info for op in program.ops))
+
+
+MAX_EVIDENCE = 16  # local divergences (in program order) that get element evidence
+
+
+def _elements(op: Op, ins: list[Any], p_out: np.ndarray, r_out: np.ndarray, correct: np.ndarray | None,
+              position: int) -> ElementEvidence | None:
+    """Element evidence for one local divergence; None where it cannot be computed (evidence is extra)."""
+    from ..interpreter import evaluate_eqn
+    from ..pytree import host
+
+    try:
+        exact = host(evaluate_eqn(op.eqn, ins, mode="f64")[position])
+    except Exception:
+        exact = None
+    try:
+        return element_evidence(op, ins, p_out, r_out, correct, exact)
+    except Exception:
+        return None
 
 
 def _widening_detail(op: Op, p_out: np.ndarray, producer: Op | None) -> str | None:

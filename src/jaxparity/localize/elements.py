@@ -1,0 +1,243 @@
+"""Element evidence at one locally diverging op: which elements differ, what their inputs have in
+common, and how far each side is from the correctly rounded result of the op on those inputs.
+
+Both sides ran the op on the same inputs (the path's own), so every property below is a property of
+the op's own data, not a guess: subnormal or non-finite inputs, exact rounding ties, values outside
+a target integer type, large arguments of periodic functions, cancellation, duplicate scatter
+indices, equal sort keys. The correctly rounded result is the interpreter's ``declared`` value (the
+op in float64, rounded once to its declared dtype); its distance from each side says which side is
+wrong. For exact ops (integers, bits, copies, comparisons) any difference is wrong code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..metrics import dtype_class, ulp_distance
+
+__all__ = ["ElementClass", "ElementEvidence", "ElementExample", "element_evidence"]
+
+_PERIODIC = {"sin", "cos", "tan"}
+_LARGE_PERIODIC = 2.0**13  # beyond this, argument reduction decides the result's accuracy
+_CANCELLING = {"add", "sub"}
+_CANCELLATION = 2.0**-8  # |a ± b| below this fraction of max(|a|, |b|): leading bits cancelled
+# Ops whose result is defined exactly (no rounding): any difference on the same inputs is wrong code.
+_EXACT = {"copy", "copy_p", "slice", "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "concatenate",
+          "reshape", "transpose", "broadcast_in_dim", "squeeze", "expand_dims", "rev", "pad", "select_n", "eq", "ne",
+          "lt", "le", "gt", "ge", "and", "or", "xor", "not", "shift_left", "shift_right_logical",
+          "shift_right_arithmetic", "population_count", "clz", "neg", "abs", "sign", "floor", "ceil", "round",
+          "max", "min", "argmax", "argmin", "sort", "iota", "bitcast_convert_type", "clamp", "is_finite"}
+
+
+@dataclass(frozen=True)
+class ElementClass:
+    """Differing elements that share one property of their inputs or results."""
+
+    name: str
+    count: int
+
+
+@dataclass(frozen=True)
+class ElementExample:
+    """One differing element: where, its inputs, both sides' results and the correctly rounded one."""
+
+    index: tuple[int, ...]
+    inputs: tuple[Any, ...]  # per input, its value at the element (None where the input is not per element)
+    path: Any
+    baseline: Any
+    correct: Any | None
+
+
+@dataclass(frozen=True)
+class ElementEvidence:
+    classes: tuple[ElementClass, ...]  # largest first
+    example: ElementExample | None
+    # Over the differing elements: each side's largest distance (ULP of the output dtype) from the
+    # correctly rounded result of the op on the same inputs; None where there is no reference.
+    path_ulp: int | None
+    baseline_ulp: int | None
+    exact_op: bool  # the op's result is exact: any difference is wrong code
+
+    def describe(self, path: str, baseline: str) -> str:
+        """One sentence: who is right on these inputs, what the differing elements share, an example."""
+        parts = []
+        if self.path_ulp is not None and self.baseline_ulp is not None:
+            ref = "the exact result" if self.exact_op else "the correctly rounded result"
+            parts.append(f"on the same inputs {path} is {self.path_ulp} ULP from {ref} and {baseline} "
+                         f"{self.baseline_ulp} ULP")
+            wrong = self.wrong_side()
+            if wrong in ("path", "baseline"):
+                who = path if wrong == "path" else baseline
+                parts[-1] += (f": {who} is wrong" + (" (an exact op: wrong code)" if self.exact_op else ""))
+            elif wrong == "both":
+                parts[-1] += ": both are far from it"
+        if self.classes:
+            parts.append("the differing elements have " + ", ".join(f"{c.count} × {c.name}" for c in self.classes))
+        ex = self.example
+        if ex is not None:
+            ins = ", ".join("·" if v is None else _fmt(v) for v in ex.inputs)
+            correct = f", correctly rounded {_fmt(ex.correct)}" if ex.correct is not None else ""
+            parts.append(f"e.g. element {list(ex.index)}: inputs ({ins}) give {path} {_fmt(ex.path)}, {baseline} "
+                         f"{_fmt(ex.baseline)}{correct}")
+        return "; ".join(parts)
+
+    def wrong_side(self) -> str | None:
+        """"path" or "baseline" when one side is far from correct and the other close (within 1 ULP
+        for a rounded op, exactly for an exact one); "both" when both are far; else None."""
+        if self.path_ulp is None or self.baseline_ulp is None:
+            return None
+        close = 0 if self.exact_op else 1
+        p_ok, b_ok = self.path_ulp <= close, self.baseline_ulp <= close
+        if p_ok and not b_ok:
+            return "baseline"
+        if b_ok and not p_ok:
+            return "path"
+        if not p_ok and not b_ok and min(self.path_ulp, self.baseline_ulp) > 4:
+            return "both"
+        return None
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.9g}"
+    if isinstance(v, list) and len(v) == 2:
+        return f"{v[0]:.9g}{v[1]:+.9g}j"
+    return str(v)
+
+
+def _py(x: Any) -> Any:
+    x = np.asarray(x)
+    if x.dtype.kind == "c":
+        return [float(x.real), float(x.imag)]
+    if x.dtype.kind in "iub":
+        return int(x) if x.dtype.kind != "b" else bool(x)
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def _max_ulp(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> int:
+    u = ulp_distance(a, b)
+    u = np.where(u < 0, np.iinfo(np.int64).max, u)
+    return int(u[mask].max(initial=0))
+
+
+def _subnormal(x: np.ndarray) -> np.ndarray:
+    import ml_dtypes
+
+    if dtype_class(x.dtype) != "float":
+        return np.zeros(x.shape, bool)
+    tiny = float(ml_dtypes.finfo(x.dtype).smallest_normal)
+    with np.errstate(invalid="ignore"):
+        v = np.abs(x.astype(np.float64))
+    return (v > 0) & (v < tiny)
+
+
+def _nonfinite(x: np.ndarray) -> np.ndarray:
+    if dtype_class(x.dtype) not in ("float", "complex"):
+        return np.zeros(x.shape, bool)
+    return ~np.isfinite(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64))
+
+
+def _ties(exact: np.ndarray | None, dtype: np.dtype) -> np.ndarray | None:
+    """Where the float64 result lies exactly halfway between two neighbouring values of ``dtype``."""
+    from ..rounding import round_to_dtype
+
+    dtype = np.dtype(dtype)
+    if exact is None or dtype_class(dtype) != "float" or dtype.itemsize > 4:
+        return None
+    with np.errstate(all="ignore"):
+        r = round_to_dtype(exact, dtype)
+        r64 = r.astype(np.float64)
+        # The neighbour on the exact value's side, one step in the sign-magnitude bit pattern.
+        step = np.where(exact > r64, 1, -1) * np.where(np.signbit(r64), -1, 1)
+        unsigned = f"u{dtype.itemsize}"
+        other = (r.view(unsigned).astype(np.int64) + step).astype(unsigned).view(dtype)
+        mid = (r64 + other.astype(np.float64)) / 2
+        return np.isfinite(exact) & (exact != r64) & (exact == mid)
+
+
+def _per_element(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """An input's value at each output element, where it has one (same shape, or a scalar)."""
+    if x.shape == shape:
+        return x
+    if x.size == 1:
+        return np.broadcast_to(x.reshape(()), shape)
+    return None
+
+
+def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np.ndarray,
+                     correct: np.ndarray | None, exact: np.ndarray | None) -> ElementEvidence:
+    """Evidence on the elements where ``path_out`` and ``base_out`` differ. ``correct``: the op's
+    correctly rounded result on these inputs (declared dtype), ``exact``: its float64 value."""
+    name = op.info.primitive
+    p, b = np.asarray(path_out), np.asarray(base_out)
+    differ = ulp_distance(p, b) != 0
+    shape = p.shape
+    arrays = [np.asarray(x) for x in ins]
+    at = [_per_element(x, shape) for x in arrays]
+    classes: dict[str, int] = {}
+
+    def count(label: str, mask: np.ndarray | None) -> None:
+        if mask is not None:
+            n = int(np.count_nonzero(mask & differ))
+            if n:
+                classes[label] = n
+
+    floats_in = [a for a in at if a is not None and dtype_class(a.dtype) == "float"]
+    if floats_in:
+        count("subnormal inputs", np.logical_or.reduce([_subnormal(a) for a in floats_in]))
+        count("NaN or inf inputs", np.logical_or.reduce([_nonfinite(a) for a in floats_in]))
+    results = [p, b] + ([np.asarray(correct)] if correct is not None and np.asarray(correct).shape == shape else [])
+    count("subnormal results", np.logical_or.reduce([_subnormal(r) for r in results]))
+    count("NaN or inf results", np.logical_or.reduce([_nonfinite(r) for r in results]))
+    if exact is not None and np.asarray(exact).shape == shape:
+        count(f"exact rounding ties (the exact result lies halfway between two {p.dtype} values)",
+              _ties(np.asarray(exact, np.float64), p.dtype))
+    if name == "convert_element_type" and dtype_class(p.dtype) in ("int", "uint") and at and at[0] is not None \
+            and dtype_class(at[0].dtype) == "float":
+        info = np.iinfo(p.dtype)
+        with np.errstate(invalid="ignore"):
+            v = at[0].astype(np.float64)
+            count(f"outside the range of {p.dtype} (NaN, inf or too large)",
+                  ~np.isfinite(v) | (v < info.min) | (v >= float(info.max) + 1))
+    if name in _PERIODIC and at and at[0] is not None:
+        with np.errstate(invalid="ignore"):
+            count(f"large arguments of {name} (|x| > {_LARGE_PERIODIC:g})",
+                  np.abs(at[0].astype(np.float64)) > _LARGE_PERIODIC)
+    if name in _CANCELLING and len(at) == 2 and all(a is not None for a in at) and exact is not None:
+        with np.errstate(invalid="ignore"):
+            big = np.maximum(np.abs(at[0].astype(np.float64)), np.abs(at[1].astype(np.float64)))
+            count("cancellation (|result| << |operands|)",
+                  np.abs(np.asarray(exact, np.float64)) < _CANCELLATION * big)
+    if name.startswith("scatter") and len(arrays) > 1:
+        idx = arrays[1].reshape(-1, arrays[1].shape[-1]) if arrays[1].ndim > 1 else arrays[1].reshape(-1, 1)
+        dup = len(idx) - len(np.unique(idx, axis=0))
+        if dup:
+            classes[f"duplicate scatter indices ({dup} repeated)"] = int(np.count_nonzero(differ))
+    if name == "sort" and arrays:
+        keys = arrays[0]
+        if keys.size and len(np.unique(keys)) < keys.size:
+            classes["equal sort keys (ties ordered by the implementation)"] = int(np.count_nonzero(differ))
+    ordered = tuple(ElementClass(k, v) for k, v in sorted(classes.items(), key=lambda kv: -kv[1]))
+
+    example = None
+    if differ.any():
+        u = ulp_distance(p, b)
+        flat = int(np.argmax(np.where(u < 0, np.iinfo(np.int64).max, u)))
+        idx = np.unravel_index(flat, shape) if shape else ()
+        c = np.asarray(correct) if correct is not None else None
+        example = ElementExample(tuple(int(i) for i in idx),
+                                 tuple(None if a is None else _py(a[idx]) for a in at),
+                                 _py(p[idx]), _py(b[idx]),
+                                 _py(c[idx]) if c is not None and c.shape == shape else None)
+    exact_op = name in _EXACT or dtype_class(p.dtype) in ("int", "uint", "bool")
+    path_ulp = base_ulp = None
+    if correct is not None and np.asarray(correct).shape == shape and np.asarray(correct).dtype == p.dtype:
+        c = np.asarray(correct)
+        path_ulp, base_ulp = _max_ulp(p, c, differ), _max_ulp(b, c, differ)
+    return ElementEvidence(ordered, example, path_ulp, base_ulp, exact_op)

@@ -1,0 +1,81 @@
+"""Element evidence at a diverging op: what the differing elements share, and who is right,
+measured against references computed here independently (numpy float64, exact rationals)."""
+
+import fractions
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxparity.localize.elements import _ties, element_evidence
+
+
+def op(name):
+    return SimpleNamespace(info=SimpleNamespace(primitive=name))
+
+
+def correctly_rounded(values64, dtype=np.float32):
+    return np.asarray(values64, np.float64).astype(dtype)  # float64 -> float32 is one rounding
+
+
+def test_log_of_subnormals_names_the_inputs_and_the_wrong_side():
+    x = np.array([1e-40, 3e-42, 2.0, 1e-39], np.float32)  # three subnormal float32 inputs
+    xla = np.asarray(jax.jit(jnp.log)(x))  # XLA on CPU treats subnormal inputs as zero or worse
+    right = correctly_rounded(np.log(x.astype(np.float64)))
+    ev = element_evidence(op("log"), [x], xla, right, right, np.log(x.astype(np.float64)))
+    names = {c.name: c.count for c in ev.classes}
+    differing = int(np.count_nonzero(xla != right))
+    if differing:  # on a CPU whose XLA log handles subnormals there is nothing to explain
+        assert names.get("subnormal inputs") == differing
+        assert ev.baseline_ulp == 0 and ev.path_ulp > 1 and ev.wrong_side() == "path"
+        assert "path is wrong" in ev.describe("path", "baseline")
+
+
+def test_float_to_int_outside_the_range_is_named():
+    x = np.array([np.nan, np.inf, -3e9, 1.5], np.float32)
+    xla = np.asarray(jax.jit(lambda v: v.astype(jnp.int32))(x))
+    other = np.array([np.iinfo(np.int32).max] * 3 + [1], np.int32)  # what TFLite gives
+    ev = element_evidence(op("convert_element_type"), [x], other, xla, None, None)
+    names = {c.name: c.count for c in ev.classes}
+    assert names["outside the range of int32 (NaN, inf or too large)"] == int(np.count_nonzero(other != xla)) > 0
+    assert ev.exact_op
+
+
+def test_exact_rounding_ties_against_exact_rationals():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(1, 2, 4000).astype(np.float32)  # ulp 2**-23
+    b = rng.uniform(3, 4, 4000).astype(np.float32)  # ulp 2**-22: b - a in (1, 3] is a multiple of 2**-23
+    exact = a.astype(np.float64) - b.astype(np.float64)  # exact in float64
+    got = _ties(exact, np.dtype(np.float32))
+
+    def is_tie(v):
+        r = np.float32(v)
+        lo, hi = sorted([np.nextafter(r, np.float32(-np.inf)), np.nextafter(r, np.float32(np.inf))])
+        f = fractions.Fraction(v)
+        return any(f == (fractions.Fraction(float(r)) + fractions.Fraction(float(n))) / 2 for n in (lo, hi))
+
+    want = np.array([is_tie(float(v)) for v in exact])
+    np.testing.assert_array_equal(got, want)
+    assert want.any()
+
+
+def test_cancellation_and_example_element():
+    a = np.array([1.0, 1e8, 3.0], np.float32)
+    b = np.array([1.0 + 2**-20, 1.0, 1.0], np.float32)
+    exact = a.astype(np.float64) - b.astype(np.float64)
+    right = correctly_rounded(exact)
+    off = right.copy()
+    off[0] = np.nextafter(off[0], np.float32(1))  # one element one ULP off
+    ev = element_evidence(op("sub"), [a, b], off, right, right, exact)
+    assert [(c.name, c.count) for c in ev.classes] == [("cancellation (|result| << |operands|)", 1)]
+    assert ev.example.index == (0,) and ev.example.inputs == (1.0, float(b[0]))
+    assert ev.path_ulp == 1 and ev.baseline_ulp == 0
+
+
+def test_an_exact_op_that_differs_is_wrong_code():
+    x = np.array([1, 2, 3], np.int32)
+    ev = element_evidence(op("add"), [x, x], np.array([2, 4, 7], np.int32), np.array([2, 4, 6], np.int32),
+                          np.array([2, 4, 6], np.int32), None)
+    assert ev.exact_op and ev.wrong_side() == "path"
+    assert "wrong code" in ev.describe("jit", "eager")
