@@ -23,6 +23,7 @@ __all__ = ["ElementClass", "ElementEvidence", "ElementExample", "element_evidenc
 _PERIODIC = {"sin", "cos", "tan"}
 _LARGE_PERIODIC = 2.0**13  # beyond this, argument reduction decides the result's accuracy
 _CANCELLING = {"add", "sub"}
+_FAR = 2**10  # ULP from the correctly rounded result beyond which a rounded op's result is wrong, not rounded otherwise
 _CANCELLATION = 2.0**-8  # |a ± b| below this fraction of max(|a|, |b|): leading bits cancelled
 # Ops whose result is defined exactly (no rounding): any difference on the same inputs is wrong code.
 _EXACT = {"copy", "copy_p", "slice", "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "concatenate",
@@ -70,8 +71,14 @@ class ElementEvidence:
                          f"{self.baseline_ulp} ULP")
             wrong = self.wrong_side()
             if wrong in ("path", "baseline"):
-                who = path if wrong == "path" else baseline
-                parts[-1] += (f": {who} is wrong" + (" (an exact op: wrong code)" if self.exact_op else ""))
+                who, other = (path, baseline) if wrong == "path" else (baseline, path)
+                far = max(self.path_ulp, self.baseline_ulp) >= _FAR
+                if self.exact_op:
+                    parts[-1] += f": {who} is wrong (an exact op: wrong code)"
+                elif far:
+                    parts[-1] += f": {who} is wrong"
+                else:  # a few ULP: another rounding of the same math (fused, reassociated), not a wrong result
+                    parts[-1] += f": {who} departs from the op's declared rounding, {other} keeps it"
             elif wrong == "both":
                 parts[-1] += ": both are far from it"
         if self.classes:
