@@ -124,7 +124,9 @@ def _path_line(p: PathResult, baseline: str) -> str:
     text = leaf_line(worst, baseline)
     if p.verdict == "within tolerance":
         return f"within tolerance of {baseline}{role}: {text}"
-    text = f"differs from {baseline}{role}: {text}; would pass with {required_tolerance(worst)}"
+    tolerance = required_tolerance(worst)
+    text = f"differs from {baseline}{role}: {text}; " + (f"would pass with {tolerance}" if tolerance.startswith("--")
+                                                          else tolerance)
     if worst.closer_to_f64 == "path":
         text += f"; closer to the f64 ideal than {baseline}"
     elif worst.closer_to_f64 == "baseline":

@@ -56,6 +56,41 @@ def _rows(p: PathResult, many_outputs: bool) -> list[list[Any]]:
     return rows
 
 
+class _PathsTable:
+    """The per-path table, fitted to the width it is drawn at: in a narrow CI log (80 columns) the
+    time and f64 ULP columns go (the progress lines show the times, the f64 line the ULP) before any
+    cell breaks inside a word or a number ("DIFFER S", "4.88e-0 7")."""
+
+    def __init__(self, result: ComparisonResult) -> None:
+        self.result = result
+
+    def build(self, drop: tuple[str, ...] = ()) -> Table:
+        result = self.result
+        many = len(result.outputs) > 1
+        table = Table(show_edge=False, header_style="bold", pad_edge=False)
+        columns = [("path", "left"), ("verdict", "left"), ("max ULP", "right"), ("max abs", "right"),
+                   ("differ", "right"), ("f64 err", "right"), ("f64 ULP", "right"), ("time", "right")]
+        if many:
+            columns.insert(2, ("output", "left"))
+        keep = [i for i, (col, _) in enumerate(columns) if col not in drop]
+        for i in keep:
+            col, justify = columns[i]
+            table.add_column(col, justify=justify, no_wrap=col != "path",  # type: ignore[arg-type]
+                             overflow="fold" if col == "path" else "ellipsis", max_width=32 if col == "path" else None)
+        for p in result.paths:
+            for row in _rows(p, many):
+                table.add_row(*(row[i] for i in keep))
+        return table
+
+    def __rich_console__(self, console: Console, options: Any) -> Any:
+        for drop in ((), ("time",), ("time", "f64 ULP")):
+            table = self.build(drop)
+            natural = console.measure(table, options=options.update_width(10_000)).maximum
+            if natural <= options.max_width:
+                break
+        yield table
+
+
 def _grid() -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", max_width=32, overflow="fold")
@@ -71,18 +106,7 @@ def render(result: ComparisonResult, verbose: bool = False) -> Group:
     head.append(f"\noutputs  {', '.join(f'{a.name} {_shape(a)}' for a in result.outputs)}")
     head.append(f"\nbaseline {result.baseline}, tolerance {result.tolerance.describe()}")
 
-    many = len(result.outputs) > 1
-    table = Table(show_edge=False, header_style="bold", pad_edge=False)
-    columns = [("path", "left"), ("verdict", "left"), ("max ULP", "right"), ("max abs", "right"),
-               ("differ", "right"), ("f64 err", "right"), ("f64 ULP", "right"), ("time", "right")]
-    if many:
-        columns.insert(2, ("output", "left"))
-    for col, justify in columns:
-        table.add_column(col, justify=justify, overflow="fold", max_width=32 if col == "path" else None)  # type: ignore[arg-type]
-    for p in result.paths:
-        for row in _rows(p, many):
-            table.add_row(*row)
-
+    table = _PathsTable(result)
     findings = _grid()
     for p in result.paths:
         line = Text(path_line(p, result.baseline), style=_STYLE[p.verdict] if not p.passed else "")
@@ -129,7 +153,7 @@ def _values(result: ComparisonResult) -> Table | None:
     grid = _grid()
     for spec, lf in rows:
         label = f"{spec} {lf.name}" if len(result.outputs) > 1 else spec
-        grid.add_row(label, values_text(lf.values))  # type: ignore[union-attr]
+        grid.add_row(label, Text(values_text(lf.values)))  # Text: "[nan]" is not markup  # type: ignore[union-attr]
     return grid
 
 

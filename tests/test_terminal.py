@@ -1,0 +1,37 @@
+"""The terminal report read in a narrow CI log: no cell breaks inside a word or a number, and values
+that look like markup ("[nan]") are printed, not swallowed."""
+
+import re
+
+import jax.numpy as jnp
+import numpy as np
+
+import jaxparity
+from jaxparity.report.terminal import render_text
+
+
+def _result():
+    def fn(x):
+        return jnp.log(x - 2.0), x * 3.0
+
+    return jaxparity.compare(fn, jnp.float32(1.0), paths=["eager", "jit"])
+
+
+def test_a_nan_scalar_prints_as_nan():
+    text = render_text(_result(), width=100)
+    assert re.search(r"eager out/0\s+\[nan\]", text), text
+
+
+def test_80_columns_keep_every_cell_whole():
+    x = jnp.asarray(np.random.default_rng(0).standard_normal(64).astype(np.float32))
+    result = jaxparity.compare(lambda a, b, c, d: (a * b - c * d, jnp.tanh(a * b - c * d)), x, x[::-1], x * 0.5, x + 1.0,
+                               paths=["eager", "jit", "declared"])
+    text = render_text(result, width=80)
+    table = text.split("\n\n")[1]
+    assert max(len(line) for line in table.splitlines()) <= 80
+    rows = [line for line in table.splitlines() if "│" in line and line.split("│")[0].strip()]
+    assert len(rows) == 4
+    for line in rows:  # one line per path: nothing folded onto the next line
+        cells = [c.strip() for c in line.split("│")]
+        assert cells[0] in ("eager", "jit", "declared", "f64"), line
+        assert cells[1] in ("baseline", "identical", "equal", "DIFFERS", "within tolerance"), line
