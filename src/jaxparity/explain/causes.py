@@ -11,6 +11,9 @@ An experiment is one of a few kinds:
 - ``fingerprint``: a candidate semantics of the interpreter reproduces the path bit for bit.
 - ``same-compiler``: ``jit`` with the same XLA settings agrees with the baseline while this runtime
   does not: it lowers or runs the program differently.
+- ``op-evidence``: decided on the diverging ops' own evidence only (``explain/op_evidence.py``): subnormal
+  handling reproduced on the op's inputs, implementation-defined casts, the order of equal keys, two
+  accurate math libraries, amplification by a discontinuous op, wrong code.
 
 A cause with an ``op_check`` is first decided on the diverging op itself: the candidate semantics of
 ``localize.semantics`` applied to the op's own captured inputs. Where that evidence exists it decides;
@@ -26,6 +29,7 @@ __all__ = ["CAUSES", "Cause"]
 
 COMPILED = ("jit", "export", "savedmodel", "savedmodel-c")  # paths that take XLA options
 RUNTIMES = ("iree", "onnx", "onnx-ref", "tflite")  # other compilers: no XLA options to flip
+ALL = COMPILED + RUNTIMES + ("eager", "declared", "f64", "observed")
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,77 @@ CAUSES: tuple[Cause, ...] = (
         paths=COMPILED + RUNTIMES + ("eager", "observed"),
         experiment="fingerprint",
         candidates=("ftz",),
+        op_check="subnormal",
         fix="keep values out of the subnormal range (rescale), or accept it: no XLA option restores subnormals",
+    ),
+    Cause(
+        id="implementation-defined-conversion",
+        title="implementation-defined conversion (NaN, inf or out-of-range float to integer)",
+        description="Casting NaN, inf or a float outside the integer type's range has no defined result: XLA "
+        "gives 0 or saturates, TFLite gives INT_MAX, others differ again. Neither side is wrong.",
+        primitives=("convert_element_type",),
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="op-evidence",
+        op_check="conversion",
+        fix="make the cast defined before it: jnp.nan_to_num(x) and jnp.clip(x, lo, hi) to the target range, "
+        "then .astype(int)",
+    ),
+    Cause(
+        id="tie-ordering",
+        title="order of equal keys and ±0 (sort, argsort, argmax/argmin, top_k)",
+        description="Elements with equal keys, or -0 and +0, may come out in either order unless the sort is "
+        "stable and orders -0 before +0 as JAX does; other runtimes choose their own order.",
+        primitives=("sort", "argmax", "argmin", "top_k"),
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="op-evidence",
+        op_check="ordering",
+        fix="break ties explicitly (sort by (key, index)) and canonicalize -0 to +0 (x + 0.0) before sorting, or "
+        "compare the sorted values rather than their order",
+    ),
+    Cause(
+        id="math-library",
+        title="another math library (both sides within a few ULP of the correctly rounded result)",
+        description="Transcendental functions are approximations; two accurate libraries give results that "
+        "differ by a few ULP, each close to the correctly rounded value.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="op-evidence",
+        op_check="math-library",
+        fix="nothing is wrong: compare with a tolerance (the smallest passing --ulp is printed)",
+    ),
+    Cause(
+        id="amplification",
+        title="a tiny difference amplified by a discontinuous op (floor, round, sign, comparison, argmax, cast)",
+        description="An op whose result jumps where its input crosses a threshold turns a rounding-level "
+        "difference into a whole unit, a flipped sign or boolean, or another index.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="op-evidence",
+        op_check="amplification",
+        fix="make the model robust at the threshold (compare with a margin, round after a tolerance), or fix the "
+        "upstream difference",
+    ),
+    Cause(
+        id="wrong-code",
+        title="wrong code (likely a compiler or runtime bug)",
+        description="An exact op gives other values on the same inputs, or one side is far from the correctly "
+        "rounded result while the other is close: not rounding, a wrong result.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="op-evidence",
+        op_check="wrong-code",
+        fix="report it to the maintainers of the wrong side, with this report (jaxparity reduce writes a "
+        "standalone reproducer)",
     ),
     Cause(
         id="other-lowering",

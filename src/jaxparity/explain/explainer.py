@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -18,31 +18,10 @@ from ..localize.values import op_values
 from ..metrics import ulp_distance
 from ..paths import make_path, parse_spec
 from .causes import CAUSES, COMPILED, Cause
+from .op_evidence import OP_RULES, decide
+from .verdicts import CauseVerdict, Fix, Status
 
 __all__ = ["CauseVerdict", "Fix", "PathExplanation", "explain_path", "with_xla_option"]
-
-Status = Literal["confirmed", "partly", "refuted", "noise", "not run"]
-
-
-@dataclass(frozen=True)
-class CauseVerdict:
-    cause: str
-    title: str
-    status: Status
-    experiment: str  # what was run or checked
-    evidence: str  # what was seen
-    fix: str | None = None
-    proof: Fix | None = None  # the whole-program re-run that shows the fix working (or not)
-
-
-@dataclass(frozen=True)
-class Fix:
-    kind: Literal["compile option", "serving flag", "model change"]
-    description: str
-    spec: str | None  # the path that shows the fix working, e.g. "jit:xla_allow_excess_precision=false"
-    verified: bool
-    evidence: str
-
 
 @dataclass(frozen=True)
 class PathExplanation:
@@ -223,6 +202,8 @@ def _op_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
     loc = ctx.localization
     if cause.op_check == "widened":
         return _widened_check(cause, ctx)
+    if cause.op_check in OP_RULES:
+        return decide(cause, loc, ctx.path, ctx.baseline)
     checked = [(d, m) for d in (loc.local if loc else ()) for m in d.semantics if m.name == cause.op_check]
     if not checked:
         return None
@@ -275,7 +256,13 @@ def _short(d: Any) -> str:
     return f"{loops}#{d.op.index} {d.op.primitive} ({d.op.user_source or d.op.source or 'unknown line'})"
 
 
+def _no_op_evidence(cause: Cause, ctx: _Context) -> CauseVerdict:
+    return CauseVerdict(cause.id, cause.title, "not run", "the diverging ops' own evidence",
+                        "no diverging op shows it" if ctx.localization is not None else "no per-op values for this path")
+
+
 _EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
+    "op-evidence": _no_op_evidence,
     "recompile": _recompile,
     "noise-bound": _noise,
     "fingerprint": _fingerprinted,
@@ -336,7 +323,7 @@ def explain_path(
     for cause in CAUSES:
         reason = _applies(cause, ctx)
         if reason is None and explained_by and cause.experiment in _RERUNS:
-            reason = f"not needed: {explained_by} already restores parity"
+            reason = f"not needed: {explained_by} already explains it"
         if reason is not None:
             causes.append(CauseVerdict(cause.id, cause.title, "not run", "", reason))
             continue
@@ -345,7 +332,10 @@ def explain_path(
             verdict = _EXPERIMENTS[cause.experiment](cause, ctx)
         causes.append(verdict)
         restores = verdict.proof is None or verdict.proof.verified  # op evidence names a cause, not a full fix
-        if verdict.status == "confirmed" and verdict.cause != "denormal-flush" and restores:
+        # A fingerprint of subnormal flushing and an amplifier downstream do not explain the divergence alone.
+        partial = verdict.cause == "amplification" or (verdict.cause == "denormal-flush"
+                                                       and verdict.experiment.startswith("candidate"))
+        if verdict.status == "confirmed" and not partial and restores:
             explained_by = explained_by or verdict.cause
     if not any(c.status in ("confirmed", "partly", "noise") for c in causes):
         causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",

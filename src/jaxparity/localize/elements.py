@@ -21,6 +21,7 @@ from ..metrics import dtype_class, ulp_distance
 __all__ = ["ElementClass", "ElementEvidence", "ElementExample", "element_evidence"]
 
 _PERIODIC = {"sin", "cos", "tan"}
+_ORDERING = {"sort", "argmax", "argmin", "top_k"}  # ops whose result orders elements by value
 _LARGE_PERIODIC = 2.0**13  # beyond this, argument reduction decides the result's accuracy
 _CANCELLING = {"add", "sub"}
 _FAR = 2**10  # ULP from the correctly rounded result beyond which a rounded op's result is wrong, not rounded otherwise
@@ -50,6 +51,7 @@ class ElementExample:
     path: Any
     baseline: Any
     correct: Any | None
+    implementation_defined: bool = False  # the op leaves this element's result to the implementation
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,20 @@ class ElementEvidence:
     path_ulp: int | None
     baseline_ulp: int | None
     exact_op: bool  # the op's result is exact: any difference is wrong code
+    # Differing elements whose result the op leaves to the implementation (a NaN/inf/out-of-range float
+    # cast to an integer, the order of equal keys): not counted in path_ulp/baseline_ulp.
+    implementation_defined: int = 0
+    # Subnormal handling reproduced on the op's own inputs: ("path", "inputs") when the op computed
+    # with subnormal inputs read as zero (DAZ) gives the path's differing elements, ("baseline",
+    # "results") when flushing subnormal results to zero (FTZ) gives the baseline's, ...
+    flushes: tuple[tuple[str, str], ...] = ()
 
     def describe(self, path: str, baseline: str) -> str:
         """One sentence: who is right on these inputs, what the differing elements share, an example."""
         parts = []
+        if self.implementation_defined:
+            parts.append(f"{self.implementation_defined} differing element{'s are' if self.implementation_defined > 1 else ' is'} "
+                         "implementation-defined (neither side is wrong there)")
         if self.path_ulp is not None and self.baseline_ulp is not None:
             ref = "the exact result" if self.exact_op else "the correctly rounded result"
             parts.append(f"on the same inputs {path} is {self.path_ulp} ULP from {ref} and {baseline} "
@@ -81,12 +93,17 @@ class ElementEvidence:
                     parts[-1] += f": {who} departs from the op's declared rounding, {other} keeps it"
             elif wrong == "both":
                 parts[-1] += ": both are far from it"
+        for side, what in self.flushes:
+            who = path if side == "path" else baseline
+            parts.append(f"where a subnormal is involved, {who}'s values are reproduced with subnormal {what} "
+                         f"flushed to zero ({'DAZ' if what == 'inputs' else 'FTZ'})")
         if self.classes:
             parts.append("the differing elements have " + ", ".join(f"{c.count} × {c.name}" for c in self.classes))
         ex = self.example
         if ex is not None:
             ins = ", ".join("·" if v is None else _fmt(v) for v in ex.inputs)
-            correct = f", correctly rounded {_fmt(ex.correct)}" if ex.correct is not None else ""
+            label = "JAX's reference" if ex.implementation_defined else "correctly rounded"
+            correct = f", {label} {_fmt(ex.correct)}" if ex.correct is not None else ""
             parts.append(f"e.g. element {list(ex.index)}: inputs ({ins}) give {path} {_fmt(ex.path)}, {baseline} "
                          f"{_fmt(ex.baseline)}{correct}")
         return "; ".join(parts)
@@ -205,13 +222,15 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
     if exact is not None and np.asarray(exact).shape == shape:
         count(f"exact rounding ties (the exact result lies halfway between two {p.dtype} values)",
               _ties(np.asarray(exact, np.float64), p.dtype))
+    undefined = np.zeros(shape, bool)  # elements whose result the op leaves to the implementation
     if name == "convert_element_type" and dtype_class(p.dtype) in ("int", "uint") and at and at[0] is not None \
             and dtype_class(at[0].dtype) == "float":
         info = np.iinfo(p.dtype)
         with np.errstate(invalid="ignore"):
             v = at[0].astype(np.float64)
-            count(f"outside the range of {p.dtype} (NaN, inf or too large)",
-                  ~np.isfinite(v) | (v < info.min) | (v >= float(info.max) + 1))
+            outside = ~np.isfinite(v) | (v < info.min) | (v >= float(info.max) + 1)
+        count(f"outside the range of {p.dtype} (NaN, inf or too large)", outside)
+        undefined |= outside
     if name in _PERIODIC and at and at[0] is not None:
         with np.errstate(invalid="ignore"):
             count(f"large arguments of {name} (|x| > {_LARGE_PERIODIC:g})",
@@ -226,10 +245,15 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
         dup = len(idx) - len(np.unique(idx, axis=0))
         if dup:
             classes[f"duplicate scatter indices ({dup} repeated)"] = int(np.count_nonzero(differ))
-    if name == "sort" and arrays:
-        keys = arrays[0]
-        if keys.size and len(np.unique(keys)) < keys.size:
-            classes["equal sort keys (ties ordered by the implementation)"] = int(np.count_nonzero(differ))
+    if name in _ORDERING and arrays and dtype_class(arrays[0].dtype) in ("float", "int", "uint", "bool"):
+        keys = arrays[0].astype(np.float64) + 0.0  # -0 and +0 compare equal here
+        axis_keys = np.moveaxis(keys, -1, 0).reshape(keys.shape[-1] if keys.ndim else 1, -1) if keys.ndim else keys
+        tied = keys.ndim and any(len(np.unique(col)) < len(col) for col in axis_keys.T)
+        if tied:
+            zeros = bool(np.any(np.signbit(arrays[0].astype(np.float64)) & (arrays[0] == 0)))
+            label = "equal keys" + (" and ±0" if zeros else "") + " (their order among themselves)"
+            classes[label] = int(np.count_nonzero(differ))
+            undefined |= differ
     ordered = tuple(ElementClass(k, v) for k, v in sorted(classes.items(), key=lambda kv: -kv[1]))
 
     example = None
@@ -241,10 +265,54 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
         example = ElementExample(tuple(int(i) for i in idx),
                                  tuple(None if a is None else _py(a[idx]) for a in at),
                                  _py(p[idx]), _py(b[idx]),
-                                 _py(c[idx]) if c is not None and c.shape == shape else None)
+                                 _py(c[idx]) if c is not None and c.shape == shape else None,
+                                 bool(undefined[idx]))
     exact_op = name in _EXACT or dtype_class(p.dtype) in ("int", "uint", "bool")
     path_ulp = base_ulp = None
-    if correct is not None and np.asarray(correct).shape == shape and np.asarray(correct).dtype == p.dtype:
+    defined = differ & ~undefined
+    if correct is not None and np.asarray(correct).shape == shape and np.asarray(correct).dtype == p.dtype \
+            and defined.any():
         c = np.asarray(correct)
-        path_ulp, base_ulp = _max_ulp(p, c, differ), _max_ulp(b, c, differ)
-    return ElementEvidence(ordered, example, path_ulp, base_ulp, exact_op)
+        path_ulp, base_ulp = _max_ulp(p, c, defined), _max_ulp(b, c, defined)
+    flushes: tuple[tuple[str, str], ...] = ()
+    if "subnormal inputs" in classes or "subnormal results" in classes:
+        touched = np.logical_or.reduce([_subnormal(a) for a in floats_in + results]) if floats_in else \
+            np.logical_or.reduce([_subnormal(r) for r in results])
+        flushes = _flushes(op, arrays, p, b, correct, differ & touched)
+    return ElementEvidence(ordered, example, path_ulp, base_ulp, exact_op, int(np.count_nonzero(differ & undefined)),
+                           flushes)
+
+
+def _flush(x: np.ndarray) -> np.ndarray:
+    """Subnormal values of a float array replaced by zero of the same sign."""
+    x = np.asarray(x)
+    if dtype_class(x.dtype) != "float":
+        return x
+    return np.where(_subnormal(x), np.copysign(np.zeros((), x.dtype), x.astype(np.float64)).astype(x.dtype), x)
+
+
+def _flushes(op: Any, ins: list[np.ndarray], p: np.ndarray, b: np.ndarray, correct: np.ndarray | None,
+             differ: np.ndarray) -> tuple[tuple[str, str], ...]:
+    """Which side's values at the differing elements that touch a subnormal (``differ``) the op
+    reproduces with subnormal inputs read as zero (DAZ), or with its subnormal results flushed to zero
+    (FTZ): run on the op's own inputs, not guessed."""
+    eqn = getattr(op, "eqn", None)
+    found: list[tuple[str, str]] = []
+    candidates = []
+    if eqn is not None:
+        from ..interpreter import evaluate_eqn
+
+        try:
+            daz = np.asarray(evaluate_eqn(eqn, [_flush(x) for x in ins], mode="declared")[0])
+            candidates.append(("inputs", daz))
+        except Exception:
+            pass
+    if correct is not None and np.asarray(correct).shape == p.shape:
+        candidates.append(("results", _flush(np.asarray(correct))))
+    for what, got in candidates:
+        if got.shape != p.shape or got.dtype != p.dtype:
+            continue
+        for side, out in (("path", p), ("baseline", b)):
+            if np.all(ulp_distance(got[differ], out[differ]) == 0) and (side, what) not in found:
+                found.append((side, what))
+    return tuple(found)

@@ -1,0 +1,161 @@
+"""Causes decided on the diverging ops' own evidence: the element evidence and candidate semantics
+the localizer gathered on each op's captured inputs (``localize.elements``, ``localize.semantics``)
+and how the difference travels through the program (``Localization.drift``). No re-run: each rule
+reads what the op's own values show, and says which elements and which line.
+
+Each rule returns a verdict, or None when no op carries the evidence it needs (then the cause's
+table entry says it was not run, and why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .causes import Cause
+from .verdicts import CauseVerdict
+
+__all__ = ["OP_RULES", "decide"]
+
+# Results within this many ULP of the correctly rounded one on both sides: two accurate math
+# libraries, not a bug (XLA's own documented accuracy for f32 transcendentals is a few ULP).
+MATH_LIBRARY_ULP = 64
+_MATH = {"exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "logistic", "atan2", "asin",
+         "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma",
+         "pow", "sqrt", "rsqrt", "cbrt", "igamma", "igammac", "bessel_i0e", "bessel_i1e"}
+# Ops whose output jumps where the input crosses a threshold: a tiny input difference can become a
+# whole unit (floor), a sign, an index or a boolean.
+_DISCONTINUOUS = {"floor", "ceil", "round", "sign", "argmax", "argmin", "lt", "le", "gt", "ge", "eq", "ne",
+                  "sort", "top_k", "convert_element_type", "nextafter", "rem"}
+AMPLIFICATION = 1e3  # output difference at least this many times the input's
+
+
+def _where(d: Any) -> str:
+    loops = "".join(f"{f.describe()}: " for f in d.within)
+    return f"{loops}#{d.op.index} {d.op.primitive} ({d.op.user_source or d.op.source or 'unknown line'})"
+
+
+def _real(loc: Any) -> list[Any]:
+    return [d for d in (loc.local if loc is not None else ()) if not d.within_noise_bound]
+
+
+def _subnormal(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    for d in _real(loc):
+        ev = d.elements
+        if ev is None or not ev.flushes:
+            continue
+        names = {c.name: c.count for c in ev.classes}
+        count = names.get("subnormal inputs", 0) or names.get("subnormal results", 0)
+        how = "; ".join(f"{path if side == 'path' else baseline} flushes subnormal {what} to zero "
+                        f"({'DAZ' if what == 'inputs' else 'FTZ'})" for side, what in ev.flushes)
+        return CauseVerdict(cause.id, cause.title, "confirmed", f"the op on its own inputs with subnormals flushed, at "
+                            f"{_where(d)}", f"{how}: the op computed that way reproduces its {count} differing "
+                            "elements that involve a subnormal bit for bit", cause.fix)
+    return None
+
+
+def _conversion(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    for d in _real(loc):
+        ev = d.elements
+        if d.op.primitive != "convert_element_type" or ev is None or not ev.implementation_defined:
+            continue
+        ex = ev.example
+        sample = (f"; e.g. {ex.inputs[0]} gives {path} {ex.path} and {baseline} {ex.baseline}"
+                  if ex is not None and ex.implementation_defined and ex.inputs else "")
+        target = d.op.outputs[0].split("[", 1)[0]
+        return CauseVerdict(cause.id, cause.title, "confirmed", f"the inputs of {_where(d)}",
+                            f"{ev.implementation_defined} differing elements cast NaN, inf or out-of-range floats to "
+                            f"{target}, which each runtime defines its own way{sample}", cause.fix)
+    return None
+
+
+def _ordering(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    for d in _real(loc):
+        ev = d.elements
+        if ev is None or not ev.implementation_defined or d.op.primitive == "convert_element_type":
+            continue
+        tie = next((c for c in ev.classes if c.name.startswith("equal keys")), None)
+        if tie is None:
+            continue
+        return CauseVerdict(cause.id, cause.title, "confirmed", f"the keys of {_where(d)}",
+                            f"{tie.count} differing elements come from {tie.name}: {path} and {baseline} order "
+                            "them differently", cause.fix)
+    return None
+
+
+def _math_library(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    real = _real(loc)
+    if not real:
+        return None
+    d = real[0]
+    ev = d.elements
+    if d.op.primitive not in _MATH or ev is None or ev.path_ulp is None or ev.baseline_ulp is None:
+        return None
+    if ev.flushes or ev.implementation_defined:
+        return None  # subnormals or undefined elements: another cause
+    worst = max(ev.path_ulp, ev.baseline_ulp)
+    if worst > MATH_LIBRARY_ULP:
+        return CauseVerdict(cause.id, cause.title, "refuted", f"each side against the correctly rounded "
+                            f"{d.op.primitive} at {_where(d)}", f"{path} is {ev.path_ulp} ULP and {baseline} "
+                            f"{ev.baseline_ulp} ULP from it: more than a math library's {MATH_LIBRARY_ULP}")
+    return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against the correctly rounded "
+                        f"{d.op.primitive} at {_where(d)}", f"{path} is {ev.path_ulp} ULP and {baseline} "
+                        f"{ev.baseline_ulp} ULP from the correctly rounded result on the same inputs: two "
+                        f"implementations within {MATH_LIBRARY_ULP} ULP, neither wrong", cause.fix)
+
+
+def _amplified(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    """A discontinuous op downstream of the first local divergence whose output difference is far
+    larger than its inputs' (drift is the path-vs-baseline difference at each op's output)."""
+    if loc is None or not loc.local or not loc.program:
+        return None
+    first = loc.local[0].top_index
+    drift = {d.index: d.max_abs for d in loc.drift}
+    for op in loc.program:
+        if op.index <= first or op.primitive not in _DISCONTINUOUS or op.index not in drift:
+            continue
+        if op.primitive == "convert_element_type" and not op.outputs[0].startswith(("int", "uint", "bool")):
+            continue
+        feeding = [drift.get(int(o[2:].split(":")[0]), 0.0) for o in op.operands if o.startswith("op")]
+        before = max(feeding, default=0.0)
+        after = drift[op.index]
+        if before > 0 and after >= AMPLIFICATION * before:
+            line = op.user_source or op.source or "unknown line"
+            return CauseVerdict(cause.id, cause.title, "confirmed", "the difference before and after each "
+                                "discontinuous op", f"#{op.index} {op.primitive} ({line}) turns a difference of "
+                                f"{before:.3g} in its input into {after:.3g} in its output", cause.fix)
+    return None
+
+
+def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    for d in _real(loc):
+        ev = d.elements
+        if ev is None or ev.path_ulp is None or ev.baseline_ulp is None or ev.flushes:
+            continue
+        wrong = ev.wrong_side()
+        far = max(ev.path_ulp, ev.baseline_ulp) >= 2**10
+        if wrong not in ("path", "baseline") or not (ev.exact_op or far):
+            continue
+        who, other = (path, baseline) if wrong == "path" else (baseline, path)
+        ulp, good = (ev.path_ulp, ev.baseline_ulp) if wrong == "path" else (ev.baseline_ulp, ev.path_ulp)
+        what = "an exact op gives other values" if ev.exact_op else "a result far from the correctly rounded one"
+        return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against the reference result of "
+                            f"{_where(d)}", f"{what}: {who} is {ulp} ULP from it on the same inputs, {other} "
+                            f"{good}: {who} is wrong here", cause.fix)
+    return None
+
+
+OP_RULES: dict[str, Callable[[Cause, Any, str, str], CauseVerdict | None]] = {
+    "subnormal": _subnormal,
+    "conversion": _conversion,
+    "ordering": _ordering,
+    "math-library": _math_library,
+    "amplification": _amplified,
+    "wrong-code": _wrong_code,
+}
+
+
+def decide(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    """The verdict of ``cause``'s op rule on this localization, or None where no op shows evidence."""
+    rule = OP_RULES.get(cause.op_check or "")
+    return rule(cause, loc, path, baseline) if rule else None

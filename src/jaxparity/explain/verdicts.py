@@ -1,0 +1,33 @@
+"""What an experiment concludes about one cause, and a fix shown to work (or not): plain values
+shared by the explainer and the op-evidence rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["CauseVerdict", "Fix", "Status"]
+
+Status = Literal["confirmed", "partly", "refuted", "noise", "not run"]
+
+
+@dataclass(frozen=True)
+class CauseVerdict:
+    cause: str
+    title: str
+    status: Status
+    experiment: str  # what was run or checked
+    evidence: str  # what was seen
+    fix: str | None = None
+    proof: Fix | None = None  # the whole-program re-run that shows the fix working (or not)
+
+
+@dataclass(frozen=True)
+class Fix:
+    kind: Literal["compile option", "serving flag", "model change"]
+    description: str
+    spec: str | None  # the path that shows the fix working, e.g. "jit:xla_allow_excess_precision=false"
+    verified: bool
+    evidence: str
+
+

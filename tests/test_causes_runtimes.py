@@ -1,0 +1,74 @@
+"""Causes outside XLA's flags, decided on the diverging op's own evidence (issue 11): subnormal
+handling, implementation-defined casts, the order of equal keys, two math libraries, amplification by
+a discontinuous op. Each planted in `cases/runtimes.py` and run through a real runtime."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import jaxparity
+from jaxparity.case import load_case
+
+pytestmark = pytest.mark.slow
+
+CASES = Path(__file__).parent / "cases" / "runtimes.py"
+
+
+def planted(what: str) -> str:
+    for number, line in enumerate(CASES.read_text().splitlines(), start=1):
+        if f"# planted: {what}" in line:
+            return f"runtimes.py:{number}"
+    raise AssertionError(f"no line planted with {what}")
+
+
+def explain(factory: str, path: str):
+    case = load_case(f"{CASES}:{factory}")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", path]).explain()
+    (e,) = [x for x in result.explanations if x.path == path]
+    return e
+
+
+def verdict(e, cause_id):
+    return next(c for c in e.causes if c.cause == cause_id)
+
+
+def line(d) -> str:
+    return re.sub(r".*/", "", d.op.user_source or "")
+
+
+def test_log_of_subnormals_on_tflite_is_subnormal_flushing_and_both_sides_are_far():
+    e = explain("make_log_subnormal", "tflite")
+    first = e.localization.first
+    assert line(first) == planted("log subnormal")
+    assert ("path", "inputs") in first.elements.flushes  # log with DAZ reproduces tflite
+    assert verdict(e, "denormal-flush").status == "confirmed"
+    assert first.elements.wrong_side() == "both"  # eager's log of a subnormal is wrong too (XLA on CPU)
+    assert verdict(e, "other-lowering").status == "not run"  # the catch-all is the last resort only
+
+
+def test_nan_to_int_is_implementation_defined_not_wrong_code():
+    e = explain("make_nan_to_int", "tflite")
+    first = e.localization.first
+    assert line(first) == planted("float to int")
+    assert first.elements.implementation_defined >= 1
+    assert verdict(e, "implementation-defined-conversion").status == "confirmed"
+    assert verdict(e, "wrong-code").status != "confirmed"
+    assert "wrong code" not in e.summary
+
+
+def test_a_one_ulp_tan_difference_that_floor_amplifies():
+    e = explain("make_floor_tan", "tflite")
+    first = e.localization.first
+    assert line(first) == planted("tan")
+    assert verdict(e, "math-library").status == "confirmed"
+    amp = verdict(e, "amplification")
+    assert amp.status == "confirmed" and planted("floor") in amp.evidence
+
+
+def test_ties_and_signed_zeros_ordered_differently_by_iree():
+    e = explain("make_sort_ties", "iree")
+    first = e.localization.first
+    assert first.op.primitive == "sort" and line(first) == planted("argsort ties")
+    assert verdict(e, "tie-ordering").status == "confirmed"
+    assert verdict(e, "wrong-code").status != "confirmed"
