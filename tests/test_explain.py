@@ -170,3 +170,20 @@ def test_compiled_baseline_replays_one_op_with_its_options():
     assert "never rounded" in first.detail and "conv_bf16.py:21" in first.detail
     assert any(c.cause == "excess-precision" and c.status == "confirmed" for c in e.causes), e.causes
     assert not any("compared, not replayed" in n for n in e.notes)
+
+
+def test_a_large_output_difference_is_never_called_noise():
+    from jaxparity.explain.explainer import NOISE_OUTPUT_ULP
+
+    result = explain("make_noise_cancelled")
+    (e,) = result.explanations
+    if not e.localization.local:  # jit summed in eager's order on this CPU: nothing to judge
+        pytest.skip("eager and jit sum in the same order here")
+    jit = result.path("jit")
+    worst = max(leaf.diff.max_ulp for leaf in jit.leaves)
+    noise = cause(e, "reduction-order")
+    if worst > NOISE_OUTPUT_ULP:
+        assert noise.status == "refuted" and "not established as noise" in noise.evidence
+        assert "expected rounding noise" not in e.summary
+    else:
+        assert noise.status in ("noise", "refuted")

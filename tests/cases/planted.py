@@ -62,3 +62,15 @@ def make_clean():
         return jnp.tanh(x @ w)
 
     return fn, (_normal((4, 16)), _normal((16, 8), seed=1))
+
+
+def make_noise_cancelled():
+    """Reduction noise, then a cancellation that makes it millions of ULP at the output: still the
+    reductions' noise, but too large a difference to be called noise."""
+    x, y = _normal((16, 4096)), _normal((16, 4096), seed=1)
+    near = jnp.asarray((np.asarray(x, np.float64) * np.asarray(y, np.float64)).sum(-1).astype(np.float32))
+
+    def fn(x, y):
+        return jnp.sum(x * y, axis=-1) - near  # planted: cancelled noise
+
+    return fn, (x, y)

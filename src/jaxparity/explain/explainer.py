@@ -125,22 +125,40 @@ def _recompile(cause: Cause, ctx: _Context) -> CauseVerdict:
                         seen + (": no change" if not changed else ": no closer"))
 
 
+# Beyond this many ULP at an output, a difference is not called rounding noise, whatever the local
+# evidence: the real divergence is elsewhere, or was not captured.
+NOISE_OUTPUT_ULP = 2**16
+
+
 def _noise(cause: Cause, ctx: _Context) -> CauseVerdict:
+    """Expected rounding noise only when it is sound: every local divergence is a reduction within its
+    bound, every op was checked (a divergence among unchecked ops would go unseen), the per-op values
+    show the compiled program's difference, and the outputs are not too far apart to be noise."""
     loc = ctx.localization
+    what = "checked each local divergence against the error bound of its reduction"
     if loc is None or not loc.local:
         return CauseVerdict(cause.id, cause.title, "not run", "noise bound", "no per-op values for this path")
     reductions = [d for d in loc.local if d.op.primitive in (cause.primitives or ())]
-    if reductions and len(reductions) == len(loc.local) and all(d.within_noise_bound for d in reductions):
-        worst = max(reductions, key=lambda d: d.max_abs)
-        return CauseVerdict(cause.id, cause.title, "noise", "checked each local divergence against the error "
-                            "bound of its reduction",
-                            f"all {len(reductions)} local divergences are reductions within their bound "
-                            f"(largest: {worst.op.primitive} at {worst.op.user_source or worst.op.source}, "
-                            f"difference {worst.max_abs:.3g} <= bound {worst.noise_bound:.3g})", cause.fix)
-    inside = sum(d.within_noise_bound for d in reductions)
-    return CauseVerdict(cause.id, cause.title, "refuted", "checked each local divergence against the error bound "
-                        "of its reduction", f"{len(loc.local) - inside} of {len(loc.local)} local divergences "
-                        "are not reductions within their error bound")
+    if not (reductions and len(reductions) == len(loc.local) and all(d.within_noise_bound for d in reductions)):
+        inside = sum(d.within_noise_bound for d in reductions)
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"{len(loc.local) - inside} of {len(loc.local)} "
+                            "local divergences are not reductions within their error bound")
+    worst = max(reductions, key=lambda d: d.max_abs)
+    found = (f"all {len(reductions)} local divergences found are reductions within their bound (largest: "
+             f"{worst.op.primitive} at {worst.op.user_source or worst.op.source}, difference {worst.max_abs:.3g} <= "
+             f"bound {worst.noise_bound:.3g})")
+    _, out_ulp = _distance(ctx.path_out, ctx.base_out)
+    unsound = []
+    if loc.unchecked:
+        unsound.append(f"{loc.unchecked} ops could not be checked, so a divergence among them would go unseen")
+    if loc.perturbed:
+        unsound.append("observing every op removed the difference, so the per-op values are not the program's")
+    if out_ulp > NOISE_OUTPUT_ULP:
+        unsound.append(f"the outputs differ by {out_ulp} ULP, more than rounding noise of sums grows to here")
+    if unsound:
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"{found}; but {'; and '.join(unsound)}: "
+                            "not established as noise, the real divergence may lie elsewhere")
+    return CauseVerdict(cause.id, cause.title, "noise", what, found, cause.fix)
 
 
 def _fingerprinted(cause: Cause, ctx: _Context) -> CauseVerdict:
@@ -495,7 +513,7 @@ def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str
         parts.append(f"{ctx.path} first departs from {ctx.baseline} on its own at {'' if first.within else 'op '}{_where(first)}"
                      + (f": {first.detail}" if first.detail else ""))
         if first.elements is not None:
-            parts.append(first.elements.describe(ctx.path, ctx.baseline))
+            parts.append(first.elements.describe(ctx.path, ctx.baseline, first.within_noise_bound))
     found = [c for c in causes if c.status in ("confirmed", "partly", "noise") and c.cause != "unknown"]
     if any(c.status == "noise" for c in found) and not any(c.status == "confirmed" for c in found):
         parts.append("the differences are expected rounding noise of reductions, not a bug")

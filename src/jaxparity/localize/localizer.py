@@ -126,6 +126,9 @@ class Localization:
     cone: tuple[OpInfo, ...] = ()
     # Every op of the flattened program (with its operands): the graph the drift is drawn on.
     program: tuple[OpInfo, ...] = ()
+    # Ops whose own output could not be judged (inputs not observable, or a whole-program baseline
+    # could not replay them on the path's inputs): a divergence among them would go unseen.
+    unchecked: int = 0
 
     @property
     def first(self) -> LocalDivergence | None:
@@ -320,7 +323,7 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
                   f"{baseline} runs whole programs, not single ops; a local divergence among them would show "
                   "only where their inputs agree",)
     return Localization(path.path, baseline, len(program.ops), tuple(local), tuple(drift), notes,
-                        program=tuple(op.info for op in program.ops))
+                        program=tuple(op.info for op in program.ops), unchecked=skipped + compared_only)
 
 
 MAX_EVIDENCE = 16  # local divergences (in program order) that get element evidence

@@ -75,7 +75,7 @@ def render_explanation(e: Any, verbose: bool = False) -> Group:
                 if d.detail:
                     parts.append(Text(f"#{d.op.index}: {d.detail}", style="italic"))
                 if d.elements is not None and (d.elements.classes or d.elements.wrong_side()):
-                    parts.append(Text(f"#{d.op.index}: {d.elements.describe(e.path, e.baseline)}", style="italic"))
+                    parts.append(Text(f"#{d.op.index}: {d.elements.describe(e.path, e.baseline, d.within_noise_bound)}", style="italic"))
                 for m in d.semantics:
                     if m.reproduces_path:
                         parts.append(Text(f"#{d.op.index}: {m.description} reproduces {e.path} bit for bit "

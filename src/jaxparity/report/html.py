@@ -375,7 +375,7 @@ def _explanation(e: Any) -> str:
                               f"ops{opened}; {noise} are reduction noise)", cols, rows,
                               {0, 4 + loops, 5 + loops}))
             details = [f"<li><b>#{d.op.index}</b>: {_e(d.detail)}</li>" for d in shown if d.detail]
-            details += [f"<li><b>#{d.op.index}</b>: {_e(d.elements.describe(e.path, e.baseline))}</li>"
+            details += [f"<li><b>#{d.op.index}</b>: {_e(d.elements.describe(e.path, e.baseline, d.within_noise_bound))}</li>"
                         for d in shown if d.elements is not None and (d.elements.classes or d.elements.wrong_side())]
             details += [f"<li><b>#{d.op.index}</b>: {_e(m.description)} "
                         f"{'reproduces the path bit for bit' if m.reproduces_path else f'is {m.max_ulp_to_path} ULP from the path'}"
