@@ -10,7 +10,7 @@ from rich.text import Text
 
 from .format import HUGE_ULP, HUGE_ULP_NOTE, fmt, ulp_text
 
-__all__ = ["iteration_growth", "layer_growth", "render_explanation"]
+__all__ = ["group_explanations", "iteration_growth", "layer_growth", "render_explanation"]
 
 _STATUS = {"confirmed": "bold green", "partly": "yellow", "noise": "cyan", "refuted": "dim", "not run": "dim"}
 
@@ -40,9 +40,42 @@ def _where(op: Any) -> str:
     return src
 
 
-def render_explanation(e: Any, verbose: bool = False) -> Group:
-    parts: list[Any] = [Text(f"why {e.path} differs from {e.baseline}", style="bold underline"), Text(e.summary),
-                        Text("")]
+def _divergence_key(e: Any) -> tuple | None:
+    """What makes two paths' divergences the same: baseline, first local op (loop frames, op, line) and the
+    confirmed causes. None when there is no first op to compare (each such path is explained alone)."""
+    loc = e.localization
+    if loc is None or loc.first is None:
+        return None
+    first = loc.first
+    causes = tuple(sorted(c.cause for c in e.causes if c.status in ("confirmed", "partly", "noise")))
+    return (e.baseline, first.where(), first.op.user_source, first.op.source, causes)
+
+
+def group_explanations(explanations: Any) -> list[tuple[Any, list[Any]]]:
+    """Explanations grouped by distinct divergence, in order: (the one shown in full, the other paths
+    with the same first op and causes). jit, export and savedmodel often share one."""
+    groups: list[tuple[Any, list[Any]]] = []
+    keys: list[tuple | None] = []
+    for e in explanations:
+        key = _divergence_key(e)
+        if key is not None and key in keys:
+            groups[keys.index(key)][1].append(e)
+        else:
+            groups.append((e, []))
+            keys.append(key)
+    return groups
+
+
+def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
+    """One explanation in full; ``same``: other paths with the same divergence, named in the title,
+    their own fixes listed at the end."""
+    who = ", ".join([e.path, *(o.path for o in same)])
+    verb = "differ" if same else "differs"
+    parts: list[Any] = [Text(f"why {who} {verb} from {e.baseline}", style="bold underline"), Text(e.summary)]
+    if same:
+        parts.append(Text(f"{', '.join(o.path for o in same)}: the same first op and the same causes as {e.path}; "
+                          "explained once (the JSON has each path in full)", style="italic"))
+    parts.append(Text(""))
     loc = e.localization
     if loc is not None and loc.perturbed and loc.cone:
         t = Table(title="ops computed together where the difference arises (per-op values hide it)",
@@ -134,6 +167,11 @@ def render_explanation(e: Any, verbose: bool = False) -> Group:
         mark = Text("✓ verified" if fix.verified else "✗ not verified", style="green" if fix.verified else "red")
         parts.append(Text.assemble("fix (", fix.kind, "): ", mark, f"  {fix.spec or ''}\n  {fix.description}\n  "
                                    f"{fix.evidence}"))
+    for o in same:
+        for fix in o.fixes:
+            mark = Text("✓ verified" if fix.verified else "✗ not verified",
+                        style="green" if fix.verified else "red")
+            parts.append(Text.assemble(f"{o.path}: fix (", fix.kind, "): ", mark, f"  {fix.spec or ''}"))
     for note in e.notes:
         parts.append(Text(f"note: {note}", style="dim"))
     return Group(*parts)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..result import ComparisonResult, LeafResult, PathResult
-from .explanation import iteration_growth, layer_growth
+from .explanation import group_explanations, iteration_growth, layer_growth
 from .format import (HUGE_ULP, HUGE_ULP_NOTE, fmt, leaf_line, path_line, producer, summary_line, ulp_text,
                      values_text)
 
@@ -350,6 +350,20 @@ def _table(tid: str, caption: str, cols: list[str], rows: list[list[str]], num: 
     return f'<h3>{_e(caption)}</h3><table{idattr}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def _explanation_group(e: Any, same: list[Any]) -> str:
+    """One explanation in full, then a short section per path with the same divergence (its own
+    anchor and fixes, a link to the full one)."""
+    out = [_explanation(e)]
+    for o in same:
+        fixes = "".join(f"<li>{_e(f.kind)}: {'✓ verified' if f.verified else '✗ not verified'} "
+                        f"<code>{_e(f.spec or '')}</code></li>" for f in o.fixes)
+        out.append(f'<section class="explanation" id="explain-{_slug(o.path)}"><h2>Why <code>{_e(o.path)}</code> '
+                   f'differs from <code>{_e(o.baseline)}</code></h2><p class="explain-summary">The same first op and '
+                   f'causes as <a href="#explain-{_slug(e.path)}"><code>{_e(e.path)}</code></a>: explained there. '
+                   f'{_e(o.summary)}</p>' + (f"<ul>{fixes}</ul>" if fixes else "") + "</section>")
+    return "".join(out)
+
+
 def _explanation(e: Any) -> str:
     sid = _slug(e.path)
     out = [f'<section class="explanation" id="explain-{sid}"><h2>Why <code>{_e(e.path)}</code> differs from '
@@ -465,7 +479,7 @@ def render_html_report(result: ComparisonResult) -> str:
         _summary(result),
         _drift_chart(list(result.explanations)),
         _histograms(result),
-        *(_explanation(e) for e in result.explanations),
+        *(_explanation_group(e, same) for e, same in group_explanations(result.explanations)),
         _values(result),
         f'<footer class="note" style="margin-top:32px">jaxparity report, schema v{result.schema_version}</footer>',
     ]

@@ -119,10 +119,10 @@ def render(result: ComparisonResult, verbose: bool = False) -> Group:
     values = _values(result) if result.samples == 1 else None  # paths may show different samples
     if values is not None:
         parts += [Text(""), Text("values", style="bold"), values]
-    for e in result.explanations:
-        from .explanation import render_explanation
+    from .explanation import group_explanations, render_explanation
 
-        parts += [Text(""), render_explanation(e, verbose)]
+    for e, same in group_explanations(result.explanations):
+        parts += [Text(""), render_explanation(e, verbose, same)]
     parts += [Text(""), Text(summary_line(result), style="bold green" if result.passed else "bold red")]
     return Group(*parts)
 
