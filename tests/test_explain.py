@@ -187,3 +187,18 @@ def test_a_large_output_difference_is_never_called_noise():
         assert "expected rounding noise" not in e.summary
     else:
         assert noise.status in ("noise", "refuted")
+
+
+def test_a_partial_fix_is_applied_and_what_remains_is_explained():
+    """Excess precision and an FMA in one program: the flag fixes one output; the rest is peeled and
+    explained as FMA, with the combined flags verified."""
+    result = explain("make_two_causes")
+    (e,) = result.explanations
+    assert cause(e, "excess-precision").status == "confirmed"
+    assert cause(e, "wrong-code").status != "confirmed"
+    rest = e.remainder
+    assert rest is not None and rest.path == "jit:xla_allow_excess_precision=false"
+    assert cause(rest, "fma-contraction").status == "confirmed"
+    assert any(f.verified and f.spec == "jit:xla_allow_excess_precision=false,xla_backend_optimization_level=0"
+               for f in rest.fixes)
+    assert "What remains with jit:xla_allow_excess_precision=false applied" in e.summary

@@ -74,3 +74,15 @@ def make_noise_cancelled():
         return jnp.sum(x * y, axis=-1) - near  # planted: cancelled noise
 
     return fn, (x, y)
+
+
+def make_two_causes():
+    """Two causes in one program: a bf16 LayerNorm (excess precision) and a float32 multiply-subtract
+    (FMA). Turning off excess precision fixes the first output only; the rest is the FMA."""
+
+    def fn(x, a, b, c, d):
+        x = x.astype(jnp.bfloat16)
+        y = (x - jnp.mean(x, -1, keepdims=True)) / jnp.sqrt(jnp.var(x, -1, keepdims=True) + 1e-5)  # planted: two causes layernorm
+        return y.astype(jnp.float32), a * b - c * d  # planted: two causes fma
+
+    return fn, (_normal((8, 64)) * 3 + 1, *(_normal((1000,), seed=i) for i in range(4)))

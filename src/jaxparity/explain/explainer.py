@@ -34,6 +34,9 @@ class PathExplanation:
     causes: tuple[CauseVerdict, ...]
     fixes: tuple[Fix, ...]
     notes: tuple[str, ...] = ()
+    # When the closest fix restores parity only partly: that fix applied, and what remains explained
+    # the same way (a chain: cause 1 -> remainder -> cause 2 ...).
+    remainder: PathExplanation | None = None
 
     @property
     def confirmed(self) -> tuple[CauseVerdict, ...]:
@@ -301,8 +304,11 @@ def explain_path(
     base_out: Sequence[np.ndarray],
     *,
     evidence: bool = True,
+    depth: int = 0,
 ) -> PathExplanation:
-    """Explain why ``path`` gave ``path_out`` where ``baseline`` gave ``base_out`` (flat output leaves)."""
+    """Explain why ``path`` gave ``path_out`` where ``baseline`` gave ``base_out`` (flat output leaves).
+    Where the closest fix restores parity only partly, what remains after it is explained too
+    (``remainder``), up to ``MAX_PEEL`` causes deep."""
     import jax
 
     program = flatten(fn, args)
@@ -360,7 +366,42 @@ def explain_path(
                                    "no known cause's experiment restored parity or reproduced the numbers"))
     fixes = _fixes(ctx, causes)
     summary = _summary(ctx, causes, fixes)
-    return PathExplanation(path, baseline, summary, localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes))
+    remainder = _peel(ctx, causes, fixes, evidence, depth)
+    if remainder is not None:
+        summary += (f" What remains with {remainder.path} applied: " + remainder.summary)
+    return PathExplanation(path, baseline, summary, localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes),
+                           remainder)
+
+
+MAX_PEEL = 2  # causes peeled after the first: a fix that only partly restores parity is applied, the rest explained
+
+
+def _peel(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix], evidence: bool,
+          depth: int) -> PathExplanation | None:
+    """The explanation of what remains once the closest partial fix (a re-run that moved the path
+    closer to the baseline without reaching it) is applied; None when a fix restores parity or none
+    moved it."""
+    if depth >= MAX_PEEL or any(f.verified for f in fixes):
+        return None
+    specs = [v.experiment.removeprefix("re-ran ") for v in causes
+             if v.status == "partly" and v.experiment.startswith("re-ran ")]
+    specs += [v.proof.spec for v in causes if v.proof is not None and not v.proof.verified and v.proof.spec]
+    before = _distance(ctx.path_out, ctx.base_out)[0]
+    best: tuple[int, str, list[np.ndarray]] | None = None
+    for spec in dict.fromkeys(specs):
+        outs = ctx.runs.get(spec)
+        if isinstance(outs, list):
+            n = _distance(outs, ctx.base_out)[0]
+            if 0 < n < before and (best is None or n < best[0]):
+                best = (n, spec, outs)
+    if best is None:
+        return None
+    _, spec, outs = best
+    try:
+        return explain_path(ctx.fn, ctx.args, spec, ctx.baseline, outs, ctx.base_out, evidence=evidence,
+                            depth=depth + 1)
+    except Exception:
+        return None
 
 
 def _open_loops(program: FlatProgram, loc: Localization, path_vals: Any, base_vals: Any, flat_args: Sequence[Any],
@@ -513,7 +554,8 @@ def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str
         parts.append(f"{ctx.path} first departs from {ctx.baseline} on its own at {'' if first.within else 'op '}{_where(first)}"
                      + (f": {first.detail}" if first.detail else ""))
         if first.elements is not None:
-            parts.append(first.elements.describe(ctx.path, ctx.baseline, first.within_noise_bound))
+            parts.append(first.elements.describe(ctx.path, ctx.baseline, first.within_noise_bound,
+                                                   first.unrounded is not None))
     found = [c for c in causes if c.status in ("confirmed", "partly", "noise") and c.cause != "unknown"]
     if any(c.status == "noise" for c in found) and not any(c.status == "confirmed" for c in found):
         parts.append("the differences are expected rounding noise of reductions, not a bug")

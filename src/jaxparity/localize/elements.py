@@ -71,9 +71,10 @@ class ElementEvidence:
     # "results") when flushing subnormal results to zero (FTZ) gives the baseline's, ...
     flushes: tuple[tuple[str, str], ...] = ()
 
-    def describe(self, path: str, baseline: str, within_bound: bool = False) -> str:
+    def describe(self, path: str, baseline: str, within_bound: bool = False, unrounded: bool = False) -> str:
         """One sentence: who is right on these inputs, what the differing elements share, an example.
-        ``within_bound``: the op is a sum within its error bound (two orders, neither wrong)."""
+        ``within_bound``: the op is a sum within its error bound (two orders, neither wrong);
+        ``unrounded``: the path's op read its narrow input unrounded (excess precision)."""
         parts = []
         if self.implementation_defined:
             parts.append(f"{self.implementation_defined} differing element{'s are' if self.implementation_defined > 1 else ' is'} "
@@ -82,9 +83,11 @@ class ElementEvidence:
             ref = "the exact result" if self.exact_op else "the correctly rounded result"
             parts.append(f"on the same inputs {path} is {self.path_ulp} ULP from {ref} and {baseline} "
                          f"{self.baseline_ulp} ULP")
-            wrong = None if within_bound else self.wrong_side()
+            wrong = None if within_bound or unrounded else self.wrong_side()
             if within_bound:
                 parts[-1] += ": both within the error bound of this sum (two summation orders, neither wrong)"
+            elif unrounded:
+                parts[-1] += f": {path} computed it from an input it never rounded to the declared dtype"
             elif wrong in ("path", "baseline"):
                 who, other = (path, baseline) if wrong == "path" else (baseline, path)
                 far = max(self.path_ulp, self.baseline_ulp) >= _FAR

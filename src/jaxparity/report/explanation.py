@@ -108,7 +108,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
                 if d.detail:
                     parts.append(Text(f"#{d.op.index}: {d.detail}", style="italic"))
                 if d.elements is not None and (d.elements.classes or d.elements.wrong_side()):
-                    parts.append(Text(f"#{d.op.index}: {d.elements.describe(e.path, e.baseline, d.within_noise_bound)}", style="italic"))
+                    parts.append(Text(f"#{d.op.index}: {d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None)}", style="italic"))
                 for m in d.semantics:
                     if m.reproduces_path:
                         parts.append(Text(f"#{d.op.index}: {m.description} reproduces {e.path} bit for bit "
@@ -174,4 +174,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
             parts.append(Text.assemble(f"{o.path}: fix (", fix.kind, "): ", mark, f"  {fix.spec or ''}"))
     for note in e.notes:
         parts.append(Text(f"note: {note}", style="dim"))
+    if e.remainder is not None:  # a partial fix applied: what remains, explained the same way
+        parts += [Text(""), Text(f"what remains with {e.remainder.path} applied", style="bold"),
+                  render_explanation(e.remainder, verbose)]
     return Group(*parts)

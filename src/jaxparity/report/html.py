@@ -365,6 +365,13 @@ def _explanation_group(e: Any, same: list[Any]) -> str:
 
 
 def _explanation(e: Any) -> str:
+    html = _explanation_one(e)
+    if e.remainder is not None:  # a partial fix applied: what remains, explained the same way
+        html += _explanation(e.remainder)
+    return html
+
+
+def _explanation_one(e: Any) -> str:
     sid = _slug(e.path)
     out = [f'<section class="explanation" id="explain-{sid}"><h2>Why <code>{_e(e.path)}</code> differs from '
            f'<code>{_e(e.baseline)}</code></h2><p class="explain-summary">{_e(e.summary)}</p>']
@@ -389,7 +396,7 @@ def _explanation(e: Any) -> str:
                               f"ops{opened}; {noise} are reduction noise)", cols, rows,
                               {0, 4 + loops, 5 + loops}))
             details = [f"<li><b>#{d.op.index}</b>: {_e(d.detail)}</li>" for d in shown if d.detail]
-            details += [f"<li><b>#{d.op.index}</b>: {_e(d.elements.describe(e.path, e.baseline, d.within_noise_bound))}</li>"
+            details += [f"<li><b>#{d.op.index}</b>: {_e(d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None))}</li>"
                         for d in shown if d.elements is not None and (d.elements.classes or d.elements.wrong_side())]
             details += [f"<li><b>#{d.op.index}</b>: {_e(m.description)} "
                         f"{'reproduces the path bit for bit' if m.reproduces_path else f'is {m.max_ulp_to_path} ULP from the path'}"
