@@ -202,3 +202,12 @@ def test_a_partial_fix_is_applied_and_what_remains_is_explained():
     assert any(f.verified and f.spec == "jit:xla_allow_excess_precision=false,xla_backend_optimization_level=0"
                for f in rest.fixes)
     assert "What remains with jit:xla_allow_excess_precision=false applied" in e.summary
+
+
+def test_an_identity_rewrite_that_ignores_overflow_is_named_not_called_wrong_code():
+    result = explain("make_identity_rewrite")
+    (e,) = result.explanations
+    assert planted_line("identity rewrite") in culprit_lines(e)
+    assert cause(e, "identity-rewrite").status == "confirmed"
+    assert cause(e, "wrong-code").status != "confirmed"
+    assert any(f.verified and f.spec == "jit:xla_disable_hlo_passes=algsimp" for f in e.fixes)

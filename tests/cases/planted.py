@@ -86,3 +86,12 @@ def make_two_causes():
         return y.astype(jnp.float32), a * b - c * d  # planted: two causes fma
 
     return fn, (_normal((8, 64)) * 3 + 1, *(_normal((1000,), seed=i) for i in range(4)))
+
+
+def make_identity_rewrite():
+    """log(exp(x)) overflows to inf for x > 88 in float32; XLA's simplifier rewrites it to x."""
+
+    def fn(x):
+        return jnp.log(jnp.exp(x))  # planted: identity rewrite
+
+    return fn, (jnp.asarray(np.array([1.0, 50.0, 100.0, 200.0, -3.0], np.float32)),)

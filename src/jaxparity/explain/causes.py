@@ -220,6 +220,20 @@ CAUSES: tuple[Cause, ...] = (
         "upstream difference",
     ),
     Cause(
+        id="identity-rewrite",
+        title="identity rewrite that ignores overflow (e.g. log(exp(x)) -> x)",
+        description="The HLO simplifier replaces an expression by one equal in exact arithmetic, such as "
+        "log(exp(x)) by x, although the declared one overflows to inf or NaN for some inputs.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="op-evidence",
+        op_check="identity-rewrite",
+        fix="write the identity in the model where it is meant (x instead of log(exp(x))), or compile with "
+        "xla_disable_hlo_passes=algsimp to keep the declared overflow",
+    ),
+    Cause(
         id="wrong-code",
         title="wrong code (likely a compiler or runtime bug)",
         description="An exact op gives other values on the same inputs, or one side is far from the correctly "

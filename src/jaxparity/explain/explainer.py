@@ -361,6 +361,7 @@ def explain_path(
                                                        and verdict.experiment.startswith("candidate"))
         if verdict.status == "confirmed" and not partial and restores:
             explained_by = explained_by or verdict.cause
+    causes = _name_the_pass(causes)
     if not any(c.status in ("confirmed", "partly", "noise") for c in causes):
         causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",
                                    "no known cause's experiment restored parity or reproduced the numbers"))
@@ -371,6 +372,19 @@ def explain_path(
         summary += (f" What remains with {remainder.path} applied: " + remainder.summary)
     return PathExplanation(path, baseline, summary, localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes),
                            remainder)
+
+
+def _name_the_pass(causes: list[CauseVerdict]) -> list[CauseVerdict]:
+    """Wrong code, where a re-run with a compiler pass disabled restores parity, names that pass: what
+    the maintainers need first."""
+    wrong = next((c for c in causes if c.cause == "wrong-code" and c.status == "confirmed"), None)
+    passes = [c.experiment.removeprefix("re-ran ") for c in causes
+              if c.status == "confirmed" and c.experiment.startswith("re-ran ") and "disable" in c.experiment]
+    if wrong is None or not passes:
+        return causes
+    named = dataclasses.replace(wrong, evidence=f"{wrong.evidence}; {passes[0]} restores parity: name that pass in "
+                                "the report")
+    return [named if c is wrong else c for c in causes]
 
 
 MAX_PEEL = 2  # causes peeled after the first: a fix that only partly restores parity is applied, the rest explained

@@ -127,8 +127,33 @@ def _amplified(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict
     return None
 
 
+def overflow_ignored(d: Any) -> bool:
+    """The op's correctly rounded result is inf or NaN (its declared computation overflows) where the
+    path returns a finite value: what an identity rewrite (log(exp(x)) -> x) that ignores overflow does."""
+    ev = d.elements
+    ex = ev.example if ev is not None else None
+    if ex is None or ex.correct is None or ev.implementation_defined:
+        return False
+    nonfinite = lambda v: isinstance(v, str) or (isinstance(v, float) and v != v) or v in (float("inf"), float("-inf"))  # noqa: E731
+    return nonfinite(ex.correct) and not nonfinite(ex.path) and any(c.name == "NaN or inf results" for c in ev.classes)
+
+
+def _identity(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    for d in _real(loc):
+        if overflow_ignored(d):
+            ex = d.elements.example
+            ins = ", ".join(str(v) for v in ex.inputs if v is not None)
+            return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against the declared result of "
+                                f"{_where(d)}", f"on its own inputs ({ins}) the declared op gives {ex.correct} "
+                                f"(it overflows), {path} gives {ex.path}: the expression was rewritten into one that "
+                                "never computes the overflowing value", cause.fix)
+    return None
+
+
 def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
     for d in _real(loc):
+        if overflow_ignored(d):
+            continue  # an identity rewrite that ignores overflow: its own cause
         ev = d.elements
         if ev is None or ev.path_ulp is None or ev.baseline_ulp is None or ev.flushes:
             continue
@@ -153,6 +178,7 @@ OP_RULES: dict[str, Callable[[Cause, Any, str, str], CauseVerdict | None]] = {
     "ordering": _ordering,
     "math-library": _math_library,
     "amplification": _amplified,
+    "identity-rewrite": _identity,
     "wrong-code": _wrong_code,
 }
 

@@ -83,7 +83,11 @@ class ElementEvidence:
             ref = "the exact result" if self.exact_op else "the correctly rounded result"
             parts.append(f"on the same inputs {path} is {self.path_ulp} ULP from {ref} and {baseline} "
                          f"{self.baseline_ulp} ULP")
-            wrong = None if within_bound or unrounded else self.wrong_side()
+            ex = self.example
+            overflow = ex is not None and _nonfinite_value(ex.correct) and not _nonfinite_value(ex.path)
+            wrong = None if within_bound or unrounded or overflow else self.wrong_side()
+            if overflow:
+                parts[-1] += f": {path} returns a finite value where the declared op overflows"
             if within_bound:
                 parts[-1] += ": both within the error bound of this sum (two summation orders, neither wrong)"
             elif unrounded:
@@ -128,6 +132,13 @@ class ElementEvidence:
         if not p_ok and not b_ok and min(self.path_ulp, self.baseline_ulp) > 4:
             return "both"
         return None
+
+
+def _nonfinite_value(v: Any) -> bool:
+    """A reported value that is NaN or inf (floats, or their strings in JSON-safe form)."""
+    if isinstance(v, str):
+        return v.lower() in ("nan", "inf", "-inf", "infinity", "-infinity")
+    return isinstance(v, float) and (v != v or v in (float("inf"), float("-inf")))
 
 
 def _fmt(v: Any) -> str:
