@@ -211,3 +211,16 @@ def test_an_identity_rewrite_that_ignores_overflow_is_named_not_called_wrong_cod
     assert cause(e, "identity-rewrite").status == "confirmed"
     assert cause(e, "wrong-code").status != "confirmed"
     assert any(f.verified and f.spec == "jit:xla_disable_hlo_passes=algsimp" for f in e.fixes)
+
+
+def test_rng_configuration_per_path():
+    """jit:jax_threefry_partitionable=false draws other bits from the same key: the first op is the
+    random bits, the cause names the option."""
+    case = load_case(f"{PLANTED}:make_rng")
+    spec = "jit:jax_threefry_partitionable=false"
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", spec]).explain()
+    (e,) = [x for x in result.explanations if x.path == spec]
+    assert e.localization.first.op.primitive in ("random_bits", "threefry2x32")
+    assert planted_line("rng") in culprit_lines(e)
+    rng = cause(e, "rng-config")
+    assert rng.status == "confirmed" and "jax_threefry_partitionable=false" in rng.evidence

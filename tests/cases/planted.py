@@ -95,3 +95,12 @@ def make_identity_rewrite():
         return jnp.log(jnp.exp(x))  # planted: identity rewrite
 
     return fn, (jnp.asarray(np.array([1.0, 50.0, 100.0, 200.0, -3.0], np.float32)),)
+
+
+def make_rng():
+    """Noise drawn from a key: its bits depend on JAX's RNG configuration (jax_threefry_partitionable)."""
+
+    def fn(key, x):
+        return x + jax.random.normal(key, x.shape)  # planted: rng
+
+    return fn, (jax.random.key(42), _normal((16, 4)))

@@ -220,6 +220,21 @@ CAUSES: tuple[Cause, ...] = (
         "upstream difference",
     ),
     Cause(
+        id="rng-config",
+        title="random number generator configuration or implementation",
+        description="The same key gives other random bits when JAX's RNG is configured differently "
+        "(jax_threefry_partitionable, jax_default_prng_impl) or comes from another JAX version.",
+        primitives=tuple(sorted({"random_bits", "threefry2x32", "random_split", "random_fold_in", "random_seed",
+                                 "random_wrap", "rng_bit_generator"})),
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="op-evidence",
+        op_check="rng-config",
+        fix="set the same JAX RNG configuration where the model is served (e.g. "
+        "jax.config.update('jax_threefry_partitionable', ...)), or pass the noise in as an input",
+    ),
+    Cause(
         id="identity-rewrite",
         title="identity rewrite that ignores overflow (e.g. log(exp(x)) -> x)",
         description="The HLO simplifier replaces an expression by one equal in exact arithmetic, such as "

@@ -172,6 +172,37 @@ def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdic
     return None
 
 
+_RANDOM = {"random_bits", "threefry2x32", "random_split", "random_fold_in", "random_seed", "random_wrap",
+           "random_unwrap", "rng_bit_generator"}
+
+
+def _jax_options(spec: str) -> dict[str, str]:
+    from ..paths import parse_spec
+
+    return {k: v for k, v in parse_spec(spec)[1].items() if k.startswith("jax_")}
+
+
+def _rng(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    """Random bits that differ for the same key: the RNG's configuration (per-path JAX config) or its
+    implementation (another JAX version) differs."""
+    d = next((d for d in _real(loc) if d.op.primitive in _RANDOM), None)
+    if d is None:
+        return None
+    p_opts, b_opts = _jax_options(path), _jax_options(baseline)
+    differ = {k: (p_opts.get(k, "default"), b_opts.get(k, "default")) for k in set(p_opts) | set(b_opts)
+              if p_opts.get(k) != b_opts.get(k)}
+    if differ:
+        what = "; ".join(f"{k}={p} on {path}, {b} on {baseline}" for k, (p, b) in sorted(differ.items()))
+        seen = f"the same key gives other random bits at {_where(d)}: the RNG is configured differently ({what})"
+    elif "@" in path.split(":", 1)[0] or "@" in baseline.split(":", 1)[0]:
+        seen = (f"the same key gives other random bits at {_where(d)}: another JAX version's RNG implementation "
+                "(its defaults, e.g. jax_threefry_partitionable, changed across versions)")
+    else:
+        seen = f"the same key gives other random bits at {_where(d)}"
+    return CauseVerdict(cause.id, cause.title, "confirmed", f"the random bits of {_where(d)} for the same key", seen,
+                        cause.fix)
+
+
 OP_RULES: dict[str, Callable[[Cause, Any, str, str], CauseVerdict | None]] = {
     "subnormal": _subnormal,
     "conversion": _conversion,
@@ -179,6 +210,7 @@ OP_RULES: dict[str, Callable[[Cause, Any, str, str], CauseVerdict | None]] = {
     "math-library": _math_library,
     "amplification": _amplified,
     "identity-rewrite": _identity,
+    "rng-config": _rng,
     "wrong-code": _wrong_code,
 }
 

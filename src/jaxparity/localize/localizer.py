@@ -222,9 +222,11 @@ def _baseline_replay(baseline: str, op: Op, ins: list[Any]) -> list[np.ndarray]:
     name = baseline.split(":", 1)[0]
     as_jax = [jax.numpy.asarray(x) if isinstance(x, np.ndarray) else x for x in ins]
     if name == "eager":  # control flow as disable_jit runs it: Python loops over the body, op by op
+        from ..paths import make_path
+        from ..paths.base import jax_config
         from .loops.capture import run_op
 
-        with jax.disable_jit():
+        with jax_config(make_path(baseline).options), jax.disable_jit():
             return [host(x) for x in run_op(op, as_jax, _bind)]
     if name in ("jit", "export"):  # the one op, compiled with the path's options
         return [host(x) for x in single_op_path(baseline).run(lambda *xs: list(_bind(op, list(xs))), tuple(as_jax))]

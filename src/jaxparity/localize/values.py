@@ -67,9 +67,11 @@ def apply_for(spec: str) -> Callable[[Op, list[Any]], Sequence[Any]]:
 
 def program_values(program: FlatProgram, spec: str, args: Sequence[Any]) -> OpValues:
     """Every value of ``program`` (a case or a loop body) on ``args`` along an op-by-op path."""
+    from ..paths.base import jax_config
+
     traces: dict[int, LoopTrace] = {}
     if spec.split(":", 1)[0] == "eager":
-        with jax.disable_jit():
+        with jax_config(make_path(spec).options), jax.disable_jit():
             values = run_program(program, list(args), apply_for(spec), traces)
     else:
         values = run_program(program, [host(a) for a in args], apply_for(spec), traces)

@@ -6,12 +6,14 @@ A path is written ``NAME`` or ``NAME:key=value,key=value``. Classes import their
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
-__all__ = ["Path", "PathError", "PathOptionError", "PathUnavailable", "parse_option_value", "parse_spec",
+__all__ = ["Path", "PathError", "PathOptionError", "PathUnavailable", "jax_config", "parse_option_value", "parse_spec",
            "spec_env"]
 
 
@@ -65,6 +67,26 @@ def with_env(spec: str, env: str) -> str:
     return f"{m['name']}@{env}" + (f":{m['opts']}" if m["opts"] else "")
 
 
+@contextmanager
+def jax_config(options: Mapping[str, str]) -> Iterator[None]:
+    """The path's ``jax_*`` options (``jit:jax_threefry_partitionable=false``) set as JAX config
+    while it traces and runs, restored after."""
+    import jax
+
+    keys = [k for k in options if k.startswith("jax_")]
+    saved = {}
+    try:
+        for k in keys:
+            saved[k] = getattr(jax.config, k)
+            jax.config.update(k, parse_option_value(options[k]))
+        yield
+    except AttributeError as e:
+        raise PathOptionError(f"no JAX config option {e.name if hasattr(e, 'name') else e}: see jax.config") from e
+    finally:
+        for k, v in saved.items():
+            jax.config.update(k, v)
+
+
 def parse_option_value(text: str) -> bool | int | float | str:
     """XLA wants Python bools, ints and floats: 'false' -> False, '3' -> 3, '0.5' -> 0.5."""
     lowered = text.lower()
@@ -86,7 +108,8 @@ class Path(ABC):
     # References define what the numbers should be; they are reported but never gate the exit code.
     reference: ClassVar[bool] = False
     # Option names and their help. ``"*"`` accepts any lowercase key (XLA compile options);
-    # ``"ENV"`` accepts any UPPERCASE key as an environment variable of the serving process.
+    # ``"ENV"`` accepts any UPPERCASE key as an environment variable of the serving process;
+    # ``"jax_*"`` any JAX config option, set while the path traces and runs (``jax_config``).
     options_help: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, options: Mapping[str, str] | None = None, env: str | None = None) -> None:
@@ -97,6 +120,8 @@ class Path(ABC):
             if key.isupper() and "ENV" in self.options_help:
                 continue
             if key in self.options_help or (key.islower() and "*" in self.options_help):
+                continue
+            if key.startswith("jax_") and "jax_*" in self.options_help:
                 continue
             known = ", ".join(k for k in self.options_help if k not in ("*", "ENV")) or "none"
             raise PathOptionError(f"path {self.name!r} has no option {key!r} (options: {known})")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Callable
 
-from .base import Path, PathError, parse_option_value
+from .base import Path, PathError, jax_config, parse_option_value
 
 # The executables of the last few runs, keyed by (path spec, function, arguments): explaining a
 # path reads the optimized HLO of the very compile that produced its numbers instead of compiling
@@ -51,14 +51,15 @@ def compile_once() -> Iterator[None]:
     finally:
         _CACHING[0] = False  # entries stay for the next call (the next chunk of samples), unused outside
 
-_XLA_OPTIONS_HELP = {"*": "any XLA compile option, e.g. xla_allow_excess_precision=false"}
+_XLA_OPTIONS_HELP = {"*": "any XLA compile option, e.g. xla_allow_excess_precision=false",
+                     "jax_*": "any JAX config option while tracing and running, e.g. jax_threefry_partitionable=false"}
 
 
 class _CompiledPath(Path):
     options_help = _XLA_OPTIONS_HELP
 
     def compiler_options(self) -> dict[str, bool | int | float | str] | None:
-        return {k: parse_option_value(v) for k, v in self.options.items()} or None
+        return {k: parse_option_value(v) for k, v in self.options.items() if not k.startswith("jax_")} or None
 
     def _compile_and_call(self, fn: Callable[..., Any], args: tuple, key: Callable[..., Any] | None = None) -> Any:
         import jax
@@ -93,7 +94,8 @@ class JitPath(_CompiledPath):
     summary = "jax.jit on the local device: one XLA program, fused and optimized"
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
-        return self._compile_and_call(fn, args)
+        with jax_config(self.options):
+            return self._compile_and_call(fn, args)
 
 
 class ExportPath(_CompiledPath):
@@ -105,9 +107,14 @@ class ExportPath(_CompiledPath):
     }
 
     def compiler_options(self) -> dict[str, bool | int | float | str] | None:
-        return {k: parse_option_value(v) for k, v in self.options.items() if k != "load_env"} or None
+        return {k: parse_option_value(v) for k, v in self.options.items()
+                if k != "load_env" and not k.startswith("jax_")} or None
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
+        with jax_config(self.options):
+            return self._run(fn, args, timeout)
+
+    def _run(self, fn: Callable[..., Any], args: tuple, timeout: float | None) -> Any:
         import jax
         from jax import export
 
