@@ -35,3 +35,14 @@ def test_80_columns_keep_every_cell_whole():
         cells = [c.strip() for c in line.split("│")]
         assert cells[0] in ("eager", "jit", "declared", "f64"), line
         assert cells[1] in ("baseline", "identical", "equal", "DIFFERS", "within tolerance"), line
+
+
+def test_a_failing_baseline_is_said_plainly(tmp_path):
+    from jaxparity.report.format import summary_line
+
+    missing = tmp_path / "nothing.npz"
+    result = jaxparity.compare(lambda x: x * 2.0, jnp.arange(3.0), paths=[f"observed:{missing}", "eager"],
+                               baseline=f"observed:{missing}")
+    line = summary_line(result)
+    assert line.startswith(f"the baseline observed:{missing} failed") and "choose another --baseline" in line
+    assert "do not agree" not in line

@@ -135,6 +135,13 @@ def _path_line(p: PathResult, baseline: str) -> str:
 
 
 def summary_line(r: ComparisonResult) -> str:
+    base = next((p for p in r.paths if p.spec == r.baseline), None)
+    if base is not None and base.status != "ok":
+        why = (base.message or base.status).strip().splitlines()[0] if (base.message or base.status) else base.status
+        others = [p.spec for p in r.paths if p.spec != r.baseline and p.status == "ok"]
+        ran = f"; {', '.join(others)} ran but could not be compared" if others else ""
+        return (f"the baseline {r.baseline} failed ({base.status}: {why[:200]}): nothing was compared with it{ran}; "
+                "choose another --baseline")
     gated = [p for p in r.paths if p.gated]
     failing = [p.spec for p in gated if not p.passed]
     over = f" on all {r.samples} samples" if r.samples > 1 else ""
