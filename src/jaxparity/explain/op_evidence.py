@@ -166,9 +166,11 @@ def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdic
         who, other = (path, baseline) if wrong == "path" else (baseline, path)
         ulp, good = (ev.path_ulp, ev.baseline_ulp) if wrong == "path" else (ev.baseline_ulp, ev.path_ulp)
         what = "an exact op gives other values" if ev.exact_op else "a result far from the correctly rounded one"
+        shared = (f" (the differing elements have {', '.join(f'{c.count} × {c.name}' for c in ev.classes)})"
+                  if ev.classes else "")
         return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against the reference result of "
                             f"{_where(d)}", f"{what}: {who} is {ulp} ULP from it on the same inputs, {other} "
-                            f"{good}: {who} is wrong here", cause.fix)
+                            f"{good}: {who} is wrong here{shared}", cause.fix)
     return None
 
 

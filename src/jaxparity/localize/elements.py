@@ -326,9 +326,12 @@ def _flushes(op: Any, ins: list[np.ndarray], p: np.ndarray, b: np.ndarray, corre
             pass
     if correct is not None and np.asarray(correct).shape == p.shape:
         candidates.append(("results", _flush(np.asarray(correct))))
+    reference = np.asarray(correct) if correct is not None and np.asarray(correct).shape == p.shape else None
     for what, got in candidates:
         if got.shape != p.shape or got.dtype != p.dtype:
             continue
+        if reference is not None and np.all(ulp_distance(got[differ], reference[differ]) == 0):
+            continue  # flushing changes nothing here: a side that matches it is simply right
         for side, out in (("path", p), ("baseline", b)):
             if np.all(ulp_distance(got[differ], out[differ]) == 0) and (side, what) not in found:
                 found.append((side, what))
