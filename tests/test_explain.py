@@ -224,3 +224,16 @@ def test_rng_configuration_per_path():
     assert planted_line("rng") in culprit_lines(e)
     rng = cause(e, "rng-config")
     assert rng.status == "confirmed" and "jax_threefry_partitionable=false" in rng.evidence
+
+
+def test_a_fold_that_ignores_nan_under_fast_math():
+    case = load_case(f"{PLANTED}:make_nan_fold")
+    spec = ("jit:xla_cpu_enable_fast_math=true,xla_cpu_fast_math_honor_nans=false,"
+            "xla_cpu_fast_math_honor_infs=false")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", spec]).explain()
+    (e,) = [x for x in result.explanations if x.path == spec]
+    assert planted_line("nan fold") in culprit_lines(e)
+    fold = cause(e, "ieee-fold")
+    assert fold.status == "confirmed" and "NaN or inf inputs" in fold.evidence
+    assert cause(e, "wrong-code").status != "confirmed"
+    assert cause(e, "fast-math").status == "confirmed"  # the flag re-run proves the fix

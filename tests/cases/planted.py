@@ -104,3 +104,12 @@ def make_rng():
         return x + jax.random.normal(key, x.shape)  # planted: rng
 
     return fn, (jax.random.key(42), _normal((16, 4)))
+
+
+def make_nan_fold():
+    """x * 0.0 and x - x where x holds NaN and inf: IEEE gives NaN; fast math folds them to 0."""
+
+    def fn(x):
+        return x * 0.0 + (x - x)  # planted: nan fold
+
+    return fn, (jnp.asarray(np.array([np.nan, np.inf, -np.inf, 1.0, 2.0], np.float32)),)

@@ -235,6 +235,20 @@ CAUSES: tuple[Cause, ...] = (
         "jax.config.update('jax_threefry_partitionable', ...)), or pass the noise in as an input",
     ),
     Cause(
+        id="ieee-fold",
+        title="a fold that ignores NaN and inf (x * 0 -> 0, x - x -> 0; fast math)",
+        description="A compiler or converter simplifies an expression as if its inputs were finite: x * 0 "
+        "becomes 0 and x - x becomes 0 even where x is NaN or inf, for which IEEE arithmetic gives NaN.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="op-evidence",
+        op_check="ieee-fold",
+        fix="compile without fast math (xla_cpu_enable_fast_math=false; for a converter, its option that keeps "
+        "IEEE semantics), or keep NaN and inf out of the model's inputs (jnp.nan_to_num)",
+    ),
+    Cause(
         id="identity-rewrite",
         title="identity rewrite that ignores overflow (e.g. log(exp(x)) -> x)",
         description="The HLO simplifier replaces an expression by one equal in exact arithmetic, such as "

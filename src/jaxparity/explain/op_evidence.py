@@ -127,15 +127,50 @@ def _amplified(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict
     return None
 
 
-def overflow_ignored(d: Any) -> bool:
-    """The op's correctly rounded result is inf or NaN (its declared computation overflows) where the
-    path returns a finite value: what an identity rewrite (log(exp(x)) -> x) that ignores overflow does."""
+def _value_kind(v: Any) -> str:
+    """'nan', 'inf' or 'finite' for a reported value (floats, or their strings in JSON-safe form)."""
+    if isinstance(v, str):
+        return "nan" if v.lower() == "nan" else "inf" if "inf" in v.lower() else "finite"
+    if isinstance(v, float):
+        return "nan" if v != v else "inf" if v in (float("inf"), float("-inf")) else "finite"
+    return "finite"
+
+
+def _nonfinite_declared(d: Any, kind: str) -> bool:
+    """The op's declared result at the example element is ``kind`` ('inf' or 'nan') where the path
+    returns a finite value, among elements whose results include NaN or inf."""
     ev = d.elements
     ex = ev.example if ev is not None else None
     if ex is None or ex.correct is None or ev.implementation_defined:
         return False
-    nonfinite = lambda v: isinstance(v, str) or (isinstance(v, float) and v != v) or v in (float("inf"), float("-inf"))  # noqa: E731
-    return nonfinite(ex.correct) and not nonfinite(ex.path) and any(c.name == "NaN or inf results" for c in ev.classes)
+    return (_value_kind(ex.correct) == kind and _value_kind(ex.path) == "finite"
+            and any(c.name == "NaN or inf results" for c in ev.classes))
+
+
+def overflow_ignored(d: Any) -> bool:
+    """The op's declared result is ±inf (its computation overflows) where the path returns a finite
+    value: what an identity rewrite (log(exp(x)) -> x) that ignores overflow does."""
+    return _nonfinite_declared(d, "inf")
+
+
+def nan_ignored(d: Any) -> bool:
+    """NaN or inf inputs whose IEEE result is NaN, where the path returns a finite value: a fold that
+    assumes finite values (x * 0 -> 0, x - x -> 0; fast math)."""
+    ev = d.elements
+    return _nonfinite_declared(d, "nan") and any(c.name == "NaN or inf inputs" for c in ev.classes)
+
+
+def _ieee_fold(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    for d in _real(loc):
+        if nan_ignored(d):
+            ex = d.elements.example
+            ins = ", ".join(str(v) for v in ex.inputs if v is not None)
+            n = next(c.count for c in d.elements.classes if c.name == "NaN or inf inputs")
+            return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against IEEE arithmetic at {_where(d)}",
+                                f"{n} differing elements have NaN or inf inputs; on ({ins}) IEEE gives {ex.correct}, "
+                                f"{path} gives {ex.path}: the operation was folded as if its inputs were finite",
+                                cause.fix)
+    return None
 
 
 def _identity(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
@@ -152,8 +187,8 @@ def _identity(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict 
 
 def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
     for d in _real(loc):
-        if overflow_ignored(d):
-            continue  # an identity rewrite that ignores overflow: its own cause
+        if overflow_ignored(d) or nan_ignored(d):
+            continue  # an identity rewrite or a fold that ignores NaN/inf: their own causes
         ev = d.elements
         if ev is None or ev.path_ulp is None or ev.baseline_ulp is None or ev.flushes:
             continue
@@ -212,6 +247,7 @@ OP_RULES: dict[str, Callable[[Cause, Any, str, str], CauseVerdict | None]] = {
     "math-library": _math_library,
     "amplification": _amplified,
     "identity-rewrite": _identity,
+    "ieee-fold": _ieee_fold,
     "rng-config": _rng,
     "wrong-code": _wrong_code,
 }
