@@ -78,9 +78,10 @@ slow = pytest.mark.slow
 
 
 @slow
-def test_fma_inside_a_scan_names_the_loop_the_iteration_the_op_and_its_line():
-    result, res = explain("make_scan_fma")
-    (e,) = res.explanations
+@pytest.mark.parametrize("path", ["jit", "export", "savedmodel"])
+def test_fma_inside_a_scan_names_the_loop_the_iteration_the_op_and_its_line(path):
+    result, res = explain("make_scan_fma", paths=("eager", path))
+    (e,) = [x for x in res.explanations if x.path == path]
     first = e.localization.first
     (frame,) = first.within
     assert frame.kind == "scan" and frame.trips == 16 and frame.iteration == 0
@@ -92,7 +93,7 @@ def test_fma_inside_a_scan_names_the_loop_the_iteration_the_op_and_its_line():
     assert first.declared_side == "baseline"  # eager keeps the declared rounding; jit does not
     assert "iteration 0 of 16" in e.summary and planted("scan fma") in e.summary
     # the whole-program flag is reported as the proof of the fix, verified or not, never as the evidence
-    assert fma.proof is not None and fma.proof.spec == "jit:xla_backend_optimization_level=0"
+    assert fma.proof is not None and "xla_backend_optimization_level=0" in fma.proof.spec
 
 
 @slow
