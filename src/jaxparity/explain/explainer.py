@@ -582,4 +582,5 @@ def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str
         parts.append("verified fix: " + "; or ".join(
             "the model change round_like_declared(fn)" if f.kind == "model change" else f"{f.kind} {f.spec}"
             for f in good))
-    return ". ".join(parts) + "."
+    # Sentences after the first start with a capital (the first starts with the path's name, as written).
+    return ". ".join([parts[0]] + [p[:1].upper() + p[1:] for p in parts[1:]]) + "."
