@@ -46,3 +46,21 @@ def test_a_failing_baseline_is_said_plainly(tmp_path):
     line = summary_line(result)
     assert line.startswith(f"the baseline observed:{missing} failed") and "choose another --baseline" in line
     assert "do not agree" not in line
+
+
+def test_explanation_tables_at_80_columns_keep_words_whole():
+    """Tables that cannot fit without breaking a word are stacked as lines; the op, its types and the
+    line of source stay whole."""
+    from pathlib import Path
+
+    from jaxparity.case import load_case
+
+    case = load_case(f"{Path(__file__).parent / 'cases' / 'planted.py'}:make_fma")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit"]).explain()
+    text = render_text(result, width=80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    local = [line for line in text.splitlines() if line.startswith("#: ")]
+    assert local, text
+    flat = " ".join(text.split())  # rejoin wrapped lines: wrapping may only happen at spaces
+    assert "float32[1000],float32[1000]->float32[1000]" in flat
+    assert re.search(r"line: \S*planted\.py:\d+", flat)

@@ -40,6 +40,36 @@ def _where(op: Any) -> str:
     return src
 
 
+class _Fit:
+    """A table where it fits, else the same rows stacked as lines ("header: value · ..."): in a
+    narrow CI log (80 columns) no cell is broken inside a word or a number."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        # The narrowest the table can be with every cell wrapped at spaces only (its longest words).
+        narrowest = console.measure(self.table, options=options.update_width(10_000)).minimum
+        if narrowest <= options.max_width:
+            yield self.table
+            return
+        columns = self.table.columns
+        if self.table.title:
+            yield Text(str(self.table.title), style="italic")
+        for row in zip(*(c._cells for c in columns)):
+            line = Text()
+            for col, cell in zip(columns, row):
+                value = cell if isinstance(cell, Text) else Text(str(cell))
+                if not value.plain.strip():
+                    continue
+                if len(line):
+                    line.append(" · ")
+                if col.header and str(col.header).strip():
+                    line.append(f"{col.header}: ", style="dim")
+                line.append(value)
+            yield line
+
+
 def _divergence_key(e: Any) -> tuple | None:
     """What makes two paths' divergences the same: baseline, first local op (loop frames, op, line) and the
     confirmed causes. None when there is no first op to compare (each such path is explained alone)."""
@@ -85,7 +115,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
         for o in loc.cone:
             t.add_row(str(o.index), f"{o.primitive} {','.join(o.inputs)}->{','.join(o.outputs)}", o.name_stack,
                       _where(o))
-        parts.append(t)
+        parts.append(_Fit(t))
     if loc is not None:
         shown = [d for d in loc.local if not d.within_noise_bound][:5] or list(loc.local[:5])
         if shown:
@@ -103,7 +133,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
                           f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}",
                           d.op.name_stack or "", _where(d.op), str(d.max_ulp), f"{d.n_differ}/{d.size}",
                           d.declared_side)
-            parts.append(t)
+            parts.append(_Fit(t))
             for d in shown:
                 if d.detail:
                     parts.append(Text(f"#{d.op.index}: {d.detail}", style="italic"))
@@ -127,7 +157,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
                 g.add_column(col, justify="left" if col == "layer" else "right")
             for layer, first, mx, ulp in growth:
                 g.add_row(layer, str(first), fmt(mx), ulp_text(ulp))
-            parts.append(g)
+            parts.append(_Fit(g))
             if any(ulp >= HUGE_ULP for *_, ulp in growth):
                 parts.append(Text(HUGE_ULP_NOTE, style="dim"))
     ev = e.evidence
@@ -148,7 +178,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
         for m in fp.matches:
             f.add_row(m.candidate, Text("exact", style="bold green") if m.exact else "",
                       "—" if m.max_ulp is None else str(m.max_ulp), str(m.n_differ), m.description)
-        parts.append(f)
+        parts.append(_Fit(f))
     c = Table(title="causes, each tested", title_justify="left", show_edge=False, header_style="bold",
               pad_edge=False)
     for col in ("cause", "result", "experiment", "evidence"):
@@ -159,7 +189,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
         c.add_row(v.title, Text(v.status, style=_STATUS.get(v.status, "")), v.experiment, v.evidence)
     not_run = sum(v.status == "not run" for v in e.causes)
     if e.causes:  # none when explaining the path failed: the summary says why
-        parts.append(c)
+        parts.append(_Fit(c))
     if not_run and not verbose:
         parts.append(Text(f"{not_run} other known causes not tested: they cannot apply here or are not needed "
                           "(JSON lists why)", style="dim"))
