@@ -117,8 +117,8 @@ def _compiled(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: 
         op = prog.ops[index]
         prog = body_of(op, step if op.info.primitive == "cond" else None).program
         inner = inner["inner"]
-    args = [a for a, vid in zip(prog.arg_ids, prog.arg_ids) if is_numeric(prog.avals[vid])]
-    arg_vals = dict(zip(args, (host(a) for a in inner["args"])))
+    numeric_args = [vid for vid in prog.arg_ids if is_numeric(prog.avals[vid])]  # what the probe kept
+    arg_vals = dict(zip(numeric_args, (host(a) for a in inner["args"])))
     body_values = {int(k): host(v) for k, v in inner["values"].items()}
     outs_ = [body_values.get(x) if not hasattr(x, "val") else np.asarray(x.val) for x in prog.out_ids]
     outs_ = [arg_vals.get(x) if o is None and not hasattr(x, "val") else o for o, x in zip(outs_, prog.out_ids)]
