@@ -241,13 +241,20 @@ def _op_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
     others = len({id(x) for x, _ in hits}) - 1
     if others:
         evidence += f"; so do {others} more diverging op{'s' if others > 1 else ''}"
-    rerun = _recompile(cause, ctx)
-    spec = rerun.experiment.removeprefix("re-ran ")
-    proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
-                rerun.status == "confirmed", rerun.evidence + ("" if rerun.status == "confirmed" else
-                                                               ": the flag changes more than this op"))
+    proof, _ = _flag_proof(cause, ctx, ": the flag changes more than this op")
     return CauseVerdict(cause.id, cause.title, "confirmed", f"{m.name} semantics on the captured inputs of "
                         f"{_short(d)}", evidence, cause.fix, proof)
+
+
+def _flag_proof(cause: Cause, ctx: _Context, unless: str = "") -> tuple[Fix, str]:
+    """The whole-program re-run with the cause's flags, as the proof (or not) of its fix, for a cause
+    already decided on an op's own evidence; and what the re-run showed."""
+    rerun = _recompile(cause, ctx)
+    restored = rerun.status == "confirmed"
+    spec = rerun.experiment.removeprefix("re-ran ")
+    proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
+                restored, rerun.evidence + ("" if restored else unless))
+    return proof, rerun.evidence
 
 
 def _widened_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
@@ -259,17 +266,14 @@ def _widened_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
     if not hits:
         return None
     d = hits[0]
-    rerun = _recompile(cause, ctx)
-    spec = rerun.experiment.removeprefix("re-ran ")
-    proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
-                rerun.status == "confirmed", rerun.evidence)
+    proof, seen_rerun = _flag_proof(cause, ctx)
     more = f"; {len(hits) - 1} more such op{'s' if len(hits) > 2 else ''}" if len(hits) > 1 else ""
     u = d.unrounded
     narrow = u.outputs[0].split("[", 1)[0] if u.outputs else "narrow"
     seen = (f"#{d.op.index} {d.op.primitive} receives values that are not {narrow}: the {narrow} result of "
             f"#{u.index} {u.primitive} was never rounded{more}")
     return CauseVerdict(cause.id, cause.title, "confirmed", f"the values of {_short(d)}",
-                        f"{seen}; {rerun.evidence}", cause.fix, proof)
+                        f"{seen}; {seen_rerun}", cause.fix, proof)
 
 
 def _short(d: Any) -> str:

@@ -101,7 +101,6 @@ class LoopTrace:
     carries: list[np.ndarray | None]  # per carry leaf, stacked [captured, ...]; None: not kept (a token)
     trips: int  # iterations the loop ran
     limit: int | None = None  # at most this many iterations are kept (a while loop's bounded buffer)
-    notes: list[str] = field(default_factory=list)
     # Per carry leaf, the PRNG implementation of a key carry (kept as its key data), else None.
     impls: list[str | None] = field(default_factory=list)
 
