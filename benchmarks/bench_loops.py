@@ -23,11 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from fresh import run_fresh
+
 
 COUNTING = """
 import sys, time, json, resource
@@ -107,11 +105,7 @@ print(json.dumps({"seconds": seconds, "compiles": len(compiles), "ops": ops,
 """
 
 
-def run(code: str) -> dict:
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    if r.returncode:
-        raise SystemExit(r.stderr[-3000:])
-    return json.loads(r.stdout.strip().splitlines()[-1])
+run = run_fresh
 
 
 def main() -> None:

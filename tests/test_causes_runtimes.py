@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import jaxparity
+from planted_lines import planted_line as planted_line_in
 from jaxparity.case import load_case
 
 pytestmark = pytest.mark.slow
@@ -16,10 +17,7 @@ CASES = Path(__file__).parent / "cases" / "runtimes.py"
 
 
 def planted(what: str) -> str:
-    for number, line in enumerate(CASES.read_text().splitlines(), start=1):
-        if f"# planted: {what}" in line:
-            return f"runtimes.py:{number}"
-    raise AssertionError(f"no line planted with {what}")
+    return planted_line_in(CASES, what)
 
 
 def explain(factory: str, path: str):

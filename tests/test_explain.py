@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import jaxparity
+from planted_lines import planted_line as planted_line_in
 from jaxparity.case import load_case
 
 pytestmark = pytest.mark.slow
@@ -17,11 +18,8 @@ PLANTED = Path(__file__).parent / "cases" / "planted.py"
 EXAMPLES = Path(__file__).parents[1] / "examples"
 
 
-def planted_line(cause: str) -> str:
-    for number, line in enumerate(PLANTED.read_text().splitlines(), start=1):
-        if f"# planted: {cause}" in line:
-            return f"planted.py:{number}"
-    raise AssertionError(f"no line planted with {cause}")
+def planted_line(what: str) -> str:
+    return planted_line_in(PLANTED, what)
 
 
 def explain(factory: str, paths=("eager", "jit"), baseline="eager"):

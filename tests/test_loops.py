@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jaxparity
+from planted_lines import planted_line as planted_line_in
 from jaxparity.case import load_case
 from jaxparity.localize.semantics import fused_multiply_add
 
@@ -17,10 +18,7 @@ CASES = Path(__file__).parent / "cases" / "loops.py"
 
 
 def planted(what: str) -> str:
-    for number, line in enumerate(CASES.read_text().splitlines(), start=1):
-        if f"# planted: {what}" in line:
-            return f"loops.py:{number}"
-    raise AssertionError(f"no line planted with {what}")
+    return planted_line_in(CASES, what)
 
 
 def short(source: str | None) -> str:
