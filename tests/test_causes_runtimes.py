@@ -54,9 +54,10 @@ def test_log_of_subnormals_on_onnx_runtime_is_right_and_the_baseline_is_wrong():
     ev = first.elements
     assert ev.path_ulp <= 1 and ev.baseline_ulp > 2**10 and ev.wrong_side() == "baseline"
     assert any(c.name == "subnormal inputs" for c in ev.classes)
-    assert not ev.flushes  # onnx is simply right: flushing reproduces nothing here
-    wrong = verdict(e, "wrong-code")
-    assert wrong.status == "confirmed" and "eager is wrong here" in wrong.evidence
+    assert not ev.flushes  # XLA's log of a subnormal is its own approximation, not log(0)
+    sub = verdict(e, "denormal-flush")
+    assert sub.status == "confirmed" and "eager does not handle subnormals" in sub.evidence
+    assert verdict(e, "wrong-code").status != "confirmed"  # a known limitation, not a miscompile
     assert verdict(e, "other-lowering").status == "not run"
 
 
@@ -85,5 +86,52 @@ def test_ties_and_signed_zeros_ordered_differently_by_iree():
     e = explain("make_sort_ties", "iree")
     first = e.localization.first
     assert first.op.primitive == "sort" and line(first) == planted("argsort ties")
-    assert verdict(e, "tie-ordering").status == "confirmed"
+    ties = verdict(e, "tie-ordering")
+    # jnp.argsort asks for a stable sort: the order of equal keys is declared, and iree breaks it.
+    assert ties.status == "confirmed" and "iree does not keep it" in ties.evidence
+    assert any("a stable order is declared" in c.name for c in first.elements.classes)
+    assert verdict(e, "wrong-code").status != "confirmed"
+
+
+# Real-world reports (cases/runtimes.py cites each issue).
+
+
+def test_atan2_miscompile_under_jit_is_wrong_code_and_eager_is_right():
+    """openxla/xla#44705: NaN where IEEE gives +0, under jit only."""
+    e = explain("make_atan2_miscompile", "jit")
+    first = e.localization.first
+    assert first.op.primitive == "atan2" and line(first) == planted("atan2 miscompile")
+    assert first.elements.wrong_side() == "path"
+    wrong = verdict(e, "wrong-code")
+    assert wrong.status == "confirmed" and "jit is wrong here" in wrong.evidence
+
+
+def test_max_dropping_nan_in_a_savedmodel_is_fast_min_max_and_the_serving_flag_fixes_it():
+    """tensorflow#120298: TensorFlow's XLA turns fast min/max on; the serving flag restores parity."""
+    e = explain("make_max_nan", "savedmodel")
+    assert line(e.localization.first) == planted("max nan")
+    fast = verdict(e, "fast-min-max")
+    assert fast.status == "confirmed"
+    assert any(f.verified and "xla_cpu_enable_fast_min_max=false" in (f.spec or "") for f in e.fixes)
+    assert verdict(e, "wrong-code").status != "confirmed"  # a documented option, not a miscompile
+
+
+def test_round_half_on_onnx_is_the_converters_mapping_not_the_runtime():
+    """jax#4952 again, in jax2onnx: ONNX Round is half-to-even; onnx-ref agrees with onnxruntime."""
+    e = explain("make_round_half", "onnx")
+    first = e.localization.first
+    assert first.op.primitive == "round" and line(first) == planted("round half")
+    assert any(c.name.startswith("halfway inputs") for c in first.elements.classes)
+    wrong = verdict(e, "wrong-code")
+    assert wrong.status == "confirmed" and "converter (jax2onnx)" in wrong.evidence
+
+
+def test_argsort_with_a_subnormal_key_eager_reads_it_as_zero():
+    """jax#24280: eager (XLA on CPU) ties 1.4e-45 with 0; ONNX Runtime sorts it as IEEE does."""
+    e = explain("make_argsort_subnormal", "onnx")
+    first = e.localization.first
+    assert first.op.primitive == "sort" and line(first) == planted("argsort subnormal")
+    assert ("baseline", "inputs") in first.elements.flushes
+    assert verdict(e, "denormal-flush").status == "confirmed"
+    assert verdict(e, "tie-ordering").status != "confirmed"
     assert verdict(e, "wrong-code").status != "confirmed"

@@ -64,3 +64,170 @@ def test_explanation_tables_at_80_columns_keep_words_whole():
     flat = " ".join(text.split())  # rejoin wrapped lines: wrapping may only happen at spaces
     assert "float32[1000],float32[1000]->float32[1000]" in flat
     assert re.search(r"line: \S*planted\.py:\d+", flat)
+
+
+# -- the words of an explanation: the fix of the cause that explains it, no sentinels ----------------
+def _explanation(causes, fixes=(), summary="why"):
+    from jaxparity.explain.explainer import PathExplanation
+
+    return PathExplanation("tflite", "eager", summary, None, None, None, tuple(causes), tuple(fixes))
+
+
+def _text(renderable, width=80):
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=open("/dev/null", "w"), color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_fix_of_a_cause_no_rerun_verified_is_printed_and_said_unverified():
+    from jaxparity.explain.causes import CAUSES
+    from jaxparity.explain.verdicts import CauseVerdict
+    from jaxparity.report.explanation import render_explanation
+    from jaxparity.report.html import _explanation as html_explanation
+
+    conversion = next(c for c in CAUSES if c.id == "implementation-defined-conversion")
+    library = next(c for c in CAUSES if c.id == "math-library")
+    e = _explanation([CauseVerdict(conversion.id, conversion.title, "confirmed", "the inputs of #2 convert",
+                                   "3 differing elements cast NaN", conversion.fix)])
+    flat = " ".join(_text(render_explanation(e)).split())
+    assert f"Fix: {conversion.fix} (not verified by a re-run)" in flat
+    assert "advice-tflite-0" in html_explanation(e) and "jnp.nan_to_num(x)" in html_explanation(e)
+    e = _explanation([CauseVerdict(library.id, library.title, "confirmed", "each side", "5 ULP", library.fix)])
+    flat = " ".join(_text(render_explanation(e)).split())
+    assert f"Workaround: {library.fix}" in flat and "not verified" not in flat  # nothing a re-run could verify
+
+
+def test_the_specific_cause_explains_and_the_flag_rerun_is_its_proof():
+    """log(exp(x)) rewritten to x: the identity rewrite (seen on the op's own values) is the cause; the
+    algsimp re-run that restores parity proves it, and the fix shown is the identity rewrite's, not the
+    algebraic simplifier's generic 'x * (1/c)'."""
+    from pathlib import Path
+
+    from jaxparity.case import load_case
+    from jaxparity.explain.causes import CAUSES
+    from jaxparity.report.format import explaining_cause
+
+    case = load_case(f"{Path(__file__).parent / 'cases' / 'planted.py'}:make_identity_rewrite")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit"]).explain()
+    (e,) = result.explanations
+    assert explaining_cause(e.causes, e.localization.first).cause == "identity-rewrite"
+    assert "Cause: identity rewrite" in e.summary and "not a second cause" in e.summary
+    identity = next(c for c in CAUSES if c.id == "identity-rewrite")
+    cheaper = next(c for c in CAUSES if c.id == "algebraic-rewrite").fix
+    (fix,) = [f for f in e.fixes if f.spec == "jit:xla_disable_hlo_passes=algsimp"]
+    assert fix.verified and fix.description == identity.fix
+    text = render_text(result, width=80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    flat = " ".join(text.split())
+    assert cheaper not in flat and "write the identity in the model" in flat
+
+
+def test_nan_and_overflow_are_said_as_what_happened():
+    from jaxparity.localize.elements import ElementEvidence, ElementExample
+
+    nan, inf, sentinel = float("nan"), float("inf"), 2**63 - 1
+
+    def said(path_ulp, base_ulp, example, exact=False):
+        return ElementEvidence((), example, path_ulp, base_ulp, exact).describe("jit", "eager")
+
+    dropped = said(sentinel, 0, ElementExample((0,), (None,), 9.0, nan, nan))
+    assert "jit drops the NaN" in dropped and "overflow" not in dropped and str(sentinel) not in dropped
+    assert "finite value where the declared op overflows to inf" in said(
+        2**30, 0, ElementExample((0,), (100.0,), 3e38, inf, inf))
+    from_inf = said(2**30, 0, ElementExample((0,), (inf,), 89.0, inf, inf))
+    assert "infinite input" in from_inf and "overflows" not in from_inf
+    assert "overflows" not in said(2**30, 0, ElementExample((0,), (0.0,), -104.0, -inf, -inf))
+    near = said(5, 5, ElementExample((0,), (15.4,), 2475246.0, 2475248.5, 2475247.25))
+    assert "far from it" not in near and "both are near it" in near  # 5 ULP each: not "both are far from it"
+    assert "both are far from it" in said(2**21, 2**30, ElementExample((0,), (1e-39,), -87.0, -103.9, -87.3))
+    ints = said(2147483647, 0, ElementExample((0,), (1,), 2147483647, 0, 0), exact=True)
+    assert "off by 2147483647" in ints and "ULP" not in ints
+
+
+def test_evidence_text_has_no_sentinel_none_or_plural_one():
+    from jaxparity.report.format import readable
+
+    text = readable("jit differs from eager in 2 elements (max 9223372036854775807 ULP); 'ftz' is None ULP away in "
+                    "3 elements; 1 differing elements have NaN or inf inputs; differs in 1 elements")
+    assert "9223372036854775807" not in text and "None" not in text and "1 elements" not in text
+    assert "NaN against a number" in text and "1 differing element has" in text
+
+
+def test_suggested_tolerances_are_finite_and_pass():
+    from jaxparity.metrics import Tolerance, diff_leaf
+    from jaxparity.report.format import required_tolerance
+    from jaxparity.result import LeafResult
+
+    def suggested(got, expected):
+        d = diff_leaf(np.asarray(got), np.asarray(expected))
+        return d, required_tolerance(LeafResult("out", d.dtype, d.shape, d, None, None, None))
+
+    _, text = suggested(np.float32([89.0]), np.float32([np.inf]))
+    assert "nan" not in text and "inf" not in text and text.startswith("--ulp")
+    _, text = suggested(np.int32([2147483647, 0]), np.int32([0, 0]))
+    assert text == "--atol 2147483647"
+    got, expected = np.float32([1.0, 2.0029296875]), np.float32([1.0, 2.0])
+    d, text = suggested(got, expected)
+    atol = float(re.search(r"--atol (\S+)", text).group(1))
+    rtol = float(re.search(r"--rtol (\S+)", text).group(1))
+    assert diff_leaf(got, expected, Tolerance(atol=atol)).within_tolerance  # rounded up, not down
+    assert diff_leaf(got, expected, Tolerance(rtol=rtol)).within_tolerance
+
+
+def test_a_nan_against_a_number_shows_as_nan_and_long_specs_break_between_options():
+    """Fast math folds x * 0 to 0 where x is NaN: every differing element is a NaN against a number (no
+    'max ULP 0, max abs 0'); the 100-character spec breaks after its ':' and ',' at 80 columns."""
+    from pathlib import Path
+
+    from jaxparity.case import load_case
+    from jaxparity.report.format import path_line
+
+    case = load_case(f"{Path(__file__).parent / 'cases' / 'planted.py'}:make_nan_fold")
+    spec = ("jit:xla_cpu_enable_fast_math=true,xla_cpu_fast_math_honor_nans=false,"
+            "xla_cpu_fast_math_honor_infs=false")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", spec])
+    text = render_text(result, width=80)
+    table = text.split("\n\n")[1]
+    assert max(len(line) for line in table.splitlines()) <= 80
+    rows = [[c.strip() for c in line.split("│")] for line in table.splitlines() if "│" in line]
+    (jit,) = [r for r in rows if r[1] == "DIFFERS"]
+    assert jit[2:4] == ["NaN", "NaN"]
+    pieces = [r[0] for r in rows if r[0] and r[0] not in ("eager", "f64")]
+    assert "".join(pieces) == spec and all(p.endswith((":", ",")) for p in pieces[:-1])
+    line = path_line(result.path(spec), "eager")
+    assert "3/5 elements differ, each a NaN against a number" in line and "up to 0 ULP" not in line
+
+
+def test_tables_that_fit_break_only_between_words():
+    """rich shares a too-narrow width by cutting the widest columns, breaking '(case.py:16)' into
+    '(case.py:16' and ')'; fitted columns are at least as wide as their longest word."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from jaxparity.report.explanation import _Fit
+
+    t = Table(title="causes, each tested", show_edge=False, pad_edge=False)
+    for col in ("cause", "result", "experiment", "evidence"):
+        t.add_column(col, overflow="fold")
+    words = ["another math library (both sides within a few ULP of the correctly rounded result)", "confirmed",
+             "each side against the correctly rounded sinh at #1 sinh (case_sinh_jit.py:16)",
+             "tflite is 1 ULP and eager 5 ULP from the correctly rounded result on the same inputs"]
+    t.add_row(*map(Text, words))
+    for width in (80, 60, 40):
+        text = _text(_Fit(t), width)
+        assert max(len(line) for line in text.splitlines()) <= width
+        cells = " ".join(text.replace("│", " ").replace("·", " ").split())
+        for word in " ".join(words).split():
+            assert word in cells.split(), (width, word, text)
+
+
+def test_a_converter_diagnostic_glued_to_its_sentence_is_split():
+    from jaxparity.paths.tflite import _converter_lines
+
+    error = RuntimeError("Could not translate MLIR to FlatBuffer./tmp/m.py:13:15: error: 'vhlo.sort_v1' op is not "
+                         "part of the vhlo support yet.\n<unknown>:0: error: failed while converting: 'main':")
+    assert _converter_lines(error) == ["Could not translate MLIR to FlatBuffer.",
+                                       "/tmp/m.py:13:15: error: 'vhlo.sort_v1' op is not part of the vhlo support yet.",
+                                       "<unknown>:0: error: failed while converting: 'main':"]

@@ -26,6 +26,7 @@ examples:
   jaxparity explain examples/conv_bf16.py:make_report_input --paths observed:tf_serving_outputs.npz
   jaxparity compare examples/conv_bf16.py --inputs-from old --paths eager@old,savedmodel@old:native_serialization=false,eager,savedmodel --env old="jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0"
   jaxparity compare model.py --env new="..." --env old="..." --export-env new --serve-env old
+  jaxparity reduce examples/conv_bf16.py --paths eager,savedmodel -o repro.py --markdown
   jaxparity paths
 
 exit status: 0 every path agrees with the baseline within tolerance, 1 one does not (or failed;
@@ -91,8 +92,41 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--in-env", metavar="ENV", help="run the stored paths in this --env (the versions you upgrade to)")
     chk.add_argument("--json", metavar="FILE", help="write the check as JSON")
 
+    red = sub.add_parser("reduce", help="write a standalone, minimal script that reproduces one divergence",
+                         description=REDUCE_HELP, epilog=REDUCE_EXAMPLES,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    red.add_argument("case", metavar="CASE", help="FILE.py[:FACTORY] whose factory returns (fn, args)")
+    red.add_argument("--paths", required=True, metavar="BASELINE,PATH",
+                     help="the two paths: the one taken as right first (eager, jit, declared...), then the other")
+    red.add_argument("-o", "--out", default="repro.py", metavar="FILE.py", help="the script (default repro.py); "
+                     "large inputs go into FILE.npz beside it")
+    red.add_argument("--markdown", nargs="?", const="", metavar="FILE.md", help="also write a bug-report draft "
+                     "(default: the script's name with .md)")
+    red.add_argument("--inputs", metavar="FILE", help="replace inputs by the arrays of an .npz or .safetensors file")
+    red.add_argument("-q", "--quiet", action="store_true", help="print only the result line")
+
     sub.add_parser("paths", help="list the execution paths, their options and whether they can run here")
     return parser
+
+
+REDUCE_HELP = """\
+Localize the first op where PATH departs from BASELINE, cut the smallest region of ops around it that
+still diverges when each side runs it alone (inside a loop: one iteration of its body), keep only the
+elements that differ, and write it as a standalone script: the ops as JAX binds them, their captured
+inputs bit for bit, the two computations, the versions. The script is run in a fresh process before
+it is kept: it exits 1 while the divergence reproduces, 0 once it is gone (a regression test), 2 when
+it fails; with --fixed it applies the fix the explanation verified and must exit 0.
+"""
+
+REDUCE_EXAMPLES = """\
+examples:
+  jaxparity reduce examples/conv_bf16.py --paths eager,savedmodel -o conv_repro.py --markdown
+  jaxparity reduce model.py --paths eager,jit
+  jaxparity reduce model.py:make_small --paths eager,tflite -o tflite_repro.py
+
+exit status: 0 the script was written and reproduces in a fresh process, 1 no version of it reproduced
+(nothing written), 2 usage or input error, or nothing to reduce (the paths agree).
+"""
 
 
 BASELINE_EXAMPLES = """\
@@ -169,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _compare(args, parser)
     if args.command == "paths":
         return _list_paths()
+    if args.command == "reduce":
+        return _reduce(args)
     if args.command in ("snapshot", "check"):
         return _baseline(args)
     parser.print_help()
@@ -469,6 +505,62 @@ class _Progress(_Feedback):
         if self.status is not None:
             self.status.stop()
             self.status = None
+
+
+def _reduce(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .case import CaseError, load_case
+    from .localize.region import RegionError
+    from .paths import PathOptionError, make_path
+    from .reduce import ReduceError, reduce_case
+
+    from .comparison import _split_paths
+
+    specs = _split_paths(args.paths)  # an option value may hold a comma (XLA_FLAGS=a,b)
+    if len(specs) != 2:
+        return _error(f"--paths takes two paths, BASELINE,PATH (got {args.paths!r})")
+    if not args.out.endswith(".py"):
+        return _error(f"-o {args.out}: the script's name must end in .py")
+    err = Console(stderr=True, highlight=False)
+    try:
+        for spec in specs:
+            make_path(spec)
+        case = load_case(args.case, args.inputs)
+    except PathOptionError as e:
+        return _error(f"{e} (see `jaxparity paths`)")
+    except CaseError as e:
+        return _error(str(e))
+    log = (lambda _: None) if args.quiet else (lambda m: err.print(f"[dim]{m}[/]"))
+    name = FsPath(args.out).name
+    try:
+        red = reduce_case(case.fn, case.args, specs[0], specs[1], case_name=args.case, name=name, log=log)
+    except ReduceError as e:
+        if "reproduces in a fresh process" in str(e):
+            Console(stderr=True, highlight=False).print(f"[bold red]jaxparity reduce:[/] {e}", soft_wrap=True)
+            return 1
+        return _error(str(e))
+    except RegionError as e:
+        return _error(str(e))
+    FsPath(args.out).write_text(red.script.text)
+    written = [args.out]
+    if red.script.sidecar:
+        import numpy as np
+
+        npz = str(FsPath(args.out).with_suffix(".npz"))
+        np.savez(npz, **red.script.sidecar)
+        written.append(npz)
+    if args.markdown is not None:
+        md = args.markdown or str(FsPath(args.out).with_suffix(".md"))
+        FsPath(md).write_text(red.markdown)
+        written.append(md)
+    kept, of = red.elements
+    fixed = ("; `--fixed` exits 0 (" + (red.script.fixed or "") + ")") if red.fixed_restores else ""
+    Console(highlight=False, soft_wrap=True).print(
+        f"wrote {', '.join(written)}: {red.where} in {len(red.region)} op{'s' if len(red.region) > 1 else ''} "
+        f"({', '.join(red.region)}), {kept} of {of} elements, {red.script.code_lines} lines of code; it reproduces "
+        f"in a fresh process (exit 1){fixed}. {red.seconds:.1f} s", markup=False)
+    return 0
 
 
 def _list_paths() -> int:

@@ -1,6 +1,7 @@
 """Divergences between runtimes that are not XLA's flags: each culprit line carries a
 `# planted: <what>` comment (issue 11)."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -46,3 +47,51 @@ def make_sort_ties():
 
     x = np.array([0.0, -0.0, 1.0, 1.0, -3.0, 0.0, 2.0, 1.0], np.float32)
     return fn, (jnp.asarray(x), jnp.arange(8, dtype=jnp.float32))
+
+
+# Real-world reports, reproduced on this machine's runtimes (issue 11: "how it will be checked").
+
+
+def make_atan2_miscompile():
+    """openxla/xla#44705 (jax#38681): xor(b, b) is folded to 0 and atan2(0, 0) is then constant-folded
+    to NaN under jit, where IEEE 754 (and eager) give +0: wrong code in the compiler."""
+
+    def fn(a):
+        b = jax.lax.ne(a, 0)
+        c = jax.lax.ne(a, 0)
+        e = jax.lax.convert_element_type(jax.lax.bitwise_xor(b, c), jnp.float32)
+        return jax.lax.atan2(e, e)  # planted: atan2 miscompile
+
+    return fn, (jnp.arange(5),)
+
+
+def make_max_nan():
+    """tensorflow#120298: max and min of a row with a NaN. JAX propagates the NaN; TensorFlow's XLA
+    (a jax2tf SavedModel) compiles with fast min/max on by default and drops it."""
+
+    def fn(v):
+        return jnp.max(v, axis=-1)  # planted: max nan
+
+    return fn, (jnp.asarray(np.array([[7.0, np.nan, 4.0, 9.0, 2.0]], np.float32)),)
+
+
+def make_round_half():
+    """jax#4952: lax.round rounds half away from zero; a converter that maps it to a half-to-even
+    Round (ONNX's, tf.round) changes every x.5. jax2onnx 0.17 does: onnx-ref agrees with onnxruntime."""
+
+    def fn(x):
+        return jax.lax.round(x)  # planted: round half
+
+    return fn, (jnp.asarray(np.array([0.5, 1.5, 2.5, -0.5, -2.5, 0.49999997, 3.7], np.float32)),)
+
+
+def make_argsort_subnormal():
+    """jax#24280: argsort of keys with ±0 and the subnormal 1.4e-45. XLA on CPU compares the subnormal
+    as zero (DAZ), so eager ties it with 0.0; ONNX Runtime orders it after the zeros, as IEEE does."""
+
+    def fn(x):
+        return jnp.argsort(x)  # planted: argsort subnormal
+
+    x = np.array([-0.0, 1.401298464324817e-45, 1.1, -0.0, 5.960464477539063e-08, -2.00001, 1e6, 722801.375,
+                  0.0, -1.1], np.float32)
+    return fn, (jnp.asarray(x),)

@@ -128,6 +128,21 @@ CAUSES: tuple[Cause, ...] = (
         fix="compile with xla_cpu_enable_fast_math=false",
     ),
     Cause(
+        id="fast-min-max",
+        title="fast min/max that drops NaN",
+        description="XLA on CPU may compute max and min without propagating NaN (a comparison and a select: "
+        "max(NaN, x) gives x). JAX compiles with it off; TensorFlow's XLA (a jax2tf SavedModel in TF "
+        "Serving) turns it on by default.",
+        primitives=("max", "min", "reduce_max", "reduce_min", "argmax", "argmin", "clamp"),
+        dtypes=None,
+        devices=("cpu",),
+        paths=COMPILED,
+        experiment="recompile",
+        options=(("xla_cpu_enable_fast_min_max", "false"),),
+        fix="compile with xla_cpu_enable_fast_min_max=false (TensorFlow Serving: "
+        "XLA_FLAGS=--xla_cpu_enable_fast_min_max=false in the server's environment), or keep NaN out of max/min",
+    ),
+    Cause(
         id="matmul-precision",
         title="reduced matmul precision (TF32 or bf16 passes)",
         description="On GPUs and TPUs, float32 matmuls and convolutions run by default with TF32 or "
@@ -153,7 +168,7 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         id="denormal-flush",
-        title="subnormals flushed to zero",
+        title="subnormals flushed to zero (or not handled)",
         description="The runtime flushes subnormal inputs or results to zero (FTZ/DAZ), as XLA does on CPU.",
         primitives=None,
         dtypes=None,
@@ -236,9 +251,10 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         id="ieee-fold",
-        title="a fold that ignores NaN and inf (x * 0 -> 0, x - x -> 0; fast math)",
-        description="A compiler or converter simplifies an expression as if its inputs were finite: x * 0 "
-        "becomes 0 and x - x becomes 0 even where x is NaN or inf, for which IEEE arithmetic gives NaN.",
+        title="NaN or inf ignored (a fold such as x * 0 -> 0, or a kernel that assumes finite inputs)",
+        description="A compiler or converter simplifies an expression as if its inputs were finite (x * 0 "
+        "becomes 0, x - x becomes 0), or a kernel computes as if they were, even where an input is NaN or inf, "
+        "for which IEEE arithmetic gives NaN.",
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),

@@ -309,14 +309,18 @@ def explain_path(
     *,
     evidence: bool = True,
     depth: int = 0,
+    keep: dict | None = None,
 ) -> PathExplanation:
     """Explain why ``path`` gave ``path_out`` where ``baseline`` gave ``base_out`` (flat output leaves).
     Where the closest fix restores parity only partly, what remains after it is explained too
-    (``remainder``), up to ``MAX_PEEL`` causes deep."""
+    (``remainder``), up to ``MAX_PEEL`` causes deep. ``keep``, when given, receives the program and
+    both sides' per-op values of the case (key ``()``) and of every loop body opened (see
+    ``localize.loops.frame_key``): what ``jaxparity reduce`` cuts its reproducer from."""
     import jax
 
     program = flatten(fn, args)
     flat_args = jax.tree_util.tree_leaves(args)
+    keep = {} if keep is None else keep
     kind = path.split(":", 1)[0]
     notes: list[str] = []
     localization = path_vals = None
@@ -332,7 +336,8 @@ def explain_path(
             notes.append(f"returning every intermediate changed {moved} output elements of {path} (the compiler "
                          "fused differently): per-op values are evidence, cross-checked by the compiler's own HLO")
         localization = localize(program, path_vals, base_vals, flat_args, baseline)
-        localization = _open_loops(program, localization, path_vals, base_vals, flat_args, path_out, notes)
+        keep[()] = (program, path_vals, base_vals)
+        localization = _open_loops(program, localization, path_vals, base_vals, flat_args, path_out, notes, keep)
         if moved and not localization.local:
             differing = [i for i, (a, b) in enumerate(zip(path_out, base_out)) if _distance([a], [b])[0]]
             localization = dataclasses.replace(localization, perturbed=True,
@@ -350,7 +355,10 @@ def explain_path(
     explained_by: str | None = None
     for cause in CAUSES:
         reason = _applies(cause, ctx)
-        if reason is None and explained_by and cause.experiment in _RERUNS:
+        # A documented option or a known mechanism that explains it is not wrong code; disabling a
+        # whole pass (algsimp) can restore parity either way, so wrong code is still judged then.
+        documented = cause.id == "wrong-code" and explained_by not in (None, "algebraic-rewrite")
+        if reason is None and explained_by and (cause.experiment in _RERUNS or documented):
             reason = f"not needed: {explained_by} already explains it"
         if reason is not None:
             causes.append(CauseVerdict(cause.id, cause.title, "not run", "", reason))
@@ -366,6 +374,7 @@ def explain_path(
         if verdict.status == "confirmed" and not partial and restores:
             explained_by = explained_by or verdict.cause
     causes = _name_the_pass(causes)
+    causes = _converter_or_runtime(causes, ctx, keep)
     if not any(c.status in ("confirmed", "partly", "noise") for c in causes):
         causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",
                                    "no known cause's experiment restored parity or reproduced the numbers"))
@@ -389,6 +398,37 @@ def _name_the_pass(causes: list[CauseVerdict]) -> list[CauseVerdict]:
     named = dataclasses.replace(wrong, evidence=f"{wrong.evidence}; {passes[0]} restores parity: name that pass in "
                                 "the report")
     return [named if c is wrong else c for c in causes]
+
+
+# Two runtimes that run the same converted model: where one of them is wrong on an op, the other one
+# run on that op alone says whether the converter (both wrong alike) or the runtime's kernel is at fault.
+_SAME_CONVERTER = {"onnx": "onnx-ref", "onnx-ref": "onnx"}
+
+
+def _converter_or_runtime(causes: list[CauseVerdict], ctx: _Context, keep: dict) -> list[CauseVerdict]:
+    """Wrong code on an ONNX path: the op alone on the other ONNX runtime decides between jax2onnx's
+    conversion and the runtime's kernel."""
+    from ..localize.loops.descend import frame_key
+    from ..localize.region import differs, make_region, run_region
+
+    kind = ctx.path.split(":", 1)[0]
+    wrong = next((c for c in causes if c.cause == "wrong-code" and c.status == "confirmed"), None)
+    d = ctx.localization.first if ctx.localization is not None else None
+    if kind not in _SAME_CONVERTER or wrong is None or d is None or frame_key(d.within) not in keep:
+        return causes
+    program, path_vals, _ = keep[frame_key(d.within)]
+    other = _SAME_CONVERTER[kind]
+    try:
+        region = make_region(program, path_vals, [d.op.index], d.op.index)
+        mine, theirs = run_region(ctx.path, region), run_region(other, region)
+    except Exception as e:
+        note = f"; {other} could not run the op alone to tell the converter from the runtime ({_first_line(e)})"
+    else:
+        note = (f"; {other} gives the same values on the op alone: the converter (jax2onnx) maps "
+                f"{d.op.primitive} to ONNX wrongly, not the runtime" if not differs(mine, theirs) else
+                f"; {other} gives other values on the same converted op: {ctx.path}'s kernel is at fault, not the "
+                "converter")
+    return [dataclasses.replace(c, evidence=c.evidence + note) if c is wrong else c for c in causes]
 
 
 MAX_PEEL = 2  # causes peeled after the first: a fix that only partly restores parity is applied, the rest explained
@@ -423,13 +463,13 @@ def _peel(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix], evidence:
 
 
 def _open_loops(program: FlatProgram, loc: Localization, path_vals: Any, base_vals: Any, flat_args: Sequence[Any],
-                path_out: Sequence[np.ndarray], notes: list[str]) -> Localization:
+                path_out: Sequence[np.ndarray], notes: list[str], keep: dict | None = None) -> Localization:
     """Open the loops and branches that diverge on their own (``localize.loops``)."""
     from ..localize.loops.descend import open_loops
 
     try:
         return open_loops(program, loc, path_vals, base_vals, case=program, flat_args=flat_args,
-                          plain_outputs=path_out)
+                          plain_outputs=path_out, keep=keep)
     except Exception as e:  # the loop op itself stays the finding
         notes.append(f"loops could not be opened ({type(e).__name__}: {_first_line(e)})")
         return loc
@@ -515,8 +555,15 @@ def _fingerprint(fn: Callable[..., Any], args: tuple, outs: Sequence[np.ndarray]
 
 
 def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
+    from ..report.format import explaining_cause, is_rerun, short_title
+
     fixes = []
     kind = ctx.path.split(":", 1)[0]
+    loc = ctx.localization
+    main = explaining_cause(causes, loc.first if loc is not None else None)
+    # A cause shown on the diverging op's own values: a flag re-run that restores parity proves it, and
+    # the fix shown is that cause's (not the generic text of the flag's own cause, e.g. algsimp's x * (1/c)).
+    shown = main if main is not None and not is_rerun(main) and main.cause != "unknown" else None
     for verdict in causes:
         if verdict.status == "confirmed" and verdict.proof is not None:
             fixes.append(verdict.proof)
@@ -524,7 +571,18 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
         if verdict.status != "confirmed" or not verdict.experiment.startswith("re-ran "):
             continue
         spec = verdict.experiment.removeprefix("re-ran ").split(" with ")[0]
-        fixes.append(Fix("serving flag" if kind == "savedmodel" else "compile option", verdict.fix or "", spec,
+        description = verdict.fix or ""
+        cause = next((c for c in CAUSES if c.id == verdict.cause), None)
+        flags = [f"{k}={v}" for k, v in cause.options] if cause is not None else []
+        if shown is not None and shown.cause != verdict.cause and flags:
+            if shown.fix and all(f in shown.fix for f in flags):
+                description = shown.fix
+            else:
+                how = (f"serve with XLA_FLAGS={' '.join('--' + f for f in flags)}" if kind == "savedmodel"
+                       else f"compile with {', '.join(flags)}")
+                description = (f"{how}: with it {ctx.path} matches {ctx.baseline} (it turns off the "
+                               f"{short_title(verdict.title)} behind this)")
+        fixes.append(Fix("serving flag" if kind == "savedmodel" else "compile option", description, spec,
                          True, verdict.evidence))
     narrow = {"excess-precision", "narrow-rounding-skipped"}
     if any(v.cause in narrow and v.status in ("confirmed", "partly") for v in causes):
@@ -560,6 +618,8 @@ def _where(d: Any) -> str:
 
 
 def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str:
+    from ..report.format import explaining_cause, fix_label, fix_note, is_rerun, readable, short_title
+
     parts = []
     loc = ctx.localization
     if loc is not None and loc.perturbed and loc.cone:
@@ -575,16 +635,32 @@ def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str
             parts.append(first.elements.describe(ctx.path, ctx.baseline, first.within_noise_bound,
                                                    first.unrounded is not None))
     found = [c for c in causes if c.status in ("confirmed", "partly", "noise") and c.cause != "unknown"]
-    if any(c.status == "noise" for c in found) and not any(c.status == "confirmed" for c in found):
+    main = explaining_cause(found, loc.first if loc is not None else None)
+    if main is not None and any(c.status == "noise" for c in found) and not any(c.status == "confirmed" for c in found):
         parts.append("the differences are expected rounding noise of reductions, not a bug")
-    elif found:
-        parts.append("cause: " + "; ".join(f"{c.title} ({c.status}: {c.evidence})" for c in found))
+    elif main is not None:
+        parts.append(f"cause: {main.title} ({main.status}: {main.evidence})")
+        # A whole-program re-run (a pass or flag turned off) confirmed alongside a cause the op's own values
+        # show: the re-run is how the path comes to do it, and the proof, not a second cause.
+        proven = is_rerun(main) or (main.proof is not None and main.proof.verified)  # its own re-run proves it
+        proofs = [] if proven else [c for c in found if c.experiment.startswith("re-ran ") and c.status == "confirmed"][:1]
+        for c in proofs:
+            parts.append(f"the re-run {c.experiment.removeprefix('re-ran ')} restores parity: the "
+                         f"{short_title(c.title)} it turns off (confirmed by it) is how {ctx.path} comes to do this, "
+                         "not a second cause")
+        others = [c for c in found if c is not main and c not in proofs]
+        if others:
+            parts.append("also confirmed: " + "; ".join(f"{c.title} ({c.status}: {c.evidence})" for c in others))
     else:
         parts.append("cause unknown: no known cause's experiment restored parity")
-    good = [f for f in fixes if f.verified]
+    if main is not None and main.fix:
+        parts.append(f"{fix_label(main)}: {main.fix}{fix_note(main, fixes)}")
+    said = (None, None) if main is None else (main.proof, main.fix)  # the explaining cause's own fix, said above
+    good = [f for f in fixes if f.verified and f is not said[0] and (not said[1] or f.description != said[1])]
     if good:
-        parts.append("verified fix: " + "; or ".join(
+        verified = main is not None and "(verified" in parts[-1]
+        parts.append(("another verified fix: " if verified else "verified fix: ") + "; or ".join(
             "the model change round_like_declared(fn)" if f.kind == "model change" else f"{f.kind} {f.spec}"
             for f in good))
     # Sentences after the first start with a capital (the first starts with the path's name, as written).
-    return ". ".join([parts[0]] + [p[:1].upper() + p[1:] for p in parts[1:]]) + "."
+    return readable(". ".join([parts[0]] + [p[:1].upper() + p[1:] for p in parts[1:]]) + ".")

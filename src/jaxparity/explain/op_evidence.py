@@ -39,9 +39,40 @@ def _real(loc: Any) -> list[Any]:
     return [d for d in (loc.local if loc is not None else ()) if not d.within_noise_bound]
 
 
+def subnormal_wrong(d: Any) -> str | None:
+    """"path" or "baseline" when every differing element involves a subnormal (input, result or sort
+    key) and that side is far from the correct result there while the other side is right: it does not
+    handle subnormals, even where flushing them to zero does not give its exact values (XLA's log of a
+    subnormal is its own approximation, not log(0))."""
+    ev = d.elements
+    if ev is None or ev.implementation_defined:
+        return None
+    covered = max((c.count for c in ev.classes if c.name.startswith(("subnormal inputs", "subnormal results",
+                                                                      "subnormal keys"))), default=0)
+    if covered < d.n_differ:
+        return None
+    wrong = ev.wrong_side()
+    if wrong in ("path", "baseline") and max(ev.path_ulp or 0, ev.baseline_ulp or 0) >= FAR_ULP:
+        return wrong
+    if ev.exact_op and wrong in ("path", "baseline"):
+        return wrong
+    return None
+
+
+FAR_ULP = 2**10  # as ``localize.elements``: beyond this a rounded result is wrong, not rounded otherwise
+
+
 def _subnormal(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
     for d in _real(loc):
         ev = d.elements
+        if ev is not None and not ev.flushes and (wrong := subnormal_wrong(d)):
+            who, other = (path, baseline) if wrong == "path" else (baseline, path)
+            ulp, good = (ev.path_ulp, ev.baseline_ulp) if wrong == "path" else (ev.baseline_ulp, ev.path_ulp)
+            dist = "" if ev.exact_op else f": {ulp} ULP from the correct result there, {other} {good} ULP"
+            return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against the correct result at "
+                                f"{_where(d)}", f"all {d.n_differ} differing elements involve a subnormal, and "
+                                f"{who} is wrong on them{dist}: {who} does not handle subnormals (it reads them "
+                                "as zero or outside its approximation's range)", cause.fix)
         if ev is None or not ev.flushes:
             continue
         names = {c.name: c.count for c in ev.classes}
@@ -69,9 +100,29 @@ def _conversion(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdic
     return None
 
 
+def stable_order_broken(d: Any) -> str | None:
+    """"path" or "baseline": the side that does not keep the order of equal keys the op declares (a
+    stable sort, argmax's first index), where the other side keeps it."""
+    ev = d.elements
+    if ev is None or not any(c.name.startswith("equal keys") and "declared" in c.name for c in ev.classes):
+        return None
+    if any(c.name.startswith("subnormal keys") for c in ev.classes):
+        return None
+    wrong = ev.wrong_side()
+    return wrong if wrong in ("path", "baseline") else None
+
+
 def _ordering(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
     for d in _real(loc):
         ev = d.elements
+        if (wrong := stable_order_broken(d)) is not None:
+            who, other = (path, baseline) if wrong == "path" else (baseline, path)
+            tie = next(c for c in ev.classes if c.name.startswith("equal keys"))
+            what = "a stable sort (is_stable=True, as jnp.sort and jnp.argsort ask)" if d.op.primitive == "sort" \
+                else f"{d.op.primitive} (the first of equal keys)"
+            return CauseVerdict(cause.id, cause.title, "confirmed", f"the keys of {_where(d)}",
+                                f"{tie.count} differing elements come from equal keys, whose order {what} defines: "
+                                f"{who} does not keep it (it is wrong there), {other} does", cause.fix)
         if ev is None or not ev.implementation_defined or d.op.primitive == "convert_element_type":
             continue
         tie = next((c for c in ev.classes if c.name.startswith("equal keys")), None)
@@ -168,7 +219,8 @@ def _ieee_fold(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict
             n = next(c.count for c in d.elements.classes if c.name == "NaN or inf inputs")
             return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against IEEE arithmetic at {_where(d)}",
                                 f"{n} differing elements have NaN or inf inputs; on ({ins}) IEEE gives {ex.correct}, "
-                                f"{path} gives {ex.path}: the operation was folded as if its inputs were finite",
+                                f"{path} gives {ex.path}: it computed as if its inputs were finite (a fold, or a kernel "
+                                "that ignores NaN)",
                                 cause.fix)
     return None
 
@@ -187,15 +239,15 @@ def _identity(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict 
 
 def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
     for d in _real(loc):
-        if overflow_ignored(d) or nan_ignored(d):
-            continue  # an identity rewrite or a fold that ignores NaN/inf: their own causes
+        if overflow_ignored(d) or nan_ignored(d) or subnormal_wrong(d) or stable_order_broken(d):
+            continue  # an identity rewrite, NaN ignored, subnormals, broken stable order: their own causes
         ev = d.elements
         if ev is None or ev.path_ulp is None or ev.baseline_ulp is None or ev.flushes:
             continue
         if d.unrounded is not None or any(m.reproduces_path for m in d.semantics):
             continue  # excess precision or a fused multiply-add: a known mechanism, not a wrong result
         wrong = ev.wrong_side()
-        far = max(ev.path_ulp, ev.baseline_ulp) >= 2**10
+        far = max(ev.path_ulp, ev.baseline_ulp) >= FAR_ULP
         if wrong not in ("path", "baseline") or not (ev.exact_op or far):
             continue
         who, other = (path, baseline) if wrong == "path" else (baseline, path)

@@ -81,13 +81,16 @@ class ElementEvidence:
                          "implementation-defined (neither side is wrong there)")
         if self.path_ulp is not None and self.baseline_ulp is not None:
             ref = "the exact result" if self.exact_op else "the correctly rounded result"
-            parts.append(f"on the same inputs {path} is {self.path_ulp} ULP from {ref} and {baseline} "
-                         f"{self.baseline_ulp} ULP")
             ex = self.example
-            overflow = ex is not None and _nonfinite_value(ex.correct) and not _nonfinite_value(ex.path)
-            wrong = None if within_bound or unrounded or overflow else self.wrong_side()
-            if overflow:
-                parts[-1] += f": {path} returns a finite value where the declared op overflows"
+            integer = ex is not None and isinstance(ex.path, int)  # integer results: absolute differences
+            nan = _NAN_ULP in (self.path_ulp, self.baseline_ulp)
+            parts.append(f"on the same inputs {_distance_words(path, self.path_ulp, ref, integer)} and "
+                         f"{_distance_words(baseline, self.baseline_ulp, 'it' if nan else None, integer)}")
+            # NaN or inf where the result is finite, or the reverse: said as what happened
+            dropped = ex is not None and _nonfinite_value(ex.correct) and not _nonfinite_value(ex.path)
+            wrong = None if within_bound or unrounded or dropped else self.wrong_side()
+            if dropped:
+                parts[-1] += f": {_nonfinite_words(path, ex.path, ex.correct, ex.inputs)}"
             if within_bound:
                 parts[-1] += ": both within the error bound of this sum (two summation orders, neither wrong)"
             elif unrounded:
@@ -101,8 +104,18 @@ class ElementEvidence:
                     parts[-1] += f": {who} is wrong"
                 else:  # a few ULP: another rounding of the same math (fused, reassociated), not a wrong result
                     parts[-1] += f": {who} departs from the op's declared rounding, {other} keeps it"
+                value = None if ex is None else ex.path if wrong == "path" else ex.baseline
+                if ex is not None and _nonfinite_value(value) != _nonfinite_value(ex.correct):
+                    parts[-1] += f": {_nonfinite_words('it', value, ex.correct, ex.inputs)}"
             elif wrong == "both":
-                parts[-1] += ": both are far from it"
+                near = min(self.path_ulp, self.baseline_ulp)
+                if near >= _FAR:
+                    parts[-1] += ": both are far from it"
+                elif max(self.path_ulp, self.baseline_ulp) < _FAR:  # the same threshold as a wrong side's
+                    parts[-1] += ": both are near it, neither far off (two approximations of the op)"
+                else:
+                    who, other = (path, baseline) if self.path_ulp > self.baseline_ulp else (baseline, path)
+                    parts[-1] += f": {who} is far from it, {other} near it"
         for side, what in self.flushes:
             who = path if side == "path" else baseline
             parts.append(f"where a subnormal is involved, {who}'s values are reproduced with subnormal {what} "
@@ -112,7 +125,8 @@ class ElementEvidence:
         ex = self.example
         if ex is not None:
             ins = ", ".join("·" if v is None else _fmt(v) for v in ex.inputs)
-            label = "JAX's reference" if ex.implementation_defined else "correctly rounded"
+            label = ("JAX's reference" if ex.implementation_defined else "exact" if self.exact_op
+                     else "correctly rounded")
             correct = f", {label} {_fmt(ex.correct)}" if ex.correct is not None else ""
             parts.append(f"e.g. element {list(ex.index)}: inputs ({ins}) give {path} {_fmt(ex.path)}, {baseline} "
                          f"{_fmt(ex.baseline)}{correct}")
@@ -132,6 +146,42 @@ class ElementEvidence:
         if not p_ok and not b_ok and min(self.path_ulp, self.baseline_ulp) > 4:
             return "both"
         return None
+
+
+_NAN_ULP = np.iinfo(np.int64).max  # the distance of a NaN against a number (see ``_max_ulp``)
+
+
+def _distance_words(who: str, ulp: int, ref: str | None, integer: bool) -> str:
+    """'jit is 5 ULP from <ref>' (``ref`` None: 'eager 5 ULP', after a first side); integers by their
+    absolute difference; a NaN against a number said so."""
+    if ulp == _NAN_ULP:
+        return f"{who} disagrees with {ref or 'it'} on NaN (a NaN against a number)"
+    if integer:
+        return f"{who} is off by {ulp} from {ref}" if ref else f"{who} by {ulp}"
+    return f"{who} is {ulp} ULP from {ref}" if ref else f"{who} {ulp} ULP"
+
+
+def _nonfinite_words(who: str, value: Any, correct: Any, inputs: tuple[Any, ...]) -> str:
+    """What a side did where it or the correct result is NaN or inf: it drops the NaN, returns a
+    finite value where the op overflows (finite inputs), returns NaN where the result is a number..."""
+    known = [v for v in inputs if v is not None]
+    if _is_nan(correct):
+        if not known or any(_is_nan(v) for v in known):
+            return f"{who} drops the NaN"
+        return f"{who} returns a number where the result is NaN (an invalid operation such as 0 × inf)"
+    if _nonfinite_value(correct):
+        if not known:
+            return f"{who} returns a finite value where the result is {_fmt(correct)}"
+        if any(_nonfinite_value(v) for v in known):
+            return f"{who} returns a finite value where the result is {_fmt(correct)}, from an infinite input"
+        if any(not isinstance(v, (list, str)) and v == 0 for v in known):
+            return f"{who} returns a finite value where the result is {_fmt(correct)}, at a zero input"
+        return f"{who} returns a finite value where the declared op overflows to {_fmt(correct)}"
+    return f"{who} returns {'NaN' if _is_nan(value) else _fmt(value)} where the result is a number"
+
+
+def _is_nan(v: Any) -> bool:
+    return (isinstance(v, str) and v.lower() == "nan") or (isinstance(v, float) and v != v)
 
 
 def _nonfinite_value(v: Any) -> bool:
@@ -212,9 +262,10 @@ def _per_element(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
 
 
 def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np.ndarray,
-                     correct: np.ndarray | None, exact: np.ndarray | None) -> ElementEvidence:
-    """Evidence on the elements where ``path_out`` and ``base_out`` differ. ``correct``: the op's
-    correctly rounded result on these inputs (declared dtype), ``exact``: its float64 value."""
+                     correct: np.ndarray | None, exact: np.ndarray | None, position: int = 0) -> ElementEvidence:
+    """Evidence on the elements where ``path_out`` and ``base_out`` differ (the op's output number
+    ``position``). ``correct``: the op's correctly rounded result on these inputs (declared dtype),
+    ``exact``: its float64 value."""
     name = op.info.primitive
     p, b = np.asarray(path_out), np.asarray(base_out)
     differ = ulp_distance(p, b) != 0
@@ -229,6 +280,8 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
             if n:
                 classes[label] = n
 
+    if name in _ORDERING:  # the element at output i comes from anywhere in the input: no per-element inputs
+        at = [None] * len(arrays)
     floats_in = [a for a in at if a is not None and dtype_class(a.dtype) == "float"]
     if floats_in:
         count("subnormal inputs", np.logical_or.reduce([_subnormal(a) for a in floats_in]))
@@ -248,6 +301,10 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
             outside = ~np.isfinite(v) | (v < info.min) | (v >= float(info.max) + 1)
         count(f"outside the range of {p.dtype} (NaN, inf or too large)", outside)
         undefined |= outside
+    if name == "round" and at and at[0] is not None and dtype_class(at[0].dtype) == "float":
+        with np.errstate(invalid="ignore"):
+            v = at[0].astype(np.float64)
+        count("halfway inputs (x.5: the rounding method decides)", np.abs(v - np.trunc(v)) == 0.5)
     if name in _PERIODIC and at and at[0] is not None:
         with np.errstate(invalid="ignore"):
             count(f"large arguments of {name} (|x| > {_LARGE_PERIODIC:g})",
@@ -262,15 +319,25 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
         dup = len(idx) - len(np.unique(idx, axis=0))
         if dup:
             classes[f"duplicate scatter indices ({dup} repeated)"] = int(np.count_nonzero(differ))
+    subnormal_keys = False
     if name in _ORDERING and arrays and dtype_class(arrays[0].dtype) in ("float", "int", "uint", "bool"):
         keys = arrays[0].astype(np.float64) + 0.0  # -0 and +0 compare equal here
         axis_keys = np.moveaxis(keys, -1, 0).reshape(keys.shape[-1] if keys.ndim else 1, -1) if keys.ndim else keys
         tied = keys.ndim and any(len(np.unique(col)) < len(col) for col in axis_keys.T)
         if tied:
             zeros = bool(np.any(np.signbit(arrays[0].astype(np.float64)) & (arrays[0] == 0)))
-            label = "equal keys" + (" and ±0" if zeros else "") + " (their order among themselves)"
+            # A stable sort (jnp.sort, jnp.argsort), argmax/argmin (the first) and top_k (the lower
+            # index) define the order of equal keys; only an unstable sort leaves it to the runtime.
+            defined = name != "sort" or bool(op.eqn.params.get("is_stable", False)) if hasattr(op, "eqn") else True
+            label = ("equal keys" + (" and ±0" if zeros else "") +
+                     (" (a stable order is declared)" if defined else " (their order among themselves)"))
             classes[label] = int(np.count_nonzero(differ))
-            undefined |= differ
+            if not defined:
+                undefined |= differ
+        if np.any(_subnormal(arrays[0])):
+            subnormal_keys = True
+            classes["subnormal keys (they compare equal to 0 where subnormals are read as zero)"] = \
+                int(np.count_nonzero(differ))
     ordered = tuple(ElementClass(k, v) for k, v in sorted(classes.items(), key=lambda kv: -kv[1]))
 
     example = None
@@ -292,10 +359,12 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
         c = np.asarray(correct)
         path_ulp, base_ulp = _max_ulp(p, c, defined), _max_ulp(b, c, defined)
     flushes: tuple[tuple[str, str], ...] = ()
-    if "subnormal inputs" in classes or "subnormal results" in classes:
+    if subnormal_keys:
+        flushes = _flushes(op, arrays, p, b, correct, differ, position)
+    elif "subnormal inputs" in classes or "subnormal results" in classes:
         touched = np.logical_or.reduce([_subnormal(a) for a in floats_in + results]) if floats_in else \
             np.logical_or.reduce([_subnormal(r) for r in results])
-        flushes = _flushes(op, arrays, p, b, correct, differ & touched)
+        flushes = _flushes(op, arrays, p, b, correct, differ & touched, position)
     return ElementEvidence(ordered, example, path_ulp, base_ulp, exact_op, int(np.count_nonzero(differ & undefined)),
                            flushes)
 
@@ -309,7 +378,7 @@ def _flush(x: np.ndarray) -> np.ndarray:
 
 
 def _flushes(op: Any, ins: list[np.ndarray], p: np.ndarray, b: np.ndarray, correct: np.ndarray | None,
-             differ: np.ndarray) -> tuple[tuple[str, str], ...]:
+             differ: np.ndarray, position: int = 0) -> tuple[tuple[str, str], ...]:
     """Which side's values at the differing elements that touch a subnormal (``differ``) the op
     reproduces with subnormal inputs read as zero (DAZ), or with its subnormal results flushed to zero
     (FTZ): run on the op's own inputs, not guessed."""
@@ -320,7 +389,7 @@ def _flushes(op: Any, ins: list[np.ndarray], p: np.ndarray, b: np.ndarray, corre
         from ..interpreter import evaluate_eqn
 
         try:
-            daz = np.asarray(evaluate_eqn(eqn, [_flush(x) for x in ins], mode="declared")[0])
+            daz = np.asarray(evaluate_eqn(eqn, [_flush(x) for x in ins], mode="declared")[position])
             candidates.append(("inputs", daz))
         except Exception:
             pass

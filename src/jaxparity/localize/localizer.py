@@ -342,7 +342,7 @@ def _elements(op: Op, ins: list[Any], p_out: np.ndarray, r_out: np.ndarray, corr
     except Exception:
         exact = None
     try:
-        return element_evidence(op, ins, p_out, r_out, correct, exact)
+        return element_evidence(op, ins, p_out, r_out, correct, exact, position)
     except Exception:
         return None
 

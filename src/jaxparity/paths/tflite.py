@@ -20,6 +20,7 @@ Conversion and interpretation run in this process, so ``timeout`` is left to the
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from typing import Any, Callable
 
@@ -30,10 +31,22 @@ _KERNELS = {"xnnpack": "AUTO", "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "
 _OPTIMIZATIONS = ("none", "default")
 
 
+# A diagnostic's location ("/tmp/m.py:13:15: error:", "<unknown>:0: error:", "loc(...): error:") glued to the
+# end of the converter's own sentence ("...to FlatBuffer./tmp/m.py:13:15: error: ..."): split it off there.
+_GLUED = re.compile(r"(?<=[.:;!?)\]])(?=(?:/|[A-Za-z]:\\|<unknown>|loc\()[^\s]*?:\d+(?::\d+)?: error:)")
+
+
 def _converter_lines(error: Exception) -> list[str]:
-    """The converter's own error lines: its ``error:`` diagnostics, else its structured errors."""
+    """The converter's own error lines: its ``error:`` diagnostics (and its own sentence where a
+    diagnostic is glued to it: "Could not translate MLIR to FlatBuffer." on a line of its own), else
+    its structured errors."""
     text = str(error)
-    lines = list(dict.fromkeys(ln.strip() for ln in text.splitlines() if "error:" in ln))
+    found: list[str] = []
+    for line in text.splitlines():
+        pieces = [p.strip() for p in _GLUED.split(line) if p.strip()]
+        glued = len(pieces) > 1
+        found += [p for i, p in enumerate(pieces) if "error:" in p or (glued and i == 0)]
+    lines = list(dict.fromkeys(found))
     if not lines:
         lines = list(dict.fromkeys(e.error_message for e in getattr(error, "errors", []) or [] if e.error_message))
     return lines or [_tail(text) or type(error).__name__]

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from .format import HUGE_ULP, HUGE_ULP_NOTE, fmt, ulp_text
+from .format import HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, fmt, readable, ulp_text
 
-__all__ = ["group_explanations", "iteration_growth", "layer_growth", "render_explanation"]
+__all__ = ["fit_columns", "group_explanations", "iteration_growth", "layer_growth", "local_distance",
+           "render_explanation", "stacked"]
 
 _STATUS = {"confirmed": "bold green", "partly": "yellow", "noise": "cyan", "refuted": "dim", "not run": "dim"}
 
@@ -40,34 +42,92 @@ def _where(op: Any) -> str:
     return src
 
 
+def fit_columns(table: Table, console: Any, max_width: int) -> bool:
+    """Give each column of ``table`` a width of at least its longest word (its longest cell where it
+    does not wrap) and share the rest of ``max_width`` in proportion to what each column still wants.
+    False, with the widths left free, where even the longest words do not fit side by side: rich's own
+    sharing would then break a word or a number ("bui / ltin", "(case.py:16 / )")."""
+    wide = console.options.update_width(10_000)
+    columns = table.columns
+    lo, hi = [], []
+    for column in columns:
+        column.width = None
+        header = Measurement.get(console, wide, Text(str(column.header or ""))).maximum  # headers stay whole
+        cells = [c if isinstance(c, Text) else Text(str(c)) for c in column._cells]
+        sizes = [Measurement.get(console, wide, c) for c in cells]
+        least, most = max([header] + [m.minimum for m in sizes]), max([header] + [m.maximum for m in sizes])
+        lo.append(max(most if column.no_wrap else least, 1))
+        hi.append(max(most, 1))
+    for column, w in zip(columns, lo):
+        column.width = w
+    extra = console.measure(table, options=wide).maximum - sum(lo)  # padding and rules between columns
+    spare = max_width - extra - sum(lo)
+    if spare < 0:
+        for column in columns:
+            column.width = None
+        return False
+    widths = list(lo)
+    while spare > 0:
+        need = [h - w for w, h in zip(widths, hi)]
+        total = sum(need)
+        if total == 0:
+            break
+        give = [n * spare // total for n in need] if total > spare else need
+        if not any(give):  # the last few columns: one more to the ones that want most
+            give = [0] * len(need)
+            give[need.index(max(need))] = 1
+        widths = [w + g for w, g in zip(widths, give)]
+        spare -= sum(give)
+    for column, w in zip(columns, widths):
+        column.width = w
+    return True
+
+
+def stacked(table: Table) -> Any:
+    """The rows of ``table`` as lines ("header: value · ..."), under its title: where the table does not
+    fit, no cell is broken inside a word or a number."""
+    columns = table.columns
+    if table.title:
+        yield Text(str(table.title), style="italic")
+    for row in zip(*(c._cells for c in columns)):
+        line = Text()
+        for col, cell in zip(columns, row):
+            value = cell if isinstance(cell, Text) else Text(str(cell))
+            if not value.plain.strip():
+                continue
+            if len(line):
+                line.append(" · ")
+            if col.header and str(col.header).strip():
+                line.append(f"{col.header}: ", style="dim")
+            line.append(" ".join(value.plain.split("\n")) if "\n" in value.plain else value)
+        yield line
+
+
 class _Fit:
-    """A table where it fits, else the same rows stacked as lines ("header: value · ..."): in a
-    narrow CI log (80 columns) no cell is broken inside a word or a number."""
+    """A table where its columns fit side by side with no word broken (``fit_columns``), else the same
+    rows stacked as lines ("header: value · ..."): in a narrow CI log (80 columns) no cell is broken
+    inside a word or a number."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
 
     def __rich_console__(self, console: Any, options: Any) -> Any:
-        # The narrowest the table can be with every cell wrapped at spaces only (its longest words).
-        narrowest = console.measure(self.table, options=options.update_width(10_000)).minimum
-        if narrowest <= options.max_width:
+        if fit_columns(self.table, console, options.max_width):
             yield self.table
-            return
-        columns = self.table.columns
-        if self.table.title:
-            yield Text(str(self.table.title), style="italic")
-        for row in zip(*(c._cells for c in columns)):
-            line = Text()
-            for col, cell in zip(columns, row):
-                value = cell if isinstance(cell, Text) else Text(str(cell))
-                if not value.plain.strip():
-                    continue
-                if len(line):
-                    line.append(" · ")
-                if col.header and str(col.header).strip():
-                    line.append(f"{col.header}: ", style="dim")
-                line.append(value)
-            yield line
+        else:
+            yield from stacked(self.table)
+
+
+def local_distance(d: Any) -> str:
+    """A local divergence's largest distance, in its units: '10 ULP' for floats, '7' for integers (an
+    absolute difference), 'NaN' where the only differences are a NaN against a number."""
+    if d.max_ulp == 0 and d.n_differ:
+        return "NaN"  # ULP distances leave NaN mismatches out: nothing else differs
+    if d.max_ulp == NAN_ULP:
+        return "NaN"
+    outputs = [o.split("[", 1)[0] for o in d.op.outputs]
+    floats = [o for o in outputs if o.startswith(("float", "bfloat", "complex"))]
+    return f"{d.max_ulp} ULP" if floats and len(floats) == len(outputs) else str(d.max_ulp)
 
 
 def _divergence_key(e: Any) -> tuple | None:
@@ -113,8 +173,8 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
         for col in ("#", "op", "module", "line"):
             t.add_column(col, overflow="fold")
         for o in loc.cone:
-            t.add_row(str(o.index), f"{o.primitive} {','.join(o.inputs)}->{','.join(o.outputs)}", o.name_stack,
-                      _where(o))
+            t.add_row(Text(str(o.index)), Text(f"{o.primitive} {','.join(o.inputs)}->{','.join(o.outputs)}"),
+                      Text(o.name_stack), Text(_where(o)))
         parts.append(_Fit(t))
     if loc is not None:
         shown = [d for d in loc.local if not d.within_noise_bound][:5] or list(loc.local[:5])
@@ -124,21 +184,22 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
                       f"{sum(d.within_noise_bound for d in loc.local)} are reduction noise)",
                       title_justify="left", show_edge=False, header_style="bold", pad_edge=False)
             loops = any(d.within for d in shown)
-            for col in ("#",) + (("in loop",) if loops else ()) + ("op", "module", "line", "ULP", "differ",
+            for col in ("#",) + (("in loop",) if loops else ()) + ("op", "module", "line", "max diff", "differ",
                                                                      "declared kept by"):
-                t.add_column(col, overflow="fold", no_wrap=col in ("#", "ULP", "differ"),
-                             justify="right" if col in ("#", "ULP", "differ") else "left")
+                t.add_column(col, overflow="fold", no_wrap=col in ("#", "max diff", "differ"),
+                             justify="right" if col in ("#", "max diff", "differ") else "left")
             for d in shown:
-                t.add_row(str(d.op.index), *((": ".join(f.describe() for f in d.within),) if loops else ()),
-                          f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}",
-                          d.op.name_stack or "", _where(d.op), str(d.max_ulp), f"{d.n_differ}/{d.size}",
-                          d.declared_side)
+                t.add_row(Text(str(d.op.index)), *((Text(": ".join(f.describe() for f in d.within)),) if loops else ()),
+                          Text(f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}"),
+                          Text(d.op.name_stack or ""), Text(_where(d.op)), Text(local_distance(d)),
+                          Text(f"{d.n_differ}/{d.size}"), Text(d.declared_side))
             parts.append(_Fit(t))
             for d in shown:
                 if d.detail:
                     parts.append(Text(f"#{d.op.index}: {d.detail}", style="italic"))
                 if d.elements is not None and (d.elements.classes or d.elements.wrong_side()):
-                    parts.append(Text(f"#{d.op.index}: {d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None)}", style="italic"))
+                    said = d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None)
+                    parts.append(Text(f"#{d.op.index}: {readable(said)}", style="italic"))
                 for m in d.semantics:
                     if m.reproduces_path:
                         parts.append(Text(f"#{d.op.index}: {m.description} reproduces {e.path} bit for bit "
@@ -156,7 +217,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
             for col in ("layer", "from op", "max abs", "max ULP"):
                 g.add_column(col, justify="left" if col == "layer" else "right")
             for layer, first, mx, ulp in growth:
-                g.add_row(layer, str(first), fmt(mx), ulp_text(ulp))
+                g.add_row(Text(layer), str(first), fmt(mx), ulp_text(ulp))
             parts.append(_Fit(g))
             if any(ulp >= HUGE_ULP for *_, ulp in growth):
                 parts.append(Text(HUGE_ULP_NOTE, style="dim"))
@@ -173,11 +234,13 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
     if fp is not None and fp.matches:
         f = Table(title="which semantics reproduce these outputs", title_justify="left", show_edge=False,
                   header_style="bold", pad_edge=False)
-        for col in ("candidate", "", "max ULP", "differ", "what it means"):
+        for col in ("candidate", "exact", "max ULP", "differ", "what it means"):
             f.add_column(col)
         for m in fp.matches:
-            f.add_row(m.candidate, Text("exact", style="bold green") if m.exact else "",
-                      "—" if m.max_ulp is None else str(m.max_ulp), str(m.n_differ), m.description)
+            # no max ULP where an element is a NaN against a number
+            f.add_row(Text(m.candidate), Text("yes", style="bold green") if m.exact else Text(""),
+                      Text("NaN" if m.max_ulp is None else str(m.max_ulp)), Text(str(m.n_differ)),
+                      Text(m.description))
         parts.append(_Fit(f))
     c = Table(title="causes, each tested", title_justify="left", show_edge=False, header_style="bold",
               pad_edge=False)
@@ -186,7 +249,8 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
     for v in e.causes:
         if v.status == "not run" and not verbose:
             continue
-        c.add_row(v.title, Text(v.status, style=_STATUS.get(v.status, "")), v.experiment, v.evidence)
+        c.add_row(Text(v.title), Text(v.status, style=_STATUS.get(v.status, "")), Text(readable(v.experiment)),
+                  Text(readable(v.evidence)))
     not_run = sum(v.status == "not run" for v in e.causes)
     if e.causes:  # none when explaining the path failed: the summary says why
         parts.append(_Fit(c))
@@ -196,7 +260,10 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
     for fix in e.fixes:
         mark = Text("✓ verified" if fix.verified else "✗ not verified", style="green" if fix.verified else "red")
         parts.append(Text.assemble("fix (", fix.kind, "): ", mark, f"  {fix.spec or ''}\n  {fix.description}\n  "
-                                   f"{fix.evidence}"))
+                                   f"{readable(fix.evidence)}"))
+    for line in advice(e):  # the fix or workaround of the cause that explains it, where no re-run shows it
+        head, _, rest = line.partition(": ")
+        parts.append(Text.assemble((f"{head}: ", "bold"), rest))
     for o in same:
         for fix in o.fixes:
             mark = Text("✓ verified" if fix.verified else "✗ not verified",

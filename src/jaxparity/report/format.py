@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
+from typing import Any
 
 from ..metrics import LeafDiff, dtype_class
 from ..result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
-__all__ = ["HUGE_ULP", "HUGE_ULP_NOTE", "arrays_line", "fmt", "leaf_line", "path_line", "producer",
-           "required_tolerance", "summary_line", "ulp_text", "value_text", "values_text"]
+__all__ = ["HUGE_ULP", "HUGE_ULP_NOTE", "NAN_ULP", "advice", "arrays_line", "explaining_cause", "fix_label", "fmt",
+           "is_rerun", "leaf_line", "path_line", "plural", "producer", "readable", "required_tolerance", "round_up",
+           "short_title", "summary_line", "ulp_text", "value_text", "values_text"]
 
 
 def fmt(x: float | None) -> str:
@@ -21,14 +24,30 @@ def fmt(x: float | None) -> str:
 
 
 def required_tolerance(leaf: LeafResult) -> str:
-    """'--ulp 143 or --atol 8.6e-04 or --rtol 6e-04': the smallest settings that would pass."""
+    """'--ulp 143 or --atol 8.6e-04 or --rtol 6e-04': the smallest settings that would pass (each rounded
+    up, so the printed value passes too; only finite ones: no --atol inf or --rtol nan)."""
     d = leaf.diff
     if d is None or d.required_ulp is None:
         return "no tolerance passes a NaN against a number"
-    parts = [f"--ulp {d.required_ulp}", f"--atol {d.required_atol:.2g}"]
-    if d.required_rtol is not None and d.required_rtol != float("inf"):
-        parts.append(f"--rtol {d.required_rtol:.2g}")
+    integer = dtype_class(d.dtype) in ("int", "uint", "bool")
+    parts = [f"--atol {d.max_ulp}" if integer else f"--ulp {d.required_ulp}"]
+    if not integer and d.required_atol is not None and math.isfinite(d.required_atol):
+        parts.append(f"--atol {round_up(d.required_atol)}")
+    if not integer and d.required_rtol is not None and math.isfinite(d.required_rtol):
+        parts.append(f"--rtol {round_up(d.required_rtol)}")
     return " or ".join(parts)
+
+
+def round_up(x: float) -> str:
+    """``x`` in two significant digits, rounded up: a tolerance printed this way still passes."""
+    if x <= 0 or not math.isfinite(x):
+        return fmt(x) if x == 0 else str(x)
+    step = 10.0 ** (math.floor(math.log10(x)) - 1)
+    text = f"{math.ceil(x / step - 1e-9) * step:.2g}"
+    while float(text) < x:  # the decimal rounding of the step may land just below
+        step_up = float(text) + step
+        text = f"{step_up:.2g}"
+    return text
 
 
 def value_text(v: float | int | Sequence[float]) -> str:
@@ -57,7 +76,8 @@ def _element(leaf: LeafResult) -> str:
 
 
 def _how_far(d: LeafDiff) -> str:
-    """The distance in the units of the dtype's class (see ``metrics.dtype_class``)."""
+    """The distance in the units of the dtype's class (see ``metrics.dtype_class``); for floats, over
+    the elements where both sides are numbers (a NaN against a number has no distance)."""
     kind = dtype_class(d.dtype)
     if kind == "bool":
         return "bool"
@@ -71,6 +91,11 @@ def _how_far(d: LeafDiff) -> str:
     return f"up to {d.max_ulp} ULP of {d.dtype}, max abs {fmt(d.max_abs)}"
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """'1 element', '3 elements'."""
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
 def leaf_line(leaf: LeafResult, baseline: str) -> str:
     d = leaf.diff
     if d is None:
@@ -81,11 +106,15 @@ def leaf_line(leaf: LeafResult, baseline: str) -> str:
         return f"{leaf.name}: equal ({leaf.rule})"
     if d.n_differ == 0:
         return f"{leaf.name}: equal values (bit patterns differ only in ±0 or NaN payloads)"
-    text = f"{leaf.name}: {d.n_differ}/{d.size} elements differ, {_how_far(d)}"
+    differ = "element differs" if d.n_differ == 1 else "elements differ"
+    if d.nan_mismatch and d.nan_mismatch == d.n_differ:  # nothing else to measure: no "up to 0 ULP, max abs 0"
+        text = f"{leaf.name}: {d.n_differ}/{d.size} {differ}, each a NaN against a number"
+    else:
+        text = f"{leaf.name}: {d.n_differ}/{d.size} {differ}, {_how_far(d)}"
+        if d.nan_mismatch:
+            text += f", and {plural(d.nan_mismatch, 'NaN')} against a number"
     if leaf.rule:
         text += f" ({leaf.rule})"
-    if d.nan_mismatch:
-        text += f", {d.nan_mismatch} NaN against a number"
     text += f"; worst {_element(leaf)}"
     return text
 
@@ -109,6 +138,13 @@ def _path_line(p: PathResult, baseline: str) -> str:
     worst = p.worst
     if p.spec == "f64" and worst is not None and worst.diff is not None:
         d = worst.diff
+        if dtype_class(d.dtype) in ("int", "uint", "bool"):  # integers: an absolute difference, no ULP
+            return f"ideal math (reference); as {d.dtype}, {baseline} differs from it by up to {d.max_ulp}"
+        if d.nan_mismatch:
+            return (f"ideal math (reference); correctly rounded to {d.dtype}, {baseline} has "
+                    f"{plural(d.nan_mismatch, 'NaN')} against a number from it"
+                    + (f", and is up to {d.max_ulp} ULP (max abs {fmt(d.max_abs)}) from it elsewhere"
+                       if d.n_differ > d.nan_mismatch else ""))
         return (f"ideal math (reference); correctly rounded to {d.dtype}, {baseline} is up to {d.max_ulp} ULP "
                 f"(max abs {fmt(d.max_abs)}) from it")
     role = " (reference)" if p.reference else ""
@@ -192,3 +228,113 @@ def producer(operand: str) -> tuple[int, int] | None:
         return None
     op, _, output = operand[2:].partition(":")
     return int(op), int(output or 0)
+
+
+# -- evidence text and the cause that explains a divergence ----------------------------------------
+NAN_ULP = (1 << 63) - 1  # the distance experiments report for a NaN against a number (int64 max)
+_SINGULAR = {"have": "has", "come": "comes", "cast": "casts", "differ": "differs", "are": "is"}
+
+
+def readable(text: str) -> str:
+    """Evidence as a reader wants it: a NaN against a number said so (not '9223372036854775807 ULP' or
+    'None ULP'), and '1 element' in the singular. The JSON keeps the experiments' own words."""
+    nan = str(NAN_ULP)
+    text = re.sub(rf"\(max {nan} ULP\)", "(with a NaN against a number)", text)
+    text = re.sub(rf"\bis {nan} ULP from (it|the correctly rounded result|the exact result)",
+                  r"disagrees with \1 on NaN (a NaN against a number)", text)
+    text = re.sub(r"\bis None ULP away in (\d+) elements", r"differs in \1 elements, with a NaN against a number",
+                  text)
+    text = re.sub(rf"\b{nan} ULP\b", "a NaN against a number", text)
+    text = re.sub(r"\bNone ULP\b", "a NaN against a number", text)
+    def one(m: re.Match) -> str:
+        verb = m.group(2)
+        return f"1 {m.group(1) or ''}element" + (f" {_SINGULAR[verb.strip()]}" if verb else "")
+
+    return re.sub(r"\b1 (differing )?elements\b( have| come| cast| differ| are)?", one, text)
+
+
+def is_rerun(cause: Any) -> bool:
+    """A cause decided by re-running the whole program (a flag flipped, another compiler): it shows
+    what restores parity, not which op's values show the mechanism."""
+    return cause.experiment.startswith(("re-ran ", "ran "))
+
+
+def _supporting(cause: Any) -> bool:
+    """A cause that does not explain a divergence alone: an amplifier downstream, or a fingerprint of
+    subnormal flushing."""
+    return cause.cause == "amplification" or (cause.cause == "denormal-flush"
+                                              and cause.experiment.startswith("candidate"))
+
+
+def _cites(cause: Any, first: Any) -> bool:
+    """The cause's experiment was run on ``first`` (a ``LocalDivergence``): '#3 log (model.py:12)'."""
+    return first is not None and f"#{first.op.index} {first.op.primitive} (" in cause.experiment
+
+
+def explaining_cause(causes: Sequence[Any], first: Any = None) -> Any | None:
+    """The confirmed cause that explains the divergence: one decided on the diverging op's own values
+    (identity rewrite, math library, wrong code, ...) before one that a whole-program re-run confirmed
+    (a flag such as xla_disable_hlo_passes=algsimp changes more than this op: the re-run is the proof),
+    the one at the first diverging op (``first``) before others; rounding noise only where nothing is
+    confirmed; an amplifier last."""
+    found = [c for c in causes if c.status in ("confirmed", "partly", "noise")]
+    status = {"confirmed": 0, "partly": 1, "noise": 2}
+    return min(found, key=lambda c: (c.cause == "unknown", _supporting(c), c.status == "noise", is_rerun(c),
+                                     not _cites(c, first), status[c.status]), default=None)
+
+
+def short_title(title: str) -> str:
+    """'identity rewrite that ignores overflow' of 'identity rewrite that ignores overflow (e.g. ...)'."""
+    return title.split(" (", 1)[0]
+
+
+# What a cause's fix is: a fix removes the cause; a workaround lives with it (nothing is wrong, or the
+# runtime cannot be changed); a bug is reported.
+_WORKAROUND = {"reduction-order", "math-library", "denormal-flush", "amplification"}
+_REPORT = {"wrong-code", "other-lowering", "unknown"}
+
+
+def fix_label(cause: Any) -> str:
+    """'fix', 'workaround' or 'what to do' for a cause's ``fix`` text."""
+    return "what to do" if cause.cause in _REPORT else "workaround" if cause.cause in _WORKAROUND else "fix"
+
+
+def fix_note(cause: Any, fixes: Sequence[Any] = ()) -> str:
+    """' (verified by a re-run)', ' (not verified by a re-run)', ...: what backs the cause's fix text; ''
+    where a re-run cannot verify it (nothing is wrong, or a bug to report)."""
+    if fix_label(cause) == "what to do" or cause.fix.startswith("nothing is wrong"):
+        return ""
+    proof = cause.proof if cause.proof is not None and cause.proof.verified else \
+        next((f for f in fixes if f.verified and f.description == cause.fix), None)
+    if proof is not None:
+        return f" (verified: {proof.spec} restores parity)" if proof.spec else " (verified by a re-run)"
+    if cause.proof is not None:
+        how = "only narrows the difference" if "closer" in cause.proof.evidence else "did not restore parity"
+        return f" (re-running with it, {cause.proof.spec}, {how})"
+    if cause.status == "partly":
+        return " (a re-run with it only narrows the difference)"
+    return " (not verified by a re-run)"
+
+
+def advice(e: Any) -> list[str]:
+    """The fix or workaround of each confirmed cause that explains the divergence of explanation ``e``
+    and that no fix of ``e.fixes`` already shows (with its re-run): 'Workaround: ... (not verified by a
+    re-run)'. The explaining cause first; a cause only a whole-program re-run confirmed has its fix there."""
+    loc = e.localization
+    first = loc.first if loc is not None else None
+    main = explaining_cause(e.causes, first)
+    if main is None:
+        return []
+    shown = {f.description for f in e.fixes}
+    others = [c for c in e.causes if c.status in ("confirmed", "partly", "noise") and c is not main
+              and not is_rerun(c) and c.cause != "unknown"]
+    lines = []
+    for c in [main, *others]:
+        if not c.fix or c.fix in shown:
+            continue
+        shown.add(c.fix)
+        label = fix_label(c)
+        head = label[:1].upper() + label[1:] + ("" if c is main else f" for {short_title(c.title)}")
+        note = fix_note(c, e.fixes)
+        lines.append(f"{head}: {c.fix}{note}")
+    return lines

@@ -10,7 +10,7 @@ Stable hooks for tests and styling: ``id="header"``, ``id="verdict"``, ``id="sum
 ``class="verdict-<verdict>"``), ``id="findings"``, ``id="drift"`` (one ``<polyline class="drift-line">``
 per explained path), ``id="histograms"``, ``id="explain-<path>"``, ``id="local-<path>"``,
 ``id="hlo-<path>"``, ``id="fingerprint-<path>"``, ``id="causes-<path>"``, ``id="fix-<path>-<n>"``,
-``id="values"``, ``id="howto"``.
+``id="advice-<path>-<n>"`` (the fix or workaround no re-run verified), ``id="values"``, ``id="howto"``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..metrics import dtype_class
 from ..result import ComparisonResult, LeafResult, PathResult
-from .explanation import group_explanations, iteration_growth, layer_growth
-from .format import (HUGE_ULP, HUGE_ULP_NOTE, fmt, leaf_line, path_line, producer, summary_line, ulp_text,
-                     values_text)
+from .explanation import group_explanations, iteration_growth, layer_growth, local_distance
+from .format import (HUGE_ULP, HUGE_ULP_NOTE, advice, fmt, leaf_line, path_line, producer, readable, summary_line,
+                     ulp_text, values_text)
 
 __all__ = ["render_html_report", "write_html"]
 
@@ -64,6 +65,7 @@ dl.meta dt{font-weight:600;color:var(--muted)}dl.meta dd{margin:0;overflow-wrap:
 .status-noise{color:#0969da}.status-refuted,.status-not-run{color:var(--grey)}
 .fix{border:1px solid var(--line);border-radius:6px;padding:8px 12px;margin:8px 0}
 .fix.verified{border-left:4px solid var(--ok)}.fix.unverified{border-left:4px solid var(--bad)}
+.fix.advice{border-left:4px solid var(--warn)}
 .mark-ok{color:var(--ok);font-weight:600}.mark-bad{color:var(--bad);font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
 figure{margin:0}figcaption{font-size:13px;color:var(--muted)}
@@ -143,6 +145,10 @@ def _cell(p: PathResult, leaf: LeafResult | None) -> str:
         verdict = "within tolerance" if d.within_tolerance else "differs"
         main = f"{d.max_ulp} ULP"
     sub = f"{d.n_differ}/{d.size} differ · abs {fmt(d.max_abs)}"
+    if d.nan_mismatch:  # no distance: a NaN against a number is the worst there is
+        main, sub = "NaN", f"{d.n_differ}/{d.size} differ · {d.nan_mismatch} NaN against a number"
+    elif d.n_differ and dtype_class(d.dtype) in ("int", "uint", "bool"):  # integers: their absolute difference
+        main, sub = f"by {d.max_ulp}", f"{d.n_differ}/{d.size} differ"
     title = leaf_line(leaf, "")
     return (f'<td class="cell {_verdict_class(verdict)}" title="{_e(title)}" data-max-ulp="{d.max_ulp}">'
             f'<span class="ulp">{_e(main)}</span><small>{_e(sub)}</small></td>')
@@ -388,15 +394,17 @@ def _explanation_one(e: Any) -> str:
             loops = any(d.within for d in shown)
             rows = [[str(d.op.index)] + ([_e(": ".join(f.describe() for f in d.within))] if loops else []) +
                     [f"<code>{_e(_op(d.op))}</code>", _e(d.op.name_stack or ""),
-                     f"<code>{_e(_where(d.op))}</code>", str(d.max_ulp), f"{d.n_differ}/{d.size}",
+                     f"<code>{_e(_where(d.op))}</code>", _e(local_distance(d)), f"{d.n_differ}/{d.size}",
                      _e(d.declared_side)] for d in shown]
-            cols = ["#"] + (["in loop"] if loops else []) + ["op", "module", "line", "ULP", "differ", "declared kept by"]
+            cols = ["#"] + (["in loop"] if loops else []) + ["op", "module", "line", "max diff", "differ",
+                                                              "declared kept by"]
             opened = " and the loop bodies opened" if any(d.within for d in loc.local) else ""
             out.append(_table(f"local-{sid}", f"first ops that diverge on their own ({len(loc.local)} among {loc.ops} "
                               f"ops{opened}; {noise} are reduction noise)", cols, rows,
                               {0, 4 + loops, 5 + loops}))
             details = [f"<li><b>#{d.op.index}</b>: {_e(d.detail)}</li>" for d in shown if d.detail]
-            details += [f"<li><b>#{d.op.index}</b>: {_e(d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None))}</li>"
+            details += [f"<li><b>#{d.op.index}</b>: "
+                        f"{_e(readable(d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None)))}</li>"
                         for d in shown if d.elements is not None and (d.elements.classes or d.elements.wrong_side())]
             details += [f"<li><b>#{d.op.index}</b>: {_e(m.description)} "
                         f"{'reproduces the path bit for bit' if m.reproduces_path else f'is {m.max_ulp_to_path} ULP from the path'}"
@@ -430,17 +438,17 @@ def _explanation_one(e: Any) -> str:
                    f'<ul>{"".join(items)}</ul></div>')
     fp = e.fingerprint
     if fp is not None and fp.matches:
-        rows = [[f"<code>{_e(m.candidate)}</code>", "<span class='mark-ok'>exact</span>" if m.exact else "",
-                 "—" if m.max_ulp is None else str(m.max_ulp), str(m.n_differ), _e(m.description)]
+        rows = [[f"<code>{_e(m.candidate)}</code>", "<span class='mark-ok'>yes</span>" if m.exact else "",
+                 "NaN" if m.max_ulp is None else str(m.max_ulp), str(m.n_differ), _e(m.description)]
                 for m in fp.matches]
         out.append(_table(f"fingerprint-{sid}", "which semantics reproduce these outputs",
-                          ["candidate", "", "max ULP", "differ", "what it means"], rows, {2, 3}))
+                          ["candidate", "exact", "max ULP", "differ", "what it means"], rows, {2, 3}))
     tested = [v for v in e.causes if v.status != "not run"]
     untested = [v for v in e.causes if v.status == "not run"]
 
     def cause_row(v: Any) -> list[str]:
-        return [_e(v.title), f"<span class='status-{_slug(v.status)}'>{_e(v.status)}</span>", _e(v.experiment),
-                _e(v.evidence)]
+        return [_e(v.title), f"<span class='status-{_slug(v.status)}'>{_e(v.status)}</span>",
+                _e(readable(v.experiment)), _e(readable(v.evidence))]
 
     if e.causes:  # none when explaining the path failed: the summary says why
         out.append(_table(f"causes-{sid}", "causes, each tested", ["cause", "result", "experiment", "evidence"],
@@ -454,7 +462,10 @@ def _explanation_one(e: Any) -> str:
                 else "<span class='mark-bad'>✗ not verified</span>")
         out.append(f'<div class="fix {"verified" if fix.verified else "unverified"}" id="fix-{sid}-{k}">'
                    f'<b>fix ({_e(fix.kind)})</b>: {mark} <code>{_e(fix.spec or "")}</code>'
-                   f'<div>{_e(fix.description)}</div><div class="note">{_e(fix.evidence)}</div></div>')
+                   f'<div>{_e(fix.description)}</div><div class="note">{_e(readable(fix.evidence))}</div></div>')
+    for k, line in enumerate(advice(e)):  # the fix or workaround of the cause that explains it, with no re-run
+        head, _, rest = line.partition(": ")
+        out.append(f'<div class="fix advice" id="advice-{sid}-{k}"><b>{_e(head)}</b>: {_e(rest)}</div>')
     for note in e.notes:
         out.append(f'<p class="note">note: {_e(note)}</p>')
     out.append("</section>")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..metrics import dtype_class
 from ..result import ComparisonResult, PathResult
+from .explanation import fit_columns, stacked
 from .format import arrays_line, fmt, path_line, summary_line, values_text
 
 __all__ = ["print_result", "render", "render_text"]
@@ -30,21 +34,38 @@ def _shape(info: Any) -> str:
     return f"{info.dtype}[{','.join(map(str, info.shape))}]"
 
 
-def _rows(p: PathResult, many_outputs: bool) -> list[list[Any]]:
+def _distance_cells(d: Any) -> tuple[str, str]:
+    """(max ULP, max abs) of a leaf's difference: integers by their exact absolute difference (no ULP),
+    'NaN' where an element is a NaN against a number (it has no distance, and is the worst)."""
+    if d is None:
+        return "", ""
+    if d.nan_mismatch:
+        return "NaN", "NaN"
+    if dtype_class(d.dtype) in ("int", "uint", "bool"):
+        return "", str(d.max_ulp)
+    return str(d.max_ulp), fmt(d.max_abs)
+
+
+def _rows(p: PathResult, many_outputs: bool, label: Any = None) -> list[list[Any]]:
     verdict = Text(p.verdict.upper() if p.verdict == "differs" else p.verdict, style=_STYLE[p.verdict])
     time = f"{p.seconds:.2f}s" if p.seconds else ""
+    label = Text(p.spec) if label is None else label
     if not p.leaves:
-        return [[p.spec, verdict, *([""] * (6 if many_outputs else 5)), time]]
+        return [[label, verdict, *([""] * (6 if many_outputs else 5)), time]]
     rows = []
     for i, leaf in enumerate(p.leaves):
         d, err = leaf.diff, leaf.error_vs_f64
-        ideal_abs = fmt(err.max_abs) if err is not None and p.spec != "f64" else ""
-        ideal_ulp = str(err.max_ulp) if err is not None and err.max_ulp is not None and p.spec != "f64" else ""
+        ideal_abs = ideal_ulp = ""
+        if err is not None and p.spec != "f64":
+            exact = err.max_ulp is None and float(err.max_abs).is_integer()  # integers: their exact difference
+            ideal_abs = str(int(err.max_abs)) if exact else fmt(err.max_abs)
+            ideal_ulp = "" if err.max_ulp is None else str(err.max_ulp)
+        ulp, abs_ = _distance_cells(d)
         row = [
-            p.spec if i == 0 else "",
+            label if i == 0 else "",
             verdict if i == 0 else "",
-            str(d.max_ulp) if d else "",
-            fmt(d.max_abs) if d else "",
+            ulp,
+            abs_,
             f"{d.n_differ}/{d.size}" if d else "",
             ideal_abs,
             ideal_ulp,
@@ -56,15 +77,28 @@ def _rows(p: PathResult, many_outputs: bool) -> list[list[Any]]:
     return rows
 
 
+def _spec_lines(spec: str, width: int) -> Text:
+    """A path spec broken after its ':' and ',' (never inside a name) into lines of at most ``width``."""
+    lines: list[str] = []
+    for piece in re.split(r"(?<=[:,])", spec):
+        if lines and len(lines[-1]) + len(piece) <= width:
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    return Text("\n".join(lines))
+
+
 class _PathsTable:
     """The per-path table, fitted to the width it is drawn at: in a narrow CI log (80 columns) the
-    time and f64 ULP columns go (the progress lines show the times, the f64 line the ULP) before any
-    cell breaks inside a word or a number ("DIFFER S", "4.88e-0 7")."""
+    time, f64 ULP and f64 err columns go (the progress lines show the times, the f64 line the ULP),
+    then long path specs break after their ':' and ',', before any cell breaks inside a word or a
+    number ("DIFFER S", "4.88e-0 7", "tflite:kernels=bui / ltin"); where nothing fits, one line per row."""
 
     def __init__(self, result: ComparisonResult) -> None:
         self.result = result
 
-    def build(self, drop: tuple[str, ...] = ()) -> Table:
+    def build(self, drop: tuple[str, ...] = (), split: int = 0) -> Table:
+        """The table without the ``drop`` columns; specs broken into lines of ``split`` characters (0: whole)."""
         result = self.result
         many = len(result.outputs) > 1
         table = Table(show_edge=False, header_style="bold", pad_edge=False)
@@ -75,25 +109,33 @@ class _PathsTable:
         keep = [i for i, (col, _) in enumerate(columns) if col not in drop]
         for i in keep:
             col, justify = columns[i]
-            table.add_column(col, justify=justify, no_wrap=col != "path",  # type: ignore[arg-type]
-                             overflow="fold" if col == "path" else "ellipsis", max_width=32 if col == "path" else None)
+            table.add_column(col, justify=justify, no_wrap=col != "path")  # type: ignore[arg-type]
         for p in result.paths:
-            for row in _rows(p, many):
+            label = _spec_lines(p.spec, split) if split else Text(p.spec)
+            for row in _rows(p, many, label):
                 table.add_row(*(row[i] for i in keep))
         return table
 
     def __rich_console__(self, console: Console, options: Any) -> Any:
-        for drop in ((), ("time",), ("time", "f64 ULP")):
-            table = self.build(drop)
-            natural = console.measure(table, options=options.update_width(10_000)).maximum
-            if natural <= options.max_width:
-                break
-        yield table
+        drops = ((), ("time",), ("time", "f64 ULP"), ("time", "f64 ULP", "f64 err"))
+        for split in (0, 24, 12):
+            for drop in drops:
+                table = self.build(drop, split)
+                if fit_columns(table, console, options.max_width):
+                    yield table
+                    return
+        yield from stacked(self.build(drops[-1]))
 
 
-def _grid() -> Table:
+_LABEL = 32  # the widest label column of a grid, unless one part of a path spec is wider (up to 40)
+
+
+def _grid(labels: Sequence[str] = ()) -> Table:
+    """Label and text; the labels (path specs) break after ':' and ',' (``_spec_lines``), so the label
+    column is as wide as their longest part, at least 32 and at most 40 characters."""
+    parts = [len(piece) for label in labels for piece in re.split(r"(?<=[:,])|\s+", label)]
     grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", max_width=32, overflow="fold")
+    grid.add_column(style="bold", max_width=min(max([_LABEL, *parts]), 40), overflow="fold")
     grid.add_column()
     return grid
 
@@ -107,12 +149,12 @@ def render(result: ComparisonResult, verbose: bool = False) -> Group:
     head.append(f"\nbaseline {result.baseline}, tolerance {result.tolerance.describe()}")
 
     table = _PathsTable(result)
-    findings = _grid()
+    findings = _grid([p.spec for p in result.paths])
     for p in result.paths:
         line = Text(path_line(p, result.baseline), style=_STYLE[p.verdict] if not p.passed else "")
         for note in p.notes:
             line.append(f"\n{note}", style="dim")
-        findings.add_row(p.spec, line)
+        findings.add_row(_spec_lines(p.spec, _LABEL), line)  # a long spec breaks after ':' and ',', not inside a name
     parts: list[Any] = [head, Text(""), table, Text(""), findings]
     if any(p.samples for p in result.paths):
         parts += [Text(""), _samples_table(result)]
@@ -150,10 +192,10 @@ def _values(result: ComparisonResult) -> Table | None:
     rows = [(p.spec, lf) for p in result.paths for lf in p.leaves if lf.values is not None]
     if not rows:
         return None
-    grid = _grid()
-    for spec, lf in rows:
-        label = f"{spec} {lf.name}" if len(result.outputs) > 1 else spec
-        grid.add_row(label, Text(values_text(lf.values)))  # Text: "[nan]" is not markup  # type: ignore[union-attr]
+    labels = [f"{spec} {lf.name}" if len(result.outputs) > 1 else spec for spec, lf in rows]
+    grid = _grid(labels)
+    for label, (_, lf) in zip(labels, rows):
+        grid.add_row(_spec_lines(label, _LABEL), Text(values_text(lf.values)))  # Text: "[nan]" is not markup  # type: ignore[union-attr]
     return grid
 
 

@@ -29,10 +29,15 @@ from ..values import OpValues, _bind, op_by_op, op_values, program_values
 from .capture import Probe
 from .structure import Body, LoopTrace, body_of, loop_kind
 
-__all__ = ["first_departing", "open_loops"]
+__all__ = ["first_departing", "frame_key", "open_loops"]
 
 MAX_OPENED = 3  # loops opened per program level: the first few local divergences tell the story
 MAX_DEPTH = 8
+
+
+def frame_key(frames: Sequence[LoopFrame]) -> tuple[tuple[int, int | None], ...]:
+    """Which body a divergence lies in: (loop op index, iteration or branch) for each level."""
+    return tuple((f.op.index, f.branch if f.kind == "cond" else f.iteration) for f in frames)
 
 
 def _read(program: FlatProgram, ref: Any, vals: OpValues) -> Any:
@@ -171,9 +176,10 @@ def _body_values(spec: str, body: Body, step: int, ins: list[Any], outs: list[An
 
 def open_loops(program: FlatProgram, loc: Localization, path_vals: OpValues, base_vals: OpValues, *, case: FlatProgram,
                flat_args: Sequence[Any], plain_outputs: Sequence[np.ndarray] | None = None, probe: Probe = (),
-               frames: tuple[LoopFrame, ...] = (), depth: int = 0) -> Localization:
+               frames: tuple[LoopFrame, ...] = (), depth: int = 0, keep: dict | None = None) -> Localization:
     """``loc`` with each local divergence at a loop or branch replaced by the local divergences inside
-    the iteration (or branch) where it departs on its own, recursively."""
+    the iteration (or branch) where it departs on its own, recursively. ``keep``, when given, receives
+    each opened body's program and both sides' values, keyed by ``frame_key`` of its frames."""
     local: list[LocalDivergence] = []
     notes = list(loc.notes)
     opened = 0
@@ -186,7 +192,7 @@ def open_loops(program: FlatProgram, loc: Localization, path_vals: OpValues, bas
         opened += 1
         try:
             inner, inner_notes = _open(program, op, d, path_vals, base_vals, case, flat_args, plain_outputs, probe,
-                                       frames, depth)
+                                       frames, depth, keep)
         except Exception as e:  # opening is extra evidence: the loop op stays the finding
             inner, inner_notes = [d], [f"#{d.op.index} {kind} could not be opened ({type(e).__name__}: "
                                        f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})"]
@@ -197,7 +203,7 @@ def open_loops(program: FlatProgram, loc: Localization, path_vals: OpValues, bas
 
 def _open(program: FlatProgram, op: Any, d: LocalDivergence, path_vals: OpValues, base_vals: OpValues,
           case: FlatProgram, flat_args: Sequence[Any], plain_outputs: Sequence[np.ndarray] | None, probe: Probe,
-          frames: tuple[LoopFrame, ...], depth: int) -> tuple[list[LocalDivergence], list[str]]:
+          frames: tuple[LoopFrame, ...], depth: int, keep: dict | None) -> tuple[list[LocalDivergence], list[str]]:
     path, baseline = path_vals.path, base_vals.path
     kind = loop_kind(op)
     p_ins = [_read(program, r, path_vals) for r in op.inputs]
@@ -247,9 +253,11 @@ def _open(program: FlatProgram, op: Any, d: LocalDivergence, path_vals: OpValues
                          "compiler fused differently): its per-op values are evidence, not the fused program")
     inner = localize(body.program, pb, bb, [], baseline)
     here = frames + (frame,)
+    if keep is not None:
+        keep[frame_key(here)] = (body.program, pb, bb)
     inner = dataclasses.replace(inner, local=tuple(dataclasses.replace(x, within=here) for x in inner.local))
     inner = open_loops(body.program, inner, pb, bb, case=case, flat_args=flat_args, plain_outputs=plain_outputs,
-                       probe=new_probe, frames=here, depth=depth + 1)
+                       probe=new_probe, frames=here, depth=depth + 1, keep=keep)
     notes += [f"in {frame.describe()}: {n}" for n in inner.notes]
     if not inner.local:
         how = f" ({frame.how})" if frame.how else ""

@@ -1,0 +1,136 @@
+"""The smallest piece of a program that still diverges on its own: a region of ops, and its elements.
+
+Shrinking is delta debugging in two steps, around the locally diverging op (the *target*):
+1. ops: the target alone; else the target with its producers, one generation further each time (a
+   fused region: FMA needs the multiply, excess precision the narrow op whose rounding was dropped);
+   then every op but the target is dropped in turn while the region still diverges (1-minimal);
+2. elements: where every op is elementwise, only the elements whose outputs differ are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+from jax.extend.core import Literal
+
+from ..localize.program import FlatProgram
+from ..localize.region import Region, RegionError, differs, make_region, run_region
+from ..localize.values import OpValues
+
+__all__ = ["ReduceError", "Runner", "grow_and_shrink", "shrink_elements", "ELEMENTWISE"]
+
+MAX_GENERATIONS = 4  # producers added around the target before giving up on a local region
+MAX_REGION_OPS = 24
+MAX_ELEMENTS = 8  # differing elements kept by element shrinking
+
+# Primitives whose output element i depends only on element i of each (same-shaped) input, and whose
+# parameters do not name a shape: they run unchanged on a slice of their inputs.
+ELEMENTWISE = frozenset(
+    "abs acos acosh add and asin asinh atan atan2 atanh cbrt ceil clamp convert_element_type cos cosh div eq "
+    "erf erf_inv erfc exp exp2 expm1 floor ge gt imag integer_pow is_finite le lgamma digamma log log1p logistic "
+    "lt max min mul ne neg nextafter not or population_count pow real reduce_precision rem round rsqrt "
+    "select_n shift_left shift_right_arithmetic shift_right_logical sign sin sinh sqrt square sub tan tanh "
+    "xor copy copy_p".split())
+
+
+class ReduceError(RegionError):
+    """The divergence could not be reduced; the message says where and why."""
+
+
+Runner = Callable[[str, Region], list[np.ndarray]]
+
+
+def _producers(program: FlatProgram) -> dict[int, int]:
+    return {v: i for i, op in enumerate(program.ops) for v in op.outputs if v is not None}
+
+
+def grow_and_shrink(program: FlatProgram, vals: OpValues, target: int, base: str, path: str,
+                    run: Runner = run_region, log: Callable[[str], None] = lambda _: None,
+                    start: set[int] | None = None) -> tuple[Region, list[np.ndarray], list[np.ndarray], int]:
+    """The 1-minimal region around ``target`` that diverges when ``base`` and ``path`` each run it
+    alone, its two results, and how many regions were tried. ``start``: the ops to begin with (a
+    fused region the localizer could only bound), else the target alone."""
+    producer = _producers(program)
+    chosen: set[int] = set(start or ()) | {target}
+    frontier = set(chosen)
+    tried = 0
+    found: tuple[Region, list, list] | None = None
+    for generation in range(MAX_GENERATIONS + 1):
+        region = make_region(program, vals, chosen, target)
+        tried += 1
+        b, p = run(base, region), run(path, region)
+        if differs(b, p):
+            found = (region, b, p)
+            break
+        log(f"{len(chosen)} op(s) around #{target} agree on their own; adding their producers")
+        nxt = {producer[r] for i in frontier for r in program.ops[i].inputs
+               if not isinstance(r, Literal) and r in producer} - chosen
+        if not nxt or len(chosen | nxt) > MAX_REGION_OPS:
+            break
+        chosen |= nxt
+        frontier = nxt
+    if found is None:
+        raise ReduceError(f"op #{target} {program.ops[target].info.primitive} and the {len(chosen) - 1} op(s) before "
+                          f"it agree when {base} and {path} run them on their own: the divergence needs more of the "
+                          "program (how the compiler fuses it) than a small region keeps")
+    region, b, p = found
+    for i in sorted(region.ops):  # earliest (farthest from the target) first
+        if i == target or len(region.ops) == 1:
+            continue
+        smaller = make_region(program, vals, [j for j in region.ops if j != i], target)
+        tried += 1
+        b2, p2 = run(base, smaller), run(path, smaller)
+        if differs(b2, p2):
+            region, b, p = smaller, b2, p2
+    return region, b, p, tried
+
+
+def shrink_elements(region: Region, base_out: list[np.ndarray], path_out: list[np.ndarray], base: str, path: str,
+                    run: Runner = run_region, cause: str | None = None
+                    ) -> tuple[Region, list[np.ndarray], list[np.ndarray]] | None:
+    """The region on only the elements whose outputs differ (at most MAX_ELEMENTS), when every op is
+    elementwise and still diverges that way; None when it cannot be shrunk. With ``cause``, only the
+    differing elements that cause concerns are kept (subnormal inputs for subnormal handling...), so
+    the reproducer shows that divergence and its fix removes it."""
+    prog = region.program
+    if any(prog.ops[i].info.primitive not in ELEMENTWISE for i in region.ops):
+        return None
+    shape = np.asarray(path_out[0]).shape
+    if len(shape) == 0 or any(np.asarray(v).shape not in (shape, ()) for v in region.values):
+        return None
+    differ = np.zeros(int(np.prod(shape)), bool)
+    for b, p in zip(base_out, path_out):
+        from ..metrics import ulp_distance
+
+        differ |= (ulp_distance(np.asarray(p), np.asarray(b)) != 0).reshape(-1)
+    concerned = _concerned(cause, [np.asarray(v) for v in region.values], shape)
+    if concerned is not None and np.any(differ & concerned):
+        differ &= concerned
+    idx = np.flatnonzero(differ)[:MAX_ELEMENTS]
+    if idx.size == 0 or idx.size == differ.size:
+        return None
+    values = tuple(np.asarray(v).reshape(-1)[idx] if np.asarray(v).shape == shape else v for v in region.values)
+    small = replace(region, values=values, elements=tuple(int(i) for i in idx), full_size=int(differ.size))
+    b, p = run(base, small), run(path, small)
+    return (small, b, p) if differs(b, p) else None
+
+
+def _concerned(cause: str | None, values: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray | None:
+    """The output elements whose inputs show what ``cause`` is about, or None for any element."""
+    import ml_dtypes
+
+    floats = [v.astype(np.float64).reshape(-1) for v in values
+              if v.shape == shape and v.dtype.kind in "fV" and v.dtype.name != "void"]
+    if not floats:
+        return None
+    if cause == "denormal-flush":
+        masks = []
+        for v, orig in zip(floats, [v for v in values if v.shape == shape and v.dtype.kind in "fV"]):
+            tiny = float(ml_dtypes.finfo(orig.dtype).smallest_normal)
+            masks.append((np.abs(v) > 0) & (np.abs(v) < tiny))
+        return np.logical_or.reduce(masks)
+    if cause in ("implementation-defined-conversion", "ieee-fold", "fast-min-max"):
+        return np.logical_or.reduce([~np.isfinite(v) | (np.abs(v) >= 2.0**31) for v in floats])
+    return None

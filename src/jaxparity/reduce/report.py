@@ -1,0 +1,137 @@
+"""The words around a reproducer: the script's docstring and a bug-report draft in Markdown."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import textwrap
+from typing import Any
+
+import numpy as np
+
+from ..paths.base import parse_spec
+from ..localize.region import Region
+
+__all__ = ["docstring", "markdown", "versions", "cpu_features"]
+
+_DISTS = {"jax": ("jax", "jaxlib"), "savedmodel": ("tensorflow-cpu", "tensorflow"),
+          "tflite": ("tensorflow-cpu", "tensorflow", "ai-edge-litert"), "onnx": ("jax2onnx", "onnxruntime"),
+          "onnx-ref": ("jax2onnx", "onnx"), "iree": ("iree-base-compiler", "iree-base-runtime")}
+_FEATURES = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bf16", "avx512_fp16", "amx_bf16", "amx_tile", "sse4_2",
+             "neon", "asimd", "sve")
+
+
+def versions(*specs: str) -> str:
+    """``jax 0.9.2, jaxlib 0.9.2, tensorflow-cpu 2.21.0``: the packages the two computations use."""
+    dists = list(_DISTS["jax"])
+    for spec in specs:
+        dists += _DISTS.get(parse_spec(spec)[0], ())
+    found = []
+    for d in dict.fromkeys(dists):
+        try:
+            found.append(f"{d} {importlib.metadata.version(d)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return ", ".join(found)
+
+
+def cpu_features() -> str:
+    """``x86_64 (avx2 fma avx512f)``: the machine and the CPU features that change float results."""
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    shown = [f for f in _FEATURES if f in flags]
+    return f"{platform.machine()}" + (f" ({' '.join(shown)})" if shown else "")
+
+
+def _value(x: Any) -> str:
+    x = np.asarray(x)
+    if x.dtype.kind in "fV" or x.dtype.name == "bfloat16":
+        return repr(float(x.astype(np.float64)))
+    return repr(x.item())
+
+
+def _table(expected: list[np.ndarray], observed: list[np.ndarray], baseline: str, path: str,
+           limit: int = 6) -> list[str]:
+    rows = []
+    for k, (e, o) in enumerate(zip(expected, observed)):
+        e, o = np.asarray(e).reshape(-1), np.asarray(o).reshape(-1)
+        same = (e.view(f"u{e.dtype.itemsize}") == o.view(f"u{o.dtype.itemsize}")) if e.dtype.kind in "fV" else e == o
+        for i in np.flatnonzero(~same)[:limit]:
+            rows.append(f"output {k}[{i}]: {baseline} {_value(e[i])}, {path} {_value(o[i])}")
+    return rows
+
+
+def _cause(expl: Any) -> tuple[str, str]:
+    chosen = [c for c in expl.causes if c.status in ("confirmed", "partly", "noise")]
+    if not chosen:
+        return "unknown", ""
+    c = chosen[0]
+    return f"{c.title} ({c.status})", c.evidence
+
+
+def docstring(expl: Any, d: Any, region: Region, baseline: str, path: str, case: str, when: str, fix: str | None,
+              expected: list[np.ndarray], observed: list[np.ndarray], name: str, version: str) -> str:
+    line = d.op.user_source or d.op.source or "unknown line"
+    ops = ", ".join(region.program.ops[i].info.primitive for i in region.ops)
+    n_in = len(region.values)
+    kept = (f"{len(region.elements)} of its {region.full_size} output elements (those that differ)"
+            if region.elements else "all of its elements")
+    cause, evidence = _cause(expl)
+    out = [f"{d.op.primitive} differs between {baseline} and {path}",
+           "",
+           f"Reduced by jaxparity {version} on {when} from {case}: {d.where()} ({line}).",
+           f"This script runs {len(region.ops)} op{'s' if len(region.ops) > 1 else ''} ({ops}) on {n_in} "
+           f"captured input{'s' if n_in > 1 else ''}, {kept}.",
+           f"Cause: {cause}" + (f": {evidence}" if evidence else "") + "."]
+    if d.elements is not None:
+        out.append("Element evidence: " + d.elements.describe(path, baseline, d.within_noise_bound,
+                                                               d.unrounded is not None) + ".")
+    out += ["", "When it was written:", *[f"  {r}" for r in _table(expected, observed, baseline, path)],
+            f"  with {versions(baseline, path)}; CPU {cpu_features()}", "",
+            f"    python {name}           # exit 1 while {path} differs from {baseline}, 0 once they agree"]
+    if fix:
+        out.append(f"    python {name} --fixed   # {fix}")
+    wrapped = []
+    for ln in out:
+        if ln.startswith("  ") or len(ln) <= 100:
+            wrapped.append(ln)
+        else:
+            wrapped += textwrap.wrap(ln, 100, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(wrapped)
+
+
+def markdown(red: Any, case: str, name: str) -> str:
+    """A bug-report draft: title, what differs, the cause and its evidence, the pass, versions, the script."""
+    expl = red.explanation
+    cause, evidence = _cause(expl)
+    kind = parse_spec(red.path)[0]
+    wrong = next((c for c in expl.causes if c.cause == "wrong-code" and c.status == "confirmed"), None)
+    first = expl.localization.first if expl.localization is not None else None
+    title = f"{red.region[-1]} gives different results on {kind} than on {parse_spec(red.baseline)[0]}"
+    lines = [f"# {title}", "",
+             f"A {len(red.region)}-op program ({', '.join(red.region)}) gives different results when run by "
+             f"`{red.path}` and by `{red.baseline}` on the same inputs. The script below is standalone (numpy and "
+             f"the runtimes' own packages) and exits 1 while the results differ.", "",
+             "## What differs", "", *[f"- {r}" for r in _table(red.expected, red.observed, red.baseline, red.path)], "",
+             "## Cause", "", f"**{cause}**" + (f": {evidence}" if evidence else "") + "."]
+    if first is not None and first.elements is not None:
+        lines += ["", first.elements.describe(red.path, red.baseline, first.within_noise_bound,
+                                              first.unrounded is not None) + "."]
+    if wrong is not None:
+        lines += ["", f"The differing result is wrong code, not rounding: {wrong.evidence}."]
+    if red.script.fixed:
+        lines += ["", f"`python {name} --fixed` applies the fix ({red.script.fixed}) and exits 0."]
+    lines += ["", "## Versions", "", f"{versions(red.baseline, red.path)}; CPU {cpu_features()}; Python "
+              f"{platform.python_version()}", "", "## Reproducer", "",
+              f"Found in `{case}` at {red.where}; reduced by jaxparity (`jaxparity reduce`).", "", "```python",
+              red.script.text.rstrip(), "```"]
+    if red.script.sidecar:
+        lines += ["", f"The inputs are in `{name.rsplit('.', 1)[0]}.npz` beside the script (attach it too)."]
+    return "\n".join(lines) + "\n"
