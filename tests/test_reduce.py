@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import ml_dtypes
 import numpy as np
 import pytest
@@ -168,3 +169,26 @@ def test_cli_reduce_writes_the_script_and_the_report(tmp_path, capsys):
     said = capsys.readouterr().out
     assert "reproduces in a fresh process" in said and "div.py" in said
     assert out.exists() and (tmp_path / "div.md").read_text().startswith("# div gives different results")
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda a, b: jax.numpy.einsum("bij,bjk->bik", a, b), [(3, 4, 5), (3, 5, 2)]),
+    (lambda a, b: a @ b, [(6, 7), (7, 3)]),
+    (lambda a: a.sum(axis=(0, 2)), [(4, 5, 6)]),
+    (lambda a: a.max(axis=1), [(4, 5)]),
+])
+def test_what_one_output_element_of_a_contraction_reads(fn, shapes):
+    """The slices shrink_operands cuts are exactly what the element reads: the op on them gives it."""
+    import jax
+    from jaxparity.localize.program import flatten
+    from jaxparity.reduce.region import _slices_for
+
+    rng = np.random.default_rng(0)
+    args = [rng.integers(-4, 5, s).astype(np.float32) for s in shapes]  # small integers: sums are exact
+    prog = flatten(fn, tuple(args))
+    (op,) = [o for o in prog.ops if o.info.primitive in ("dot_general", "reduce_sum", "reduce_max")]
+    full = np.asarray(op.eqn.primitive.bind(*args, **op.eqn.params))
+    for idx in [(0,) * full.ndim, tuple(s - 1 for s in full.shape)]:
+        cut = _slices_for(op, [a.shape for a in args], idx)
+        part = np.asarray(op.eqn.primitive.bind(*[a[c] for a, c in zip(args, cut)], **op.eqn.params))
+        assert part.size == 1 and part.reshape(()) == full[idx]

@@ -105,8 +105,47 @@ def _parser() -> argparse.ArgumentParser:
     red.add_argument("--inputs", metavar="FILE", help="replace inputs by the arrays of an .npz or .safetensors file")
     red.add_argument("-q", "--quiet", action="store_true", help="print only the result line")
 
+    sw = sub.add_parser("sweep", help="run a matrix of cases x input sets x paths, locally or on a Ray cluster",
+                        description=SWEEP_HELP, epilog=SWEEP_EXAMPLES,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sw.add_argument("spec", metavar="SPEC.toml")
+    sw.add_argument("--store", metavar="DIR", help="where results go (default: SPEC's name + .sweep); a sweep run "
+                    "again on the same store resumes it")
+    sw.add_argument("--executor", choices=("local", "ray"), default="local",
+                    help="local: a process pool on this machine (default); ray: one Ray task per cell")
+    sw.add_argument("--address", metavar="ADDR", help="the Ray cluster to join (default: start one here)")
+    sw.add_argument("--jobs", type=int, metavar="N", help="local worker processes (default: the number of cores)")
+    sw.add_argument("--json", metavar="FILE", help="write the summary and every cell as JSON")
+    sw.add_argument("--html", metavar="FILE", help="write the summary as a self-contained HTML page")
+    sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
     sub.add_parser("paths", help="list the execution paths, their options and whether they can run here")
     return parser
+
+
+SWEEP_HELP = """\
+Run every cell of a matrix (each case x each input set x each path, compared with the baseline and,
+with explain = true, explained when it diverges) as one task, on a local process pool or a Ray
+cluster. Each finished cell goes straight into an append-only store (SQLite, arrays as safetensors):
+interrupt the sweep and run it again, and it goes on from where it stopped. At the end: which cells
+diverge, the worst ULP and the causes, per case and path.
+
+SPEC.toml:
+  name = "zoo"
+  cases = ["examples/conv_bf16.py", "examples/mlp_bf16.py"]
+  paths = ["jit", "savedmodel"]
+  baseline = "eager"
+  samples = 50          # input sets drawn like the example inputs (0: the example inputs only)
+  explain = true
+"""
+
+SWEEP_EXAMPLES = """\
+examples:
+  jaxparity sweep zoo.toml --jobs 2 --html zoo.html
+  jaxparity sweep zoo.toml --executor ray --address 10.0.0.5:6379 --json zoo.json
+
+exit status: 0 no cell diverges, 1 a cell diverges or failed, 2 usage error or an unusable spec.
+"""
 
 
 REDUCE_HELP = """\
@@ -205,6 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _list_paths()
     if args.command == "reduce":
         return _reduce(args)
+    if args.command == "sweep":
+        return _sweep(args)
     if args.command in ("snapshot", "check"):
         return _baseline(args)
     parser.print_help()
@@ -561,6 +602,47 @@ def _reduce(args: argparse.Namespace) -> int:
         f"({', '.join(red.region)}), {kept} of {of} elements, {red.script.code_lines} lines of code; it reproduces "
         f"in a fresh process (exit 1){fixed}. {red.seconds:.1f} s", markup=False)
     return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .sweep import SpecError, Store, load_spec, run_sweep, summarize
+    from .sweep.store import StoreError
+    from .sweep.summary import print_summary, to_html, to_json
+
+    if args.jobs is not None and args.jobs < 1:
+        return _error("--jobs must be at least 1")
+    try:
+        spec = load_spec(args.spec)
+        store = Store(args.store or str(FsPath(args.spec).with_suffix(".sweep")), Store.spec_text(spec))
+    except (SpecError, StoreError) as e:
+        return _error(str(e))
+    err = Console(stderr=True, highlight=False)
+
+    def progress(done: int, total: int, cell: Any, record: dict) -> None:
+        if not args.quiet:
+            what = record.get("verdict") or record.get("status")
+            err.print(f"[{done}/{total}] {FsPath(cell.case).name} input {cell.sample} {cell.path}: {what}",
+                      markup=False, soft_wrap=True)
+
+    try:
+        counts = run_sweep(spec, store, executor=args.executor, jobs=args.jobs, address=args.address,
+                           progress=progress)
+    except ValueError as e:
+        return _error(str(e))
+    summary = summarize(store, spec.name)
+    if not args.quiet:
+        err.print(f"{counts['ran']} cells run, {counts['skipped']} already in {store.dir}"
+                  + (f", {counts['restarts']} worker pool restart{'s' if counts['restarts'] > 1 else ''} (a worker "
+                     "died; its cells ran again)" if counts["restarts"] else ""), markup=False, soft_wrap=True)
+    if args.json:
+        FsPath(args.json).write_text(to_json(summary, store))
+    if args.html:
+        FsPath(args.html).write_text(to_html(summary))
+    print_summary(summary, Console(highlight=False))
+    store.close()
+    return 1 if summary.diverging or summary.failed else 0
 
 
 def _list_paths() -> int:

@@ -93,12 +93,16 @@ def assert_parity(
 
 def _accepting(leaf: LeafResult) -> str | None:
     """'ulp=1 or atol=0.00049': the assert_parity arguments that would accept this leaf."""
+    import math
+
+    from .report.format import round_up
+
     d = leaf.diff
     if d is None or d.required_ulp is None:
         return None
-    parts = [f"ulp={d.required_ulp}", f"atol={d.required_atol:.2g}"]
-    if d.required_rtol is not None and d.required_rtol != float("inf"):
-        parts.append(f"rtol={d.required_rtol:.2g}")
+    parts = [f"ulp={d.required_ulp}"]  # each rounded up, so the printed value passes; never inf or nan
+    parts += [f"{name}={round_up(v)}" for name, v in (("atol", d.required_atol), ("rtol", d.required_rtol))
+              if v is not None and math.isfinite(v)]
     return " or ".join(parts)
 
 

@@ -175,7 +175,10 @@ def _fingerprinted(cause: Cause, ctx: _Context) -> CauseVerdict:
     if exact and not (declared and declared.exact):
         return CauseVerdict(cause.id, cause.title, "confirmed", what, f"'{exact[0]}' reproduces {ctx.path} bit for "
                             f"bit ({by_name[exact[0]].description}); the declared semantics do not", cause.fix)
-    near = ", ".join(f"'{c}' is {by_name[c].max_ulp} ULP away in {by_name[c].n_differ} elements"
+    near = ", ".join(f"'{c}' gives other values in {by_name[c].n_differ} element"
+                     f"{'s' if by_name[c].n_differ != 1 else ''}" + (f" (up to {by_name[c].max_ulp} ULP)"
+                                                                      if by_name[c].max_ulp is not None and
+                                                                      by_name[c].max_ulp < 2**31 else "")
                      for c in cause.candidates if c in by_name)
     return CauseVerdict(cause.id, cause.title, "refuted", what, near or "no such candidate")
 

@@ -255,9 +255,11 @@ def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdic
         what = "an exact op gives other values" if ev.exact_op else "a result far from the correctly rounded one"
         shared = (f" (the differing elements have {', '.join(f'{c.count} × {c.name}' for c in ev.classes)})"
                   if ev.classes else "")
+        integer = d.op.outputs and d.op.outputs[0].startswith(("int", "uint", "bool"))
+        off = (f"{who} is off by up to {ulp} on the same inputs, {other} by {good}" if integer else
+               f"{who} is {ulp} ULP from it on the same inputs, {other} {good}")
         return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against the reference result of "
-                            f"{_where(d)}", f"{what}: {who} is {ulp} ULP from it on the same inputs, {other} "
-                            f"{good}: {who} is wrong here{shared}", cause.fix)
+                            f"{_where(d)}", f"{what}: {off}: {who} is wrong here{shared}", cause.fix)
     return None
 
 

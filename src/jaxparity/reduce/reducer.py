@@ -29,7 +29,7 @@ from ..localize.loops.descend import frame_key
 from ..paths.base import parse_spec, spec_env
 from ..pytree import host
 from ..localize.region import Region
-from .region import ReduceError, grow_and_shrink, shrink_elements
+from .region import ReduceError, grow_and_shrink, shrink_elements, shrink_operands
 from .script import RUNNABLE, Script, write_script
 
 __all__ = ["Reduction", "ReduceError", "reduce_case", "verify_script"]
@@ -196,7 +196,7 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
     notes = [f"{tried} region(s) tried; {len(region.ops)} op(s) kept"]
     candidates: list[tuple[Region, list, list]] = [(region, b, p)]
     cause = next((c.cause for c in expl.causes if c.status == "confirmed"), None)
-    small = shrink_elements(region, b, p, baseline, path, cause=cause)
+    small = shrink_elements(region, b, p, baseline, path, cause=cause) or shrink_operands(region, b, p, baseline, path)
     if small is not None:
         candidates.insert(0, small)
     when = datetime.datetime.now().strftime("%Y-%m-%d")

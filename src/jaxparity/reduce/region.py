@@ -10,6 +10,7 @@ Shrinking is delta debugging in two steps, around the locally diverging op (the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 from dataclasses import replace
 
 import numpy as np
@@ -134,3 +135,69 @@ def _concerned(cause: str | None, values: list[np.ndarray], shape: tuple[int, ..
     if cause in ("implementation-defined-conversion", "ieee-fold", "fast-min-max"):
         return np.logical_or.reduce([~np.isfinite(v) | (np.abs(v) >= 2.0**31) for v in floats])
     return None
+
+
+_REDUCTIONS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "argmax", "argmin"}
+
+
+def _slices_for(op: Any, shapes: list[tuple[int, ...]], idx: tuple[int, ...]) -> list[tuple[slice, ...]] | None:
+    """For one output element ``idx`` of a contraction or reduction, the slice of each input it reads:
+    every dimension the element picks one index of (batch, free, kept) cut to that index, the
+    contracted or reduced ones kept whole. None for any other op."""
+    name = op.info.primitive
+    if name == "dot_general" and len(shapes) == 2:
+        (lc, rc), (lb, rb) = op.eqn.params["dimension_numbers"]
+        lfree = [d for d in range(len(shapes[0])) if d not in lc and d not in lb]
+        rfree = [d for d in range(len(shapes[1])) if d not in rc and d not in rb]
+        cut: list[dict[int, int]] = [{}, {}]
+        k = 0
+        for l_dim, r_dim in zip(lb, rb):
+            cut[0][l_dim] = cut[1][r_dim] = idx[k]
+            k += 1
+        for d in lfree:
+            cut[0][d] = idx[k]
+            k += 1
+        for d in rfree:
+            cut[1][d] = idx[k]
+            k += 1
+    elif name in _REDUCTIONS and len(shapes) == 1:
+        axes = set(op.eqn.params["axes"])
+        kept = [d for d in range(len(shapes[0])) if d not in axes]
+        cut = [dict(zip(kept, idx))]
+    else:
+        return None
+    return [tuple(slice(c[d], c[d] + 1) if d in c else slice(None) for d in range(len(s))) for c, s in zip(cut, shapes)]
+
+
+def shrink_operands(region: Region, base_out: list[np.ndarray], path_out: list[np.ndarray], base: str, path: str,
+                    run: Runner = run_region) -> tuple[Region, list[np.ndarray], list[np.ndarray]] | None:
+    """A contraction or reduction alone, on only what one differing output element reads (the row and
+    column of a matmul, the reduced slice of a sum): None when that does not apply or no longer
+    diverges."""
+    prog = region.program
+    op = prog.ops[region.target]
+    if any(prog.ops[i].info.primitive not in ELEMENTWISE for i in region.ops if i != region.target):
+        return None  # elementwise ops before the target read the same elements it does
+    p, b = np.asarray(path_out[0]), np.asarray(base_out[0])
+    from ..metrics import ulp_distance
+
+    differ = np.argwhere(ulp_distance(p, b) != 0)
+    shapes = [tuple(prog.avals[r].shape) if not isinstance(r, Literal) else () for r in op.inputs]
+    if not len(differ) or p.size == 1:
+        return None
+    slices = _slices_for(op, shapes, tuple(int(i) for i in differ[0]))
+    if slices is None:
+        return None
+    values = []
+    for v in (np.asarray(x) for x in region.values):  # each input cut like the operand of its shape
+        which = [k for k, s in enumerate(shapes) if s == v.shape]
+        if v.ndim and (not which or len({repr(slices[k]) for k in which}) > 1):
+            return None
+        values.append(v[slices[which[0]]] if v.ndim else v)
+    small = replace(region, values=tuple(values), elements=(int(np.ravel_multi_index(tuple(differ[0]), p.shape)),),
+                    full_size=int(p.size))
+    try:
+        b2, p2 = run(base, small), run(path, small)
+    except Exception:
+        return None
+    return (small, b2, p2) if differs(b2, p2) else None

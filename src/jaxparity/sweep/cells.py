@@ -1,0 +1,117 @@
+"""One cell of a sweep: a case, one input set, one path; and how a worker runs it.
+
+A cell runs the baseline and its path on that input set (in the worker's process), compares them as
+``compare`` does and, when asked and they differ, explains the path: the first op that diverges on its
+own and the cause. The baseline's outputs are kept per worker for the other paths of the same input set.
+Whatever happens, a cell returns a record: a failing path is a result, not a lost cell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .spec import SweepSpec
+
+__all__ = ["Cell", "cells_of", "run_cell"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    case: str
+    sample: int  # -1: the case's example inputs
+    path: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.case}|{self.sample}|{self.path}"
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.key.encode()).hexdigest()[:16]
+
+
+def cells_of(spec: SweepSpec) -> list[Cell]:
+    return [Cell(c, s, p) for c in spec.cases for s in spec.input_sets for p in spec.paths]
+
+
+_CASES: OrderedDict[str, Any] = OrderedDict()  # per worker process: loaded cases
+_BASELINES: OrderedDict[tuple, Any] = OrderedDict()  # (case, sample, baseline) -> PathRun
+
+
+def _case(name: str) -> Any:
+    from ..case import load_case
+
+    if name not in _CASES:
+        _CASES[name] = load_case(name)
+        while len(_CASES) > 4:
+            _CASES.popitem(last=False)
+    return _CASES[name]
+
+
+def _inputs(case: Any, cell: Cell, spec: SweepSpec) -> tuple:
+    from ..pytree import argument_leaves
+    from ..samples import args_with, draw_sample
+
+    if cell.sample < 0:
+        return case.args
+    example = {n: np.asarray(x) for n, x in argument_leaves(case.args)}
+    return args_with(case.args, draw_sample(example, spec.seed, cell.sample), f"input set {cell.sample}")
+
+
+def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
+    """The cell's record (plain values: what the store keeps), plus ``arrays`` for a diverging cell."""
+    from ..case import Case
+    from ..comparison import build_result, explain_result
+    from ..execute import case_info, run_in_process
+    from ..paths import make_path
+
+    start = time.perf_counter()
+    record: dict[str, Any] = {**asdict(cell), "key": cell.key, "status": "error", "verdict": None, "max_ulp": None,
+                              "n_differ": None, "size": None, "cause": None, "op": None, "line": None,
+                              "summary": None, "error": None, "seconds": 0.0}
+    try:
+        case = _case(cell.case)
+        args = _inputs(case, cell, spec)
+        here = Case(case.fn, args, case.name, case.source, f"input set {cell.sample}" if cell.sample >= 0 else
+                    case.input_source)
+        base_key = (cell.case, cell.sample, spec.baseline)
+        base = _BASELINES.get(base_key)
+        if base is None:
+            base = run_in_process(make_path(spec.baseline), case.fn, args, spec.timeout)
+            _BASELINES[base_key] = base
+            while len(_BASELINES) > 16:
+                _BASELINES.popitem(last=False)
+        run = run_in_process(make_path(cell.path), case.fn, args, spec.timeout)
+        runs = {spec.baseline: base, cell.path: run}
+        result = build_result(case_info(here), runs, spec.baseline, spec.tolerance, {cell.path})
+        p = result.path(cell.path)
+        worst = p.worst
+        record.update(status=p.status, verdict=p.verdict, error=p.message if p.status != "ok" else None,
+                      max_ulp=None if worst is None or worst.diff is None else int(worst.diff.max_ulp),
+                      n_differ=sum(lf.diff.n_differ for lf in p.leaves if lf.diff is not None) if p.leaves else None,
+                      size=sum(int(np.prod(lf.shape)) for lf in p.leaves) if p.leaves else None)
+        if p.status == "ok" and p.verdict in ("differs", "within tolerance") and spec.explain:
+            import dataclasses
+
+            result = dataclasses.replace(result, _source={"case": here, "runs": runs})
+            (e,) = explain_result(result, [cell.path]).explanations
+            first = e.localization.first if e.localization is not None else None
+            confirmed = [c for c in e.causes if c.status in ("confirmed", "partly", "noise")]
+            record.update(cause=confirmed[0].title if confirmed else "unknown", summary=e.summary,
+                          op=f"#{first.op.index} {first.op.primitive}" if first is not None else None,
+                          line=(first.op.user_source or first.op.source) if first is not None else None)
+        if p.status == "ok" and p.verdict in ("differs", "within tolerance"):
+            record["arrays"] = {**{f"{spec.baseline}/{n}": a for n, a in base.outputs},
+                                **{f"{cell.path}/{n}": a for n, a in run.outputs}}
+    except Exception as e:  # the case itself failed to load or to run: the cell says so
+        record.update(status="error", error=f"{type(e).__name__}: {e}".splitlines()[0][:500],
+                      summary=traceback.format_exc(limit=3)[-2000:])
+    record["seconds"] = time.perf_counter() - start
+    return record

@@ -1,0 +1,122 @@
+"""The sweep read back from its store: per case and path, how many cells diverge, the worst ULP, and
+the explanations grouped by cause; as a terminal table, JSON and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .store import Store
+
+__all__ = ["Row", "SweepSummary", "summarize", "to_html", "to_json"]
+
+_DIVERGING = ("differs",)
+_FAILED = ("error", "crashed", "timeout", "unavailable")
+
+
+@dataclass
+class Row:
+    case: str
+    path: str
+    cells: int = 0
+    diverging: int = 0
+    failed: int = 0
+    worst_ulp: int | None = None
+    causes: dict[str, int] = field(default_factory=dict)  # cause -> diverging cells it explains
+    first_ops: dict[str, int] = field(default_factory=dict)  # "#3 convert (model.py:30)" -> cells
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SweepSummary:
+    name: str
+    cells: int
+    rows: list[Row]
+
+    @property
+    def diverging(self) -> int:
+        return sum(r.diverging for r in self.rows)
+
+    @property
+    def failed(self) -> int:
+        return sum(r.failed for r in self.rows)
+
+    def causes(self) -> Counter:
+        total: Counter = Counter()
+        for r in self.rows:
+            total.update(r.causes)
+        return total
+
+
+def _short(case: str) -> str:
+    return case.rsplit("/", 1)[-1]
+
+
+def summarize(store: Store, name: str = "sweep") -> SweepSummary:
+    rows: dict[tuple[str, str], Row] = {}
+    for r in store.rows():
+        row = rows.setdefault((r["case"], r["path"]), Row(_short(r["case"]), r["path"]))
+        row.cells += 1
+        if r["verdict"] in _DIVERGING:
+            row.diverging += 1
+            if r["cause"]:
+                row.causes[r["cause"]] = row.causes.get(r["cause"], 0) + 1
+            if r["op"]:
+                where = f"{r['op']} ({r['line']})" if r["line"] else r["op"]
+                row.first_ops[where] = row.first_ops.get(where, 0) + 1
+        if r["status"] in _FAILED or r["verdict"] in _FAILED:
+            row.failed += 1
+            if r["error"] and len(row.errors) < 3 and r["error"] not in row.errors:
+                row.errors.append(r["error"])
+        if r["max_ulp"] is not None and r["verdict"] in _DIVERGING + ("within tolerance",):
+            row.worst_ulp = max(row.worst_ulp or 0, int(r["max_ulp"]))
+    return SweepSummary(name, sum(r.cells for r in rows.values()), list(rows.values()))
+
+
+def to_json(summary: SweepSummary, store: Store) -> str:
+    return json.dumps({"sweep": summary.name, "cells": summary.cells, "diverging": summary.diverging,
+                       "failed": summary.failed, "rows": [asdict(r) for r in summary.rows],
+                       "causes": dict(summary.causes()), "cell_results": list(store.rows())}, indent=1, default=str)
+
+
+def print_summary(summary: SweepSummary, console: Any) -> None:
+    """One line per case and path (lines, not a table: they read the same in a CI log at 80 columns)."""
+    console.print(f"sweep {summary.name}: {summary.cells} cells, {summary.diverging} diverge, {summary.failed} "
+                  "failed", markup=False, soft_wrap=True)
+    for r in summary.rows:
+        parts = [f"{r.cells} cells", f"{r.diverging} diverge"]
+        if r.worst_ulp is not None:
+            parts.append(f"worst {r.worst_ulp} ULP")
+        if r.failed:
+            parts.append(f"{r.failed} failed ({'; '.join(r.errors)})")
+        causes = "; ".join(f"{c} ({n})" for c, n in sorted(r.causes.items(), key=lambda kv: -kv[1]))
+        console.print(f"  {r.case} on {r.path}: {', '.join(parts)}" + (f". Causes: {causes}" if causes else ""),
+                      markup=False, soft_wrap=True)
+    grouped = defaultdict(list)
+    for r in summary.rows:
+        for op, n in r.first_ops.items():
+            grouped[op].append(f"{r.case} on {r.path} ({n})")
+    for op, where in grouped.items():
+        console.print(f"  first diverging op {op}: {', '.join(where)}", soft_wrap=True, markup=False)
+
+
+def to_html(summary: SweepSummary) -> str:
+    e = html.escape
+    rows = "".join(
+        f"<tr class='{'bad' if r.diverging else 'ok'}'><td>{e(r.case)}</td><td>{e(r.path)}</td><td>{r.cells}</td>"
+        f"<td>{r.diverging}</td><td>{r.failed}</td><td>{'' if r.worst_ulp is None else r.worst_ulp}</td>"
+        f"<td>{'<br>'.join(e(f'{c} ({n})') for c, n in r.causes.items())}</td>"
+        f"<td>{'<br>'.join(e(f'{o} ({n})') for o, n in r.first_ops.items())}</td></tr>" for r in summary.rows)
+    causes = "".join(f"<li>{e(c)}: {n} cells</li>" for c, n in summary.causes().most_common())
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>jaxparity sweep {e(summary.name)}</title>"
+            "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+            "tr.bad td:nth-child(4){color:#b00;font-weight:bold}</style></head><body>"
+            f"<h1>sweep {e(summary.name)}</h1><p>{summary.cells} cells; {summary.diverging} diverge from the "
+            f"baseline; {summary.failed} failed.</p><h2>Causes across the matrix</h2><ul>{causes or '<li>none</li>'}"
+            "</ul><h2>Cells by case and path</h2><table><tr><th>case</th><th>path</th><th>cells</th><th>diverge</th>"
+            f"<th>failed</th><th>worst ULP</th><th>causes</th><th>first diverging op</th></tr>{rows}</table>"
+            "</body></html>\n")
