@@ -204,6 +204,8 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     tol.add_argument("--atol", type=float, metavar="X", help="|got - expected| <= atol + rtol * |expected|")
     tol.add_argument("--rtol", type=float, metavar="X", help="see --atol")
     cmp.add_argument("--timeout", type=float, metavar="SECONDS", help="stop a path that runs longer than this")
+    cmp.add_argument("--jobs", type=int, metavar="N", help="worker processes that run independent paths at the same "
+                     "time (default: the number of cores; 1: one after the other); results are the same")
     env = cmp.add_argument_group("other package versions (paths written NAME@ENV run there)")
     env.add_argument("--env", action="append", default=[], metavar='ENV="PKG==VER ..."',
                      help="a virtual environment with these packages, created once and cached "
@@ -235,9 +237,29 @@ Paths can include observed:FILE.npz, outputs production logged, explained by fin
 """
 
 
+def ensure_host_devices(specs: Sequence[str]) -> None:
+    """A path sharded over N devices (``jit:mesh=8``) needs JAX started with N devices; on CPU that is
+    ``--xla_force_host_platform_device_count``, read once when JAX starts: set it for this process and its
+    workers while JAX is not started yet (an existing larger count is kept)."""
+    import os
+    import re
+
+    wanted = max((int(m) for s in specs for m in re.findall(r"(?:^|[:,])mesh=(\d+)", s)), default=0)
+    if wanted <= 1 or "jax" in sys.modules:
+        return
+    flags = os.environ.get("XLA_FLAGS", "")
+    have = re.search(r"--xla_force_host_platform_device_count=(\d+)", flags)
+    if have and int(have[1]) >= wanted:
+        return
+    flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "", flags).strip()
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={wanted}".strip()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    ensure_host_devices([p for p in (getattr(args, "paths", None) or []) if isinstance(p, str)]
+                        if not isinstance(getattr(args, "paths", None), str) else [args.paths])
     if args.command in ("compare", "explain"):
         return _compare(args, parser)
     if args.command == "paths":
@@ -273,6 +295,8 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _error("--ulp must be a non-negative integer")
     if args.timeout is not None and args.timeout <= 0:
         return _error("--timeout must be a positive number of seconds")
+    if getattr(args, "jobs", None) is not None and args.jobs < 1:
+        return _error("--jobs must be at least 1")
     tolerance = Tolerance(ulp=args.ulp, atol=args.atol, rtol=args.rtol)
     paths = ",".join(args.paths) if args.paths else None
     if bool(args.export_env) != bool(args.serve_env):
@@ -307,7 +331,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         else:
             result = compare_case(args.case, inputs=args.inputs, paths=paths, baseline=args.baseline,
                                   tolerance=tolerance, timeout=args.timeout, progress=progress, explain=explain,
-                                  envs=envs, inputs_from=args.inputs_from, log=progress.log)
+                                  envs=envs, inputs_from=args.inputs_from, log=progress.log, jobs=args.jobs)
     except (CaseError, ExplainError, EnvError) as e:
         progress.stop()
         return _error(str(e))
@@ -583,6 +607,12 @@ def _reduce(args: argparse.Namespace) -> int:
         return _error(str(e))
     except RegionError as e:
         return _error(str(e))
+    except Exception as e:  # a defect of ours: say where, keep the exit status meaningful (not 1)
+        import traceback
+
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        return _error(f"reduce failed in {where.name} ({FsPath(where.filename).name}:{where.lineno}): "
+                      f"{type(e).__name__}: {e}; nothing was written")
     FsPath(args.out).write_text(red.script.text)
     written = [args.out]
     if red.script.sidecar:
@@ -615,6 +645,7 @@ def _sweep(args: argparse.Namespace) -> int:
         return _error("--jobs must be at least 1")
     try:
         spec = load_spec(args.spec)
+        ensure_host_devices(spec.paths)
         store = Store(args.store or str(FsPath(args.spec).with_suffix(".sweep")), Store.spec_text(spec))
     except (SpecError, StoreError) as e:
         return _error(str(e))

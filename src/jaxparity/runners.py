@@ -20,6 +20,9 @@ from .paths import make_path, spec_env
 
 __all__ = ["Runners"]
 
+# Paths that import and convert into another runtime before they run: worth a worker of their own.
+_HEAVY = ("savedmodel", "savedmodel-c", "tflite", "onnx", "onnx-ref", "iree")
+
 
 class Runners:
     def __init__(self, case: str, inputs: str | None, envs: Sequence[EnvSpec] = (), inputs_from: str | None = None,
@@ -32,6 +35,7 @@ class Runners:
         self._runners: dict[str | None, IsolatedRunner] = {}
         self._failed: dict[str | None, str] = {}
         self._shared: str | None = None
+        self._extra: dict[int, IsolatedRunner] = {}  # more workers of this environment (``lanes``)
         self._tmp = tempfile.TemporaryDirectory(prefix="jaxparity-inputs-")
 
     def check(self, specs: Sequence[str]) -> None:
@@ -97,8 +101,31 @@ class Runners:
     def home(self) -> IsolatedRunner:
         return self._runner(None)
 
+    # -- one comparison on several cores -----------------------------------------------------------
+    def lanes(self, specs: Sequence[str], jobs: int) -> list[list[str]]:
+        """The specs split into groups that run concurrently, each group in order in one worker: every
+        other environment is its own group; in this one, the paths that convert and serve in another
+        runtime (TensorFlow, TFLite, ONNX, IREE: seconds of imports and conversion each) are spread over
+        up to ``jobs`` workers, JAX's own paths staying in the first."""
+        home = [s for s in specs if spec_env(s) is None]
+        heavy = [s for s in home if s.split(":", 1)[0] in _HEAVY]
+        # One heavy path gains nothing from a second worker (it would import JAX again, on the same
+        # cores): lanes only where heavy paths can overlap each other.
+        n = max(1, min(jobs, len(heavy)))
+        groups = [[s for s in home if s not in heavy] + heavy[0::n]] + [heavy[i::n] for i in range(1, n)]
+        for env in dict.fromkeys(spec_env(s) for s in specs if spec_env(s) is not None):
+            groups.append([s for s in specs if spec_env(s) == env])
+        return [g for g in groups if g]
+
+    def extra_runner(self, lane: int) -> IsolatedRunner:
+        """Another worker of this environment for lane ``lane``: it loads the case itself (at the same time
+        as the first) and is used only if its inputs are the first worker's bit for bit."""
+        if lane not in self._extra:
+            self._extra[lane] = IsolatedRunner(self.case, self.user_inputs, env=dict(os.environ) | self._vars)
+        return self._extra[lane]
+
     def close(self) -> None:
-        for runner in self._runners.values():
+        for runner in [*self._runners.values(), *self._extra.values()]:
             runner.close()
         self._tmp.cleanup()
 

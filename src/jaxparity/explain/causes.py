@@ -11,6 +11,9 @@ An experiment is one of a few kinds:
 - ``fingerprint``: a candidate semantics of the interpreter reproduces the path bit for bit.
 - ``same-compiler``: ``jit`` with the same XLA settings agrees with the baseline while this runtime
   does not: it lowers or runs the program differently.
+- ``partition``: a path sharded over a mesh (``jit:mesh=8``) diverges at a reduction whose partial sums
+  the compiled program combines with a collective (all-reduce, reduce-scatter): named from the
+  optimized HLO, and judged against the reduction's error bound.
 - ``op-evidence``: decided on the diverging ops' own evidence only (``explain/op_evidence.py``): subnormal
   handling reproduced on the op's inputs, implementation-defined casts, the order of equal keys, two
   accurate math libraries, amplification by a discontinuous op, wrong code.
@@ -46,6 +49,8 @@ class Cause:
     candidates: tuple[str, ...] = ()  # interpreter candidates for a fingerprint experiment
     fix: str = ""
     op_check: str | None = None  # candidate semantics checked on the diverging op's inputs ("fma")
+    # The fix where the path is another runtime (TFLite, ONNX, IREE): XLA's flags do nothing there.
+    runtime_fix: str = ""
 
 
 CAUSES: tuple[Cause, ...] = (
@@ -82,6 +87,9 @@ CAUSES: tuple[Cause, ...] = (
         fix="on the serving system: XLA_FLAGS=--xla_allow_excess_precision=false (TensorFlow Serving) or "
         "compiler_options={'xla_allow_excess_precision': False}; or make the model round where it declares "
         "with jaxparity.fixes.round_like_declared(fn), which no runtime can skip",
+        runtime_fix="no flag of XLA's reaches this runtime: it computes bf16/f16 arithmetic in float32 (IREE: "
+        "iree-convert-bf16-arith-to-f32); compute that part of the model in float32 on every path, or compare "
+        "with a tolerance; the explanation says whether round_like_declared(fn) was tried and held",
     ),
     Cause(
         id="algebraic-rewrite",
@@ -153,6 +161,19 @@ CAUSES: tuple[Cause, ...] = (
         paths=("jit", "export"),
         experiment="matmul-precision",
         fix="jax.default_matmul_precision('highest'), or precision=lax.Precision.HIGHEST on the op",
+    ),
+    Cause(
+        id="partitioned-reduction",
+        title="a reduction split across devices (partial sums combined by a collective)",
+        description="Sharded over a mesh, a sum over a split dimension is computed as one partial sum per "
+        "device, combined by an all-reduce or reduce-scatter: another order of additions than one device's.",
+        primitives=("reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"),
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=("jit", "export"),
+        experiment="partition",
+        fix="nothing is wrong where the difference is within the reduction's error bound: compare sharded and "
+        "unsharded runs with a tolerance; or keep the reduced dimension unsplit (shard another dimension)",
     ),
     Cause(
         id="reduction-order",
@@ -263,6 +284,8 @@ CAUSES: tuple[Cause, ...] = (
         op_check="ieee-fold",
         fix="compile without fast math (xla_cpu_enable_fast_math=false; for a converter, its option that keeps "
         "IEEE semantics), or keep NaN and inf out of the model's inputs (jnp.nan_to_num)",
+        runtime_fix="keep NaN and inf out of this op's inputs in the model (jnp.nan_to_num, or jnp.where(jnp.isnan(x), "
+        "...)): the runtime's kernel does not propagate them, and no flag of XLA's changes it",
     ),
     Cause(
         id="identity-rewrite",

@@ -6,6 +6,7 @@ prove it).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
 from ..metrics import ulp_distance
 from ..paths import make_path, parse_spec
-from .causes import CAUSES, COMPILED, Cause
+from .causes import CAUSES, COMPILED, RUNTIMES, Cause
 from .op_evidence import OP_RULES, decide
 from .verdicts import CauseVerdict, Fix, Status
 
@@ -289,7 +290,54 @@ def _no_op_evidence(cause: Cause, ctx: _Context) -> CauseVerdict:
                         "no diverging op shows it" if ctx.localization is not None else "no per-op values for this path")
 
 
+_COLLECTIVE = re.compile(r"%([\w.\-]+) = \S+ (all-reduce|reduce-scatter)(?:-start)?\(.*?op_name=\"([^\"]*)\"")
+
+
+def _partitioned(cause: Cause, ctx: _Context) -> CauseVerdict:
+    """A sharded path's divergence at a reduction: the collective that combines its partial sums (from
+    the optimized HLO of the sharded program), and whether the difference is within the bound."""
+    import jax
+
+    from ..paths import make_path
+
+    options = parse_spec(ctx.path)[1]
+    what = "the collectives of the sharded program's optimized HLO, and each reduction's error bound"
+    if "mesh" not in options:
+        return CauseVerdict(cause.id, cause.title, "not run", what, f"{ctx.path} is not sharded (no mesh=N)")
+    loc = ctx.localization
+    reductions = [d for d in (loc.local if loc is not None else ()) if d.op.primitive in (cause.primitives or ())]
+    if not reductions:
+        return CauseVerdict(cause.id, cause.title, "refuted", what, "no local divergence is a reduction")
+    try:
+        path = make_path(ctx.path)
+        placed = path.placed(ctx.args)
+        hlo = jax.jit(ctx.fn).lower(*placed).compile(compiler_options=path.compiler_options()).as_text()
+    except Exception as e:
+        return CauseVerdict(cause.id, cause.title, "not run", what, f"the sharded program could not be compiled "
+                            f"for its HLO ({_first_line(e)})")
+    found = _COLLECTIVE.findall(hlo)
+    parts = []
+    for d in reductions[:3]:
+        suffix = "/".join(x for x in (d.op.name_stack, d.op.primitive) if x)
+        mine = [f"%{name} ({kind})" for name, kind, op_name in found if op_name.endswith(suffix)]
+        if not mine:
+            continue
+        bound = (f"within the error bound of this sum ({d.max_abs:.3g} <= {d.noise_bound:.3g})" if d.within_noise_bound
+                 else f"beyond the error bound of this sum ({d.max_abs:.3g} > {d.noise_bound:.3g}): not order alone"
+                 if d.noise_bound is not None else "no error bound known for it")
+        parts.append((d, f"#{d.op.index} {d.op.primitive} ({d.op.user_source or d.op.source or 'unknown line'}) is "
+                      f"summed as {options['mesh']} partial sums, one per device, combined by {', '.join(mine[:2])}; "
+                      f"{bound}"))
+    if not parts:
+        kinds = sorted({kind for _, kind, _ in found})
+        return CauseVerdict(cause.id, cause.title, "refuted", what, "the diverging reductions are not combined by a "
+                            f"collective ({'the program has ' + ', '.join(kinds) if kinds else 'none in the program'})")
+    status = "noise" if all(d.within_noise_bound for d, _ in parts) and len(parts) == len(loc.local) else "confirmed"
+    return CauseVerdict(cause.id, cause.title, status, what, "; ".join(t for _, t in parts), cause.fix)
+
+
 _EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
+    "partition": _partitioned,
     "op-evidence": _no_op_evidence,
     "recompile": _recompile,
     "noise-bound": _noise,
@@ -377,6 +425,10 @@ def explain_path(
         if verdict.status == "confirmed" and not partial and restores:
             explained_by = explained_by or verdict.cause
     causes = _name_the_pass(causes)
+    if kind in RUNTIMES:  # XLA's flags do nothing in another runtime: its own fix, where the table has one
+        by_id = {c.id: c for c in CAUSES}
+        causes = [dataclasses.replace(c, fix=by_id[c.cause].runtime_fix) if c.cause in by_id and
+                  by_id[c.cause].runtime_fix and c.fix else c for c in causes]
     causes = _converter_or_runtime(causes, ctx, keep)
     if not any(c.status in ("confirmed", "partly", "noise") for c in causes):
         causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",

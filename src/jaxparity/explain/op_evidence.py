@@ -75,8 +75,7 @@ def _subnormal(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict
                                 "as zero or outside its approximation's range)", cause.fix)
         if ev is None or not ev.flushes:
             continue
-        names = {c.name: c.count for c in ev.classes}
-        count = names.get("subnormal inputs", 0) or names.get("subnormal results", 0)
+        count = max((c.count for c in ev.classes if c.name.startswith("subnormal")), default=0)
         how = "; ".join(f"{path if side == 'path' else baseline} flushes subnormal {what} to zero "
                         f"({'DAZ' if what == 'inputs' else 'FTZ'})" for side, what in ev.flushes)
         return CauseVerdict(cause.id, cause.title, "confirmed", f"the op on its own inputs with subnormals flushed, at "
@@ -204,11 +203,20 @@ def overflow_ignored(d: Any) -> bool:
     return _nonfinite_declared(d, "inf")
 
 
+_NAN_ORDERED = {"argmax", "argmin", "sort", "top_k", "reduce_max", "reduce_min", "max", "min"}
+
+
 def nan_ignored(d: Any) -> bool:
     """NaN or inf inputs whose IEEE result is NaN, where the path returns a finite value: a fold that
-    assumes finite values (x * 0 -> 0, x - x -> 0; fast math)."""
+    assumes finite values (x * 0 -> 0, x - x -> 0; fast math). For ops that order values (argmax, max,
+    sort), NaN among the inputs where the path is the wrong side: it ordered them as if there were none."""
     ev = d.elements
-    return _nonfinite_declared(d, "nan") and any(c.name == "NaN or inf inputs" for c in ev.classes)
+    if ev is None:
+        return False
+    nan_in = any(c.name == "NaN or inf inputs" for c in ev.classes)
+    if d.op.primitive in _NAN_ORDERED and nan_in and ev.wrong_side() == "path":
+        return True
+    return _nonfinite_declared(d, "nan") and nan_in
 
 
 def _ieee_fold(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
@@ -217,11 +225,16 @@ def _ieee_fold(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict
             ex = d.elements.example
             ins = ", ".join(str(v) for v in ex.inputs if v is not None)
             n = next(c.count for c in d.elements.classes if c.name == "NaN or inf inputs")
+            if d.op.primitive in _NAN_ORDERED and not ins:
+                seen = (f"{n} differing elements come from values that include NaN, which {d.op.primitive} "
+                        f"declares the largest (it propagates): the declared result is {ex.correct}, {path} gives "
+                        f"{ex.path}: {path} ordered them as if there were no NaN")
+            else:
+                seen = (f"{n} differing elements have NaN or inf inputs; on ({ins}) IEEE gives {ex.correct}, {path} "
+                        f"gives {ex.path}: it computed as if its inputs were finite (a fold, or a kernel that "
+                        "ignores NaN)")
             return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against IEEE arithmetic at {_where(d)}",
-                                f"{n} differing elements have NaN or inf inputs; on ({ins}) IEEE gives {ex.correct}, "
-                                f"{path} gives {ex.path}: it computed as if its inputs were finite (a fold, or a kernel "
-                                "that ignores NaN)",
-                                cause.fix)
+                                seen, cause.fix)
     return None
 
 

@@ -24,6 +24,7 @@ _PERIODIC = {"sin", "cos", "tan"}
 _ORDERING = {"sort", "argmax", "argmin", "top_k"}  # ops whose result orders elements by value
 _LARGE_PERIODIC = 2.0**13  # beyond this, argument reduction decides the result's accuracy
 _CANCELLING = {"add", "sub"}
+_NAN_REDUCING = {"reduce_max", "reduce_min", "reduce_sum", "reduce_prod", "cumsum", "cummax", "cummin"}
 _FAR = 2**10  # ULP from the correctly rounded result beyond which a rounded op's result is wrong, not rounded otherwise
 _CANCELLATION = 2.0**-8  # |a ± b| below this fraction of max(|a|, |b|): leading bits cancelled
 # Ops whose result is defined exactly (no rounding): any difference on the same inputs is wrong code.
@@ -282,6 +283,11 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
 
     if name in _ORDERING:  # the element at output i comes from anywhere in the input: no per-element inputs
         at = [None] * len(arrays)
+    if (name in _ORDERING or name in _NAN_REDUCING) and arrays and dtype_class(arrays[0].dtype) == "float" \
+            and np.any(np.isnan(arrays[0].astype(np.float64))):
+        # A NaN among the values ordered or reduced: the op's declared result depends on it (max and
+        # argmax take NaN as the largest; a sum becomes NaN).
+        classes["NaN or inf inputs"] = int(np.count_nonzero(differ))
     floats_in = [a for a in at if a is not None and dtype_class(a.dtype) == "float"]
     if floats_in:
         count("subnormal inputs", np.logical_or.reduce([_subnormal(a) for a in floats_in]))
@@ -323,7 +329,8 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
     if name in _ORDERING and arrays and dtype_class(arrays[0].dtype) in ("float", "int", "uint", "bool"):
         keys = arrays[0].astype(np.float64) + 0.0  # -0 and +0 compare equal here
         axis_keys = np.moveaxis(keys, -1, 0).reshape(keys.shape[-1] if keys.ndim else 1, -1) if keys.ndim else keys
-        tied = keys.ndim and any(len(np.unique(col)) < len(col) for col in axis_keys.T)
+        tied = keys.ndim and any(len(np.unique(col[~np.isnan(col)])) < np.count_nonzero(~np.isnan(col))
+                                 for col in axis_keys.T)  # NaN keys are not ties: see the NaN class
         if tied:
             zeros = bool(np.any(np.signbit(arrays[0].astype(np.float64)) & (arrays[0] == 0)))
             # A stable sort (jnp.sort, jnp.argsort), argmax/argmin (the first) and top_k (the lower

@@ -67,9 +67,10 @@ def fma_candidates(op: Any, ins: list[Any], producer_of: Callable[[Any], tuple[A
         got = producer_of(op.inputs[pos])
         if got is None:
             continue
-        mul, (a, b) = got
-        if mul.info.primitive != "mul" or a is None or b is None:
+        mul, operands = got
+        if mul.info.primitive != "mul" or len(operands) != 2 or any(x is None for x in operands):
             continue
+        a, b = operands
         other = np.asarray(ins[1 - pos])
         a, b = np.asarray(a), np.asarray(b)
         if name == "sub" and pos == 1:  # other - a*b = (-a)*b + other

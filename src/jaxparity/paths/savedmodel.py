@@ -71,9 +71,15 @@ class SavedModelPath(Path):
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
         with tempfile.TemporaryDirectory(prefix="jaxparity-savedmodel-") as tmp:
             model_dir = self.options.get("keep") or os.path.join(tmp, "model")
-            out_tree = self._save(fn, args, model_dir)
+            server = self._start_server()  # imports TensorFlow while this process converts and saves
+            try:
+                out_tree = self._save(fn, args, model_dir)
+            except BaseException:
+                server.kill()
+                server.wait()
+                raise
             inputs = {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))}
-            outputs = self._serve(model_dir, inputs, tmp, timeout)
+            outputs = self._serve(model_dir, inputs, tmp, timeout, server)
         flat = [outputs[f"output_{i}"] for i in range(out_tree.num_leaves)]
         return jax.tree_util.tree_unflatten(out_tree, flat)
 
@@ -139,11 +145,9 @@ class SavedModelPath(Path):
                         f"{served} (environment {env}): {reason.rsplit(': ', 1)[-1]}; at fault: {at_fault}; the "
                         f"model holds {'; '.join(self._artifact) or 'no XlaCallModule'}")
 
-    def _serve(self, model_dir: str, inputs: dict, tmp: str, timeout: float | None) -> dict:
-        from ..arrayio import load_arrays, save_arrays
-
-        in_file, out_file = os.path.join(tmp, "inputs.npz"), os.path.join(tmp, "outputs.npz")
-        save_arrays(in_file, inputs)
+    def _start_server(self) -> subprocess.Popen:
+        """The fresh TensorFlow serving process, started at once: it imports TensorFlow (seconds) while
+        this process converts and saves the model, then waits for the model's directory on stdin."""
         env = dict(os.environ)
         env.update({k: v for k, v in self.options.items() if k.isupper()})
         python = sys.executable
@@ -154,16 +158,23 @@ class SavedModelPath(Path):
                 python = str(known_env(self.options["serve_env"]).python)
             except EnvError as e:
                 raise PathError(str(e)) from e
+        return subprocess.Popen([python, str(_SERVER), "--wait"], env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def _serve(self, model_dir: str, inputs: dict, tmp: str, timeout: float | None,
+               server: subprocess.Popen | None = None) -> dict:
+        from ..arrayio import load_arrays, save_arrays
+
+        in_file, out_file = os.path.join(tmp, "inputs.npz"), os.path.join(tmp, "outputs.npz")
+        save_arrays(in_file, inputs)
+        server = server or self._start_server()
         try:
-            proc = subprocess.run(
-                [python, str(_SERVER), model_dir, in_file, out_file],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
+            stdout, stderr = server.communicate(f"{model_dir}\t{in_file}\t{out_file}\n", timeout=timeout)
         except subprocess.TimeoutExpired as e:
+            server.kill()
+            server.wait()
             raise PathError(f"the TensorFlow serving process did not answer within {timeout:g} s") from e
+        proc = subprocess.CompletedProcess(server.args, server.returncode, stdout, stderr)
         if proc.returncode != 0 and "serve_env" in self.options:
             self._compatibility(proc.stderr + proc.stdout)
         if proc.returncode != 0:

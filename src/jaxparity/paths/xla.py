@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Callable
 
-from .base import Path, PathError, jax_config, parse_option_value
+from .base import Path, PathError, PathUnavailable, jax_config, parse_option_value
 
 # The executables of the last few runs, keyed by (path spec, function, arguments): explaining a
 # path reads the optimized HLO of the very compile that produced its numbers instead of compiling
@@ -51,7 +51,13 @@ def compile_once() -> Iterator[None]:
     finally:
         _CACHING[0] = False  # entries stay for the next call (the next chunk of samples), unused outside
 
+# Path options that are not XLA compile options: the device mesh a path runs sharded over.
+_MESH_OPTIONS = ("mesh", "dim")
 _XLA_OPTIONS_HELP = {"*": "any XLA compile option, e.g. xla_allow_excess_precision=false",
+                     "mesh": "N: run sharded over N devices (data-parallel: inputs split on dimension `dim`, "
+                     "model variables replicated); on CPU the CLI starts JAX with N host devices",
+                     "dim": "the input dimension mesh=N splits (default 0); inputs it does not divide are "
+                     "replicated",
                      "jax_*": "any JAX config option while tracing and running, e.g. jax_threefry_partitionable=false"}
 
 
@@ -59,7 +65,39 @@ class _CompiledPath(Path):
     options_help = _XLA_OPTIONS_HELP
 
     def compiler_options(self) -> dict[str, bool | int | float | str] | None:
-        return {k: parse_option_value(v) for k, v in self.options.items() if not k.startswith("jax_")} or None
+        return {k: parse_option_value(v) for k, v in self.options.items()
+                if not k.startswith("jax_") and k not in _MESH_OPTIONS} or None
+
+    def placed(self, args: tuple) -> tuple:
+        """``args`` on the path's devices: with ``mesh=N``, each input split over N devices on dimension
+        ``dim`` where N divides it, and model variables (a ``params`` collection) replicated."""
+        if "mesh" not in self.options:
+            return args
+        import jax
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        try:
+            n, dim = int(self.options["mesh"]), int(self.options.get("dim", "0"))
+        except ValueError:
+            raise PathError(f"{self.spec}: mesh and dim must be whole numbers") from None
+        devices = jax.devices()
+        if n < 1 or len(devices) < n:
+            raise PathUnavailable(
+                f"{self.spec} needs {n} devices; this process has {len(devices)} {devices[0].platform} device(s). "
+                f"On CPU start JAX with XLA_FLAGS=--xla_force_host_platform_device_count={n} (the jaxparity "
+                "command line does this when a path asks for a mesh)")
+        mesh = Mesh(np.array(devices[:n]), ("devices",))
+
+        def put(path: Any, x: Any) -> Any:
+            names = [str(getattr(k, "key", getattr(k, "name", ""))) for k in path]
+            shape = getattr(x, "shape", ())
+            split = ("params" not in names and "batch_stats" not in names and len(shape) > dim
+                     and shape[dim] % n == 0)
+            spec = PartitionSpec(*([None] * dim + ["devices"])) if split else PartitionSpec()
+            return jax.device_put(x, NamedSharding(mesh, spec))
+
+        return jax.tree_util.tree_map_with_path(put, args)
 
     def _compile_and_call(self, fn: Callable[..., Any], args: tuple, key: Callable[..., Any] | None = None) -> Any:
         import jax
@@ -91,11 +129,11 @@ class _CompiledPath(Path):
 
 class JitPath(_CompiledPath):
     name = "jit"
-    summary = "jax.jit on the local device: one XLA program, fused and optimized"
+    summary = "jax.jit on the local device: one XLA program, fused and optimized (mesh=N: sharded over N devices)"
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         with jax_config(self.options):
-            return self._compile_and_call(fn, args)
+            return self._compile_and_call(fn, self.placed(args))
 
 
 class ExportPath(_CompiledPath):
@@ -108,11 +146,11 @@ class ExportPath(_CompiledPath):
 
     def compiler_options(self) -> dict[str, bool | int | float | str] | None:
         return {k: parse_option_value(v) for k, v in self.options.items()
-                if k != "load_env" and not k.startswith("jax_")} or None
+                if k != "load_env" and not k.startswith("jax_") and k not in _MESH_OPTIONS} or None
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         with jax_config(self.options):
-            return self._run(fn, args, timeout)
+            return self._run(fn, self.placed(args), timeout)
 
     def _run(self, fn: Callable[..., Any], args: tuple, timeout: float | None) -> Any:
         import jax

@@ -63,8 +63,11 @@ def _table(expected: list[np.ndarray], observed: list[np.ndarray], baseline: str
     for k, (e, o) in enumerate(zip(expected, observed)):
         e, o = np.asarray(e).reshape(-1), np.asarray(o).reshape(-1)
         same = (e.view(f"u{e.dtype.itemsize}") == o.view(f"u{o.dtype.itemsize}")) if e.dtype.kind in "fV" else e == o
-        for i in np.flatnonzero(~same)[:limit]:
+        bad = np.flatnonzero(~same)
+        for i in bad[:limit]:
             rows.append(f"output {k}[{i}]: {baseline} {_value(e[i])}, {path} {_value(o[i])}")
+        if bad.size > limit:
+            rows.append(f"... and {bad.size - limit} more elements of output {k}")
     return rows
 
 
@@ -89,15 +92,16 @@ def docstring(expl: Any, d: Any, region: Region, baseline: str, path: str, case:
            f"Reduced by jaxparity {version} on {when} from {case}: {d.where()} ({line}).",
            f"This script runs {len(region.ops)} op{'s' if len(region.ops) > 1 else ''} ({ops}) on {n_in} "
            f"captured input{'s' if n_in > 1 else ''}, {kept}.",
-           f"Cause: {cause}" + (f": {evidence}" if evidence else "") + "."]
+           f"In the case, cause: {cause}" + (f": {evidence}" if evidence else "") + "."]
     if d.elements is not None:
-        out.append("Element evidence: " + d.elements.describe(path, baseline, d.within_noise_bound,
-                                                               d.unrounded is not None) + ".")
-    out += ["", "When it was written:", *[f"  {r}" for r in _table(expected, observed, baseline, path)],
+        out.append("In the case, element evidence: " + d.elements.describe(path, baseline, d.within_noise_bound,
+                                                                            d.unrounded is not None) + ".")
+    out += ["", "This script, when it was written (its own inputs and shapes):",
+            *[f"  {r}" for r in _table(expected, observed, baseline, path)],
             f"  with {versions(baseline, path)}; CPU {cpu_features()}", "",
             f"    python {name}           # exit 1 while {path} differs from {baseline}, 0 once they agree"]
-    if fix:
-        out.append(f"    python {name} --fixed   # {fix}")
+    out.append(f"    python {name} --fixed   # {fix}" if fix else
+               f"    python {name} --fixed   # exit 2: no fix was verified for this divergence")
     wrapped = []
     for ln in out:
         if ln.startswith("  ") or len(ln) <= 100:

@@ -32,13 +32,13 @@ _RUNNERS: dict[str, str] = {
     return [np.asarray(y) for y in f(*args)]
 ''',
     "jit": '''def run_jit(f, args):  # one XLA program, with the path's compile options
-    compiled = jax.jit(f).lower(*args).compile(compiler_options={options} or None)
+    compiled = jax.jit(f).lower(*args).compile(compiler_options={options})
     return [np.asarray(y) for y in compiled(*args)]
 ''',
     "export": '''def run_export(f, args):  # jax.export -> serialize -> deserialize -> call
     from jax import export
     call = export.deserialize(export.export(jax.jit(f))(*args).serialize()).call
-    compiled = jax.jit(call).lower(*args).compile(compiler_options={options} or None)
+    compiled = jax.jit(call).lower(*args).compile(compiler_options={options})
     return [np.asarray(y) for y in compiled(*args)]
 ''',
     "savedmodel": '''def run_savedmodel(f, args):  # jax2tf -> SavedModel (left in ./repro_savedmodel) -> TensorFlow
@@ -115,7 +115,7 @@ def _runner(spec: str, fix_options: dict[str, str] | None = None) -> str:
         options = {**options, **fix_options}
     lowered = {k: parse_option_value(v) for k, v in options.items() if k.islower() and not k.startswith("jax_")}
     if kind in ("jit", "export"):
-        return _RUNNERS[kind].format(options=repr(lowered) if lowered else "{}")
+        return _RUNNERS[kind].format(options=repr(lowered) if lowered else "None").replace("None or None", "None")
     if kind == "tflite":
         resolver = {"xnnpack": "AUTO", "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
                     "reference": "BUILTIN_REF"}[options.get("kernels", "xnnpack")]
@@ -180,6 +180,9 @@ def write_script(region: Region, baseline: str, path: str, *, docstring: str, ex
     if fix_env:
         code += [f"if '--fixed' in sys.argv:  # {fix_text or 'the fix'}"]
         code += [f"    os.environ[{k!r}] = {v!r}" for k, v in fix_env.items()]
+    if not (fix_env or fix_flags or model_fix or fix_params):
+        code += ["if '--fixed' in sys.argv:",
+                 "    sys.exit(print('no fix was verified for this divergence: --fixed changes nothing') or 2)"]
     code += ["", "import jax", "import numpy as np"]
     if any(primitive_source(region.program.ops[i].info.primitive).startswith("primitives.") for i in region.ops):
         code.append("import jax.extend.core.primitives as primitives")
@@ -241,6 +244,6 @@ def _dtype(dtype: np.dtype) -> str:
 
 def _versions_line(baseline: str, path: str) -> str:
     """A line printing the versions of what ran (the modules the two computations imported)."""
-    mods = ["jax", "jaxlib", "tensorflow", "ai_edge_litert", "jax2onnx", "onnxruntime", "onnx", "iree.compiler"]
-    return (f"print(*(f'{{m}} {{getattr(sys.modules[m], \"__version__\", \"?\")}}' for m in {mods!r} "
-            "if m in sys.modules), sep=', ')")
+    mods = ["jax", "jaxlib", "tensorflow", "ai_edge_litert", "onnxruntime", "onnx"]
+    return (f"print(*(f'{{m}} {{sys.modules[m].__version__}}' for m in {mods!r} "
+            "if hasattr(sys.modules.get(m), '__version__')), sep=', ')")

@@ -43,6 +43,11 @@ def primitive_source(name: str) -> str:
 
 
 def _param(value: Any) -> str:
+    if isinstance(value, enum.Enum):  # before int: lax.RoundingMethod is an IntEnum
+        owner = type(value).__name__
+        if getattr(lax, owner, None) is type(value):
+            return f"jax.lax.{owner}.{value.name}"
+        raise NotWritable(f"enum {owner} is not in jax.lax")
     if value is None or isinstance(value, (bool, int, str)):
         return repr(value)
     if isinstance(value, float):

@@ -130,15 +130,24 @@ def local_distance(d: Any) -> str:
     return f"{d.max_ulp} ULP" if floats and len(floats) == len(outputs) else str(d.max_ulp)
 
 
+def side_name(side: str, path: str, baseline: str) -> str:
+    """"path"/"baseline"/"both"/"neither" as the report says it: the paths' own names."""
+    return {"path": path, "baseline": baseline, "both": f"both ({path}, {baseline})"}.get(side, side)
+
+
 def _divergence_key(e: Any) -> tuple | None:
-    """What makes two paths' divergences the same: baseline, first local op (loop frames, op, line) and the
-    confirmed causes. None when there is no first op to compare (each such path is explained alone)."""
+    """What makes two paths' divergences the same: baseline, first local op (loop frames, op, line), the
+    confirmed causes and which side is wrong (a path that is right where the baseline is wrong is not
+    the same as one wrong the same way). None when there is no first op to compare (explained alone)."""
     loc = e.localization
     if loc is None or loc.first is None:
         return None
     first = loc.first
     causes = tuple(sorted(c.cause for c in e.causes if c.status in ("confirmed", "partly", "noise")))
-    return (e.baseline, first.where(), first.op.user_source, first.op.source, causes)
+    ev = first.elements
+    wrong = ev.wrong_side() if ev is not None else None
+    flushes = tuple(sorted(ev.flushes)) if ev is not None else ()
+    return (e.baseline, first.where(), first.op.user_source, first.op.source, causes, wrong, flushes)
 
 
 def group_explanations(explanations: Any) -> list[tuple[Any, list[Any]]]:
@@ -192,7 +201,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
                 t.add_row(Text(str(d.op.index)), *((Text(": ".join(f.describe() for f in d.within)),) if loops else ()),
                           Text(f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}"),
                           Text(d.op.name_stack or ""), Text(_where(d.op)), Text(local_distance(d)),
-                          Text(f"{d.n_differ}/{d.size}"), Text(d.declared_side))
+                          Text(f"{d.n_differ}/{d.size}"), Text(side_name(d.declared_side, e.path, e.baseline)))
             parts.append(_Fit(t))
             for d in shown:
                 if d.detail:

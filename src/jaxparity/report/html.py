@@ -23,7 +23,7 @@ from typing import Any
 
 from ..metrics import dtype_class
 from ..result import ComparisonResult, LeafResult, PathResult
-from .explanation import group_explanations, iteration_growth, layer_growth, local_distance
+from .explanation import group_explanations, iteration_growth, layer_growth, local_distance, side_name
 from .format import (HUGE_ULP, HUGE_ULP_NOTE, advice, fmt, leaf_line, path_line, producer, readable, summary_line,
                      ulp_text, values_text)
 
@@ -395,7 +395,7 @@ def _explanation_one(e: Any) -> str:
             rows = [[str(d.op.index)] + ([_e(": ".join(f.describe() for f in d.within))] if loops else []) +
                     [f"<code>{_e(_op(d.op))}</code>", _e(d.op.name_stack or ""),
                      f"<code>{_e(_where(d.op))}</code>", _e(local_distance(d)), f"{d.n_differ}/{d.size}",
-                     _e(d.declared_side)] for d in shown]
+                     _e(side_name(d.declared_side, e.path, e.baseline))] for d in shown]
             cols = ["#"] + (["in loop"] if loops else []) + ["op", "module", "line", "max diff", "differ",
                                                               "declared kept by"]
             opened = " and the loop bodies opened" if any(d.within for d in loc.local) else ""

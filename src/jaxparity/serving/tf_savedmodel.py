@@ -1,6 +1,8 @@
 """Serve a SavedModel the way TensorFlow Serving's SavedModelBundle does, in a fresh process.
 
-Run as a script: ``python tf_savedmodel.py MODEL_DIR INPUTS.npz OUTPUTS.npz``. It imports
+Run as a script: ``python tf_savedmodel.py MODEL_DIR INPUTS.npz OUTPUTS.npz``, or started early as
+``python tf_savedmodel.py --wait`` (it imports TensorFlow while the caller converts the model, then
+reads ``MODEL_DIR<TAB>INPUTS<TAB>OUTPUTS`` from stdin). It imports
 TensorFlow and not JAX, loads the model with the ``serve`` tag through the TF1 SavedModel loader,
 feeds the ``serving_default`` signature's input tensors and fetches its outputs with
 ``Session.run``. Environment variables (``XLA_FLAGS``...) are the caller's to set: TensorFlow reads
@@ -59,4 +61,14 @@ def main(model_dir: str, inputs_file: str, outputs_file: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    if sys.argv[1:2] == ["--wait"]:
+        # Started before the model exists: import TensorFlow now (seconds), then read
+        # "MODEL_DIR<TAB>INPUTS<TAB>OUTPUTS" from stdin once the caller has saved it.
+        import tensorflow  # noqa: F401
+
+        line = sys.stdin.readline().rstrip("\n")
+        if not line:
+            raise SystemExit(0)  # the caller gave up (the model could not be saved)
+        main(*line.split("\t")[:3])
+    else:
+        main(*sys.argv[1:4])

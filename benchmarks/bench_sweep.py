@@ -1,0 +1,79 @@
+"""A 200-cell sweep, measured side by side in one run: the local pool with 1 and with 2 worker processes
+(target: >= 1.8x faster with 2 on this 2-core machine), and a 2-node Ray cluster on loopback (a head and
+a worker node, one CPU each): Ray's overhead per task against a local task (target <= 10%).
+
+The cells: the seed convolution (examples/conv_bf16.py) and a bf16 MLP (examples/mlp_bf16.py), 50 input
+sets each, on jit and on jit with xla_allow_excess_precision=false: 2 x 50 x 2 = 200 cells, each
+compared with eager. Each run starts from an empty store.
+
+Usage: python benchmarks/bench_sweep.py [--samples 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _spec(tmp: Path, samples: int) -> Path:
+    spec = tmp / "bench.toml"
+    spec.write_text(f'name = "bench"\ncases = ["{ROOT}/examples/conv_bf16.py", "{ROOT}/examples/mlp_bf16.py"]\n'
+                    'paths = ["jit", "jit:xla_allow_excess_precision=false"]\n'
+                    f"samples = {samples}\n")
+    return spec
+
+
+def _run(spec_file: Path, store_dir: Path, **kw) -> tuple[float, int, float]:
+    """(wall seconds, cells, summed seconds the cells themselves took)."""
+    from jaxparity.sweep import Store, load_spec, run_sweep
+
+    spec = load_spec(spec_file)
+    shutil.rmtree(store_dir, ignore_errors=True)
+    store = Store(store_dir, Store.spec_text(spec))
+    t = time.perf_counter()
+    counts = run_sweep(spec, store, **kw)
+    wall = time.perf_counter() - t
+    busy = sum(r["seconds"] for r in store.rows())
+    store.close()
+    return wall, counts["ran"], busy
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, default=50)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="jaxparity-bench-sweep-"))
+    spec = _spec(tmp, args.samples)
+    one = _run(spec, tmp / "one", jobs=1)
+    two = _run(spec, tmp / "two", jobs=2)
+    print(f"local, 1 worker : {one[0]:7.1f} s for {one[1]} cells ({one[2] / one[1]:.3f} s per cell inside)")
+    print(f"local, 2 workers: {two[0]:7.1f} s for {two[1]} cells: {one[0] / two[0]:.2f}x faster")
+
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    try:
+        ray.init(address=cluster.address, log_to_driver=False)
+        rayed = _run(spec, tmp / "ray", executor="ray", address=cluster.address)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    # Per task: the wall time each of the 2 workers spent per cell, against the same cell run locally.
+    local_task = two[0] * 2 / two[1]
+    ray_task = rayed[0] * 2 / rayed[1]
+    print(f"ray, 2 nodes    : {rayed[0]:7.1f} s for {rayed[1]} cells: {ray_task:.3f} s per task and worker "
+          f"against {local_task:.3f} s locally: overhead {100 * (ray_task - local_task) / local_task:+.1f}% "
+          "(the cells' own time inside: " f"{rayed[2] / rayed[1]:.3f} s Ray, {two[2] / two[1]:.3f} s local)")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
