@@ -231,3 +231,15 @@ def test_float0_carries_no_values():
     z = np.zeros((3,), jax.dtypes.float0)
     d = diff_leaf(z, z.copy())
     assert d.n_differ == 0 and d.bitwise_equal
+
+
+def test_reference_error_never_calls_a_nan_against_a_number_equal():
+    """A NaN output where the f64 ideal is a number (or the reverse) is as far as it gets: never 0."""
+    from jaxparity.metrics import reference_error
+
+    e = reference_error(np.array([np.nan, 1.0], np.float32), np.array([1.0, 1.0]))
+    assert e.max_abs == np.inf and e.max_ulp == np.iinfo(np.int64).max
+    e = reference_error(np.array([1.0, 1.0], np.float32), np.array([np.nan, 1.0]))
+    assert e.max_abs == np.inf
+    same = reference_error(np.array([np.nan, np.inf], np.float32), np.array([np.nan, np.inf]))
+    assert same.max_abs == 0 and same.max_ulp == 0

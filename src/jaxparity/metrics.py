@@ -384,17 +384,24 @@ def reference_error(x: np.ndarray, ideal: np.ndarray) -> ReferenceError:
     x, ideal = np.asarray(x), np.asarray(ideal)
     kind = dtype_class(x.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(as_wide(x) - as_wide(ideal)).reshape(-1)
+        wx, wi = as_wide(x), as_wide(ideal)
+        err = np.abs(wx - wi).reshape(-1)
+        # NaN on one side only is as far as it gets (never 0: the judge must not call it equal); NaN on
+        # both sides, or the same infinity, is no error.
+        one_nan = (np.isnan(wx) != np.isnan(wi)).reshape(-1) if kind in ("float", "complex") else \
+            np.zeros(err.shape, bool)
+    err = np.where(one_nan, np.inf, err)
     err = err[~np.isnan(err)]
     max_ulp = None
     if kind == "float":
         ulps = ulp_distance(x, round_to_dtype(ideal.astype(np.float64), x.dtype))
-        max_ulp = int(ulps.max(initial=0))
+        max_ulp = int(np.where(ulps < 0, np.iinfo(np.int64).max, ulps).max(initial=0))
     elif kind == "complex":
         wide = ideal.astype(np.complex128)
         rounded = np.empty(x.shape, x.dtype)  # each component rounded on its own (arithmetic would mix NaNs in)
         rounded.real, rounded.imag = wide.real, wide.imag
-        max_ulp = int(ulp_distance(x, rounded).max(initial=0))
+        ulps = ulp_distance(x, rounded)
+        max_ulp = int(np.where(ulps < 0, np.iinfo(np.int64).max, ulps).max(initial=0))
     return ReferenceError(
         max_abs=float(err.max(initial=0.0)),
         mean_abs=float(err.mean()) if err.size else 0.0,

@@ -158,6 +158,17 @@ def verify_script(script: Script, name: str = "repro.py", args: Sequence[str] = 
     return proc.returncode, "\n".join(proc.stdout.strip().splitlines()[-12:] + errors[-6:])
 
 
+def _verify_both(script: Script, name: str) -> tuple[int | None, str, tuple[int | None, str]]:
+    """The script as written and with ``--fixed``, each in its own fresh process, at the same time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        plain = pool.submit(verify_script, script, name)
+        fixed = pool.submit(verify_script, script, name, ["--fixed"]) if script.fixed else None
+        rc, tail = plain.result()
+        return rc, tail, fixed.result() if fixed is not None else (None, "")
+
+
 def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *, case_name: str = "the case",
                 name: str = "repro.py", log: Callable[[str], None] = lambda _: None) -> Reduction:
     """Reduce the divergence between ``baseline`` and ``path`` on ``fn(*args)`` to a verified script."""
@@ -191,8 +202,13 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
     if context is None:
         raise ReduceError(f"the values of {d.where()} were not kept: cannot cut a region there")
     program, path_vals, _ = context
+    required: set[int] = set()
+    if fused is None:
+        fused = _evidence_start(d)
+        required = set(fused or ())
     log(f"cutting the smallest region around {d.where()}")
-    region, b, p, tried = grow_and_shrink(program, path_vals, d.op.index, baseline, path, log=log, start=fused)
+    region, b, p, tried = grow_and_shrink(program, path_vals, d.op.index, baseline, path, log=log, start=fused,
+                                          required=required)
     notes = [f"{tried} region(s) tried; {len(region.ops)} op(s) kept"]
     candidates: list[tuple[Region, list, list]] = [(region, b, p)]
     cause = next((c.cause for c in expl.causes if c.status == "confirmed"), None)
@@ -206,14 +222,14 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
         script = write_script(region, baseline, path, docstring=doc, expected=b, fix_flags=flags, fix_env=env,
                               model_fix=change.lines, fix_params=dict(change.params), fix_text=what, name=name)
         log(f"checking the script in a fresh process ({script.code_lines} lines of code)")
-        rc, tail = verify_script(script, name)
+        rc, tail, fixed_run = _verify_both(script, name)
         if rc != 1 or " elements differ" not in tail:
             notes.append(f"a version on {region.size} input elements did not reproduce in a fresh process "
                          f"(exit {rc}): {tail.splitlines()[-1] if tail else ''}")
             continue
         fixed = None
         if script.fixed:
-            rc_fixed, tail_fixed = verify_script(script, name, ["--fixed"])
+            rc_fixed, tail_fixed = fixed_run
             fixed = rc_fixed == 0 and " elements differ" in tail_fixed
             if not fixed:
                 notes.append(f"with --fixed ({what}) the script still exits {rc_fixed}: the fix is left out "
@@ -229,6 +245,20 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
 
         return replace(red, markdown=markdown(red, case_name, name))
     raise ReduceError(f"no reproducer of {d.where()} reproduces in a fresh process: " + "; ".join(notes))
+
+
+def _evidence_start(d: Any) -> set[int] | None:
+    """Ops the evidence already names as part of the divergence, to start the region with: the narrow
+    op whose rounding a widening convert never saw (excess precision), the mul an FMA fused in."""
+    import re
+
+    ops: set[int] = set()
+    if getattr(d, "unrounded", None) is not None:
+        ops.add(d.unrounded.index)
+    for m in getattr(d, "semantics", ()):
+        if m.reproduces_path and (k := re.match(r"#(\d+) mul fused into", m.description)):
+            ops.add(int(k[1]))
+    return ops or None
 
 
 @dataclass(frozen=True)

@@ -49,19 +49,27 @@ def _producers(program: FlatProgram) -> dict[int, int]:
 
 def grow_and_shrink(program: FlatProgram, vals: OpValues, target: int, base: str, path: str,
                     run: Runner = run_region, log: Callable[[str], None] = lambda _: None,
-                    start: set[int] | None = None) -> tuple[Region, list[np.ndarray], list[np.ndarray], int]:
+                    start: set[int] | None = None, required: set[int] = frozenset()
+                    ) -> tuple[Region, list[np.ndarray], list[np.ndarray], int]:
     """The 1-minimal region around ``target`` that diverges when ``base`` and ``path`` each run it
     alone, its two results, and how many regions were tried. ``start``: the ops to begin with (a
-    fused region the localizer could only bound), else the target alone."""
+    fused region the localizer could only bound), else the target alone; ``required``: ops the op's own
+    evidence names (the mul an FMA fused in), never dropped."""
     producer = _producers(program)
     chosen: set[int] = set(start or ()) | {target}
     frontier = set(chosen)
-    tried = 0
+    seen: dict[frozenset, tuple[list, list]] = {}  # op set -> both results: each region runs once
+
+    def both(region: Region) -> tuple[list, list]:
+        key = frozenset(region.ops)
+        if key not in seen:
+            seen[key] = (run(base, region), run(path, region))
+        return seen[key]
+
     found: tuple[Region, list, list] | None = None
     for generation in range(MAX_GENERATIONS + 1):
         region = make_region(program, vals, chosen, target)
-        tried += 1
-        b, p = run(base, region), run(path, region)
+        b, p = both(region)
         if differs(b, p):
             found = (region, b, p)
             break
@@ -78,14 +86,13 @@ def grow_and_shrink(program: FlatProgram, vals: OpValues, target: int, base: str
                           "program (how the compiler fuses it) than a small region keeps")
     region, b, p = found
     for i in sorted(region.ops):  # earliest (farthest from the target) first
-        if i == target or len(region.ops) == 1:
+        if i == target or i in required or len(region.ops) == 1:
             continue
         smaller = make_region(program, vals, [j for j in region.ops if j != i], target)
-        tried += 1
-        b2, p2 = run(base, smaller), run(path, smaller)
+        b2, p2 = both(smaller)
         if differs(b2, p2):
             region, b, p = smaller, b2, p2
-    return region, b, p, tried
+    return region, b, p, len(seen)
 
 
 def shrink_elements(region: Region, base_out: list[np.ndarray], path_out: list[np.ndarray], base: str, path: str,

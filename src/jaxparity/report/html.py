@@ -24,7 +24,7 @@ from typing import Any
 from ..metrics import dtype_class
 from ..result import ComparisonResult, LeafResult, PathResult
 from .explanation import group_explanations, iteration_growth, layer_growth, local_distance, side_name
-from .format import (HUGE_ULP, HUGE_ULP_NOTE, advice, fmt, leaf_line, path_line, producer, readable, summary_line,
+from .format import (HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, fmt, leaf_line, path_line, producer, readable, summary_line,
                      ulp_text, values_text)
 
 __all__ = ["render_html_report", "write_html"]
@@ -166,7 +166,9 @@ def _summary(r: ComparisonResult) -> str:
             cells = _cell(p, None) + "<td></td>" * (len(outs) - 1)
         err = p.worst.error_vs_f64 if p.worst is not None else (p.leaves[0].error_vs_f64 if p.leaves else None)
         ideal = "" if err is None or p.spec == "f64" else (
-            f"{fmt(err.max_abs)}" + (f" ({err.max_ulp} ULP)" if err.max_ulp is not None else ""))
+            f"{fmt(err.max_abs)}" + (" (a NaN where the ideal is a number, or the reverse)"
+                                     if err.max_ulp is not None and err.max_ulp >= NAN_ULP else
+                                     f" ({err.max_ulp} ULP)" if err.max_ulp is not None else ""))
         role = " <small class='note'>(reference)</small>" if p.reference else ""
         time = f"{p.seconds:.2f}s" if p.seconds else ""
         rows.append(f'<tr id="row-{_slug(p.spec)}"><th><code>{_e(p.spec)}</code>{role}</th>'

@@ -13,7 +13,7 @@ from rich.text import Text
 from ..metrics import dtype_class
 from ..result import ComparisonResult, PathResult
 from .explanation import fit_columns, stacked
-from .format import arrays_line, fmt, path_line, summary_line, values_text
+from .format import NAN_ULP, arrays_line, fmt, path_line, summary_line, values_text
 
 __all__ = ["print_result", "render", "render_text"]
 
@@ -59,7 +59,8 @@ def _rows(p: PathResult, many_outputs: bool, label: Any = None) -> list[list[Any
         if err is not None and p.spec != "f64":
             exact = err.max_ulp is None and float(err.max_abs).is_integer()  # integers: their exact difference
             ideal_abs = str(int(err.max_abs)) if exact else fmt(err.max_abs)
-            ideal_ulp = "" if err.max_ulp is None else str(err.max_ulp)
+            ideal_ulp = "" if err.max_ulp is None else "NaN" if err.max_ulp >= NAN_ULP else str(err.max_ulp)
+            ideal_abs = "NaN" if err.max_abs == float("inf") and err.max_ulp and err.max_ulp >= NAN_ULP else ideal_abs
         ulp, abs_ = _distance_cells(d)
         row = [
             label if i == 0 else "",
