@@ -53,8 +53,9 @@ def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], 
     if len(args) != len(jaxpr.invars):
         raise ValueError(f"expected {len(jaxpr.invars)} arguments, got {len(args)}")
     with _x64(True):
-        args = [_coerce(a, v.aval.dtype, sem) for a, v in zip(args, jaxpr.invars)]
-        return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, sem, 0, on_eqn, "<unknown>")
+        # Converted when first read, freed after their last use (``_eval_jaxpr``): a model's weights are
+        # never all in float64 at once.
+        return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, sem, 0, on_eqn, "<unknown>", coerce_args=True)
 
 
 def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Semantics = "declared",
@@ -89,18 +90,36 @@ def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Sem
 
 
 def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], sem: Semantics,
-                depth: int, hook: Hook, outer: str) -> list[Any]:
-    """Evaluate an open jaxpr; `args` are already in `sem`'s representation, `consts` are not."""
-    env: dict[Any, Any] = {v: _coerce(c, v.aval.dtype, sem)
-                           for v, c in zip(jaxpr.constvars, consts)}
-    env.update(zip(jaxpr.invars, args))
+                depth: int, hook: Hook, outer: str, coerce_args: bool = False) -> list[Any]:
+    """Evaluate an open jaxpr; `args` are already in `sem`'s representation (unless `coerce_args`: then
+    each is converted when first read), `consts` are not. A value is dropped after its last use, so a
+    program's memory is its live values, not all of them (a 1B-parameter model's weights in float64
+    would be 8 GB)."""
+    env: dict[Any, Any] = {}
+    raw: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))  # converted on first read
+    if coerce_args:
+        raw.update(zip(jaxpr.invars, args))
+    else:
+        env.update(zip(jaxpr.invars, args))
     relax = _relaxations(jaxpr, sem)
     as_f32: dict[Any, Any] = {}  # float32 copies of narrow results, for widening converts
+    last_use: dict[Any, int] = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        for v in eqn.invars:
+            if not isinstance(v, jcore.Literal):
+                last_use[v] = i
+    for v in jaxpr.outvars:
+        if not isinstance(v, jcore.Literal):
+            last_use[v] = len(jaxpr.eqns)  # kept to the end
 
     def read(v: Any) -> Any:
-        return _coerce(v.val, v.aval.dtype, sem) if isinstance(v, jcore.Literal) else env[v]
+        if isinstance(v, jcore.Literal):
+            return _coerce(v.val, v.aval.dtype, sem)
+        if v not in env and v in raw:
+            env[v] = _coerce(raw.pop(v), v.aval.dtype, sem)
+        return env[v]
 
-    for eqn in jaxpr.eqns:
+    for index, eqn in enumerate(jaxpr.eqns):
         invals = [read(v) for v in eqn.invars]
         first = eqn.invars[0] if eqn.invars else None
         if (as_f32 and first is not None and not isinstance(first, jcore.Literal) and first in as_f32
@@ -112,8 +131,12 @@ def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], 
                              [relax.get(v) for v in eqn.outvars] if relax else None, extra)
         if hook is not None:
             hook(EqnEvent(eqn, depth, tuple(invals), tuple(outs)))
-        env.update((v, o) for v, o in zip(eqn.outvars, outs) if not isinstance(v, _DropVar))
+        env.update((v, o) for v, o in zip(eqn.outvars, outs) if not isinstance(v, _DropVar) and v in last_use)
         as_f32.update((eqn.outvars[i], o) for i, o in extra.items())
+        for v in eqn.invars:  # dead after this equation: free it
+            if not isinstance(v, jcore.Literal) and last_use.get(v) == index:
+                env.pop(v, None)
+                as_f32.pop(v, None)
     return [read(v) for v in jaxpr.outvars]
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any
 
 from .cells import Cell, cells_of, run_cell
@@ -48,7 +50,7 @@ def run_sweep(spec: SweepSpec, store: Store, *, executor: str = "local", jobs: i
             progress(counts["skipped"] + counts["ran"], len(cells), cell, record)
 
     if executor == "local":
-        _local(todo, spec, jobs or multiprocessing.cpu_count(), finished, counts)
+        _local(todo, spec, jobs or multiprocessing.cpu_count(), finished, counts, store.dir / "logs")
     elif executor == "ray":
         _ray(todo, spec, address, finished)
     else:
@@ -56,17 +58,30 @@ def run_sweep(spec: SweepSpec, store: Store, *, executor: str = "local", jobs: i
     return counts
 
 
+def _quiet(log_dir: str) -> None:
+    """A pool worker writes what its libraries print (TensorFlow's C++ logging, warnings) into its own
+    log in the store, not over the sweep's progress lines."""
+    import os
+
+    os.makedirs(log_dir, exist_ok=True)
+    fd = os.open(os.path.join(log_dir, f"worker-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def _local(todo: list[Cell], spec: SweepSpec, jobs: int, finished: Callable[[Cell, dict], None],
-           counts: dict[str, int]) -> None:
+           counts: dict[str, int], log_dir: Path) -> None:
     crashes: dict[str, int] = {}
     queue = list(todo)
     context = multiprocessing.get_context("spawn")  # no JAX state forked into the workers
     while queue:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with _one_core_each(jobs), ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_quiet,
+                                                       initargs=(str(log_dir),)) as pool:
             running: dict[Any, Cell] = {}
             try:
                 while queue or running:
-                    while queue and len(running) < 2 * jobs:  # a short window: a dead pool loses little
+                    while queue and len(running) < 4 * jobs:  # a short window: a dead pool loses little
                         running[pool.submit(run_cell, queue[0], spec)] = queue[0]
                         queue.pop(0)  # only once it is in flight: a broken pool raises in submit
                     ready, _ = wait(list(running), return_when=FIRST_COMPLETED)
@@ -85,6 +100,29 @@ def _local(todo: list[Cell], spec: SweepSpec, jobs: int, finished: Callable[[Cel
                     else:
                         queue.insert(0, cell)
                 time.sleep(0.1)
+
+
+@contextmanager
+def _one_core_each(jobs: int) -> Iterator[None]:
+    """With several workers on one machine, each computes on one thread (XLA's Eigen pool, OpenBLAS,
+    OpenMP, TensorFlow): N workers use N cores instead of every worker's thread pools competing for all
+    of them. Set in this process's environment while the pool starts its workers (they read it as they
+    start, before numpy or JAX load), restored after."""
+    import os
+
+    saved = dict(os.environ)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO lines would flood the terminal
+    if jobs > 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "xla_cpu_multi_thread_eigen" not in flags:
+            os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
+            os.environ.setdefault(var, "1")
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _ray(todo: list[Cell], spec: SweepSpec, address: str | None, finished: Callable[[Cell, dict], None]) -> None:

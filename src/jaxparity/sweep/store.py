@@ -35,6 +35,7 @@ class Store:
         (self.dir / "arrays").mkdir(exist_ok=True)
         self.db = sqlite3.connect(self.dir / "results.db", timeout=60)
         self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL: a crash of this process loses no committed cell
         self.db.execute("CREATE TABLE IF NOT EXISTS cells (key TEXT PRIMARY KEY, case_ TEXT, sample INTEGER, "
                         "path TEXT, status TEXT, verdict TEXT, max_ulp INTEGER, n_differ INTEGER, size INTEGER, "
                         "cause TEXT, op TEXT, line TEXT, summary TEXT, error TEXT, seconds REAL, arrays TEXT, "
