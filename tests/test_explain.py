@@ -236,3 +236,26 @@ def test_a_fold_that_ignores_nan_under_fast_math():
     assert fold.status == "confirmed" and "NaN or inf inputs" in fold.evidence
     assert cause(e, "wrong-code").status != "confirmed"
     assert cause(e, "fast-math").status == "confirmed"  # the flag re-run proves the fix
+
+
+def test_a_capture_budget_keeps_digests_beyond_it_and_still_finds_an_early_divergence(monkeypatch):
+    """--max-capture-mb: values beyond the budget (in program order) are kept as digests, compared bit
+    for bit but not replayed; a divergence within the budget is still localized and explained."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import jaxparity
+
+    def fn(x):
+        y = x / 3.0  # the divergence (jit: x * (1/3)), first in program order
+        for _ in range(6):
+            y = jnp.tanh(y) * 1.5 + y
+        return y
+
+    x = jnp.asarray(np.linspace(-4, 4, 4096, dtype=np.float32))
+    monkeypatch.setenv("JAXPARITY_MAX_CAPTURE_MB", str(3 * 4096 * 4 / 2**20))  # room for 3 values
+    result = jaxparity.compare(fn, x, paths=["eager", "jit"]).explain()
+    (e,) = result.explanations
+    loc = e.localization
+    assert loc.first is not None and loc.first.op.primitive == "div"
+    assert any("beyond the capture budget" in n for n in loc.notes) and loc.unchecked > 0

@@ -204,6 +204,9 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     tol.add_argument("--atol", type=float, metavar="X", help="|got - expected| <= atol + rtol * |expected|")
     tol.add_argument("--rtol", type=float, metavar="X", help="see --atol")
     cmp.add_argument("--timeout", type=float, metavar="SECONDS", help="stop a path that runs longer than this")
+    cmp.add_argument("--max-capture-mb", type=float, metavar="MB", help="explaining: per-op values each path keeps "
+                     "(in program order); beyond it an op's output is kept as a digest, compared bit for bit but not "
+                     "replayed (default: no limit)")
     cmp.add_argument("--jobs", type=int, metavar="N", help="worker processes that run independent paths at the same "
                      "time (default: the number of cores; 1: one after the other); results are the same")
     env = cmp.add_argument_group("other package versions (paths written NAME@ENV run there)")
@@ -297,6 +300,12 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _error("--timeout must be a positive number of seconds")
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
         return _error("--jobs must be at least 1")
+    if getattr(args, "max_capture_mb", None) is not None:
+        if args.max_capture_mb <= 0:
+            return _error("--max-capture-mb must be a positive number of megabytes")
+        import os
+
+        os.environ["JAXPARITY_MAX_CAPTURE_MB"] = str(args.max_capture_mb)  # read where explain runs (the worker)
     tolerance = Tolerance(ulp=args.ulp, atol=args.atol, rtol=args.rtol)
     paths = ",".join(args.paths) if args.paths else None
     if bool(args.export_env) != bool(args.serve_env):

@@ -259,9 +259,15 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
     local: list[LocalDivergence] = []
     drift: list[OpDrift] = []
     skipped = 0
+    beyond = differ_beyond = 0  # ops whose outputs are beyond a capture budget: compared by digest only
     for op in program.ops:
         outs = [vid for vid in op.outputs if vid is not None and vid in path.values and vid in base.values]
         if not outs:
+            digested = [vid for vid in op.outputs if vid is not None and vid in path.digests and
+                        (vid in base.digests or vid in base.values)]
+            if digested:
+                beyond += 1
+                differ_beyond += any(path.digests[v] != base.digests.get(v) for v in digested)
             continue
         p_outs = [path.values[v] for v in outs]
         b_outs = [base.values[v] for v in outs]
@@ -319,13 +325,16 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
                                      producer.info if detail and producer else None, semantics=semantics,
                                      elements=elements))
     notes = (f"{skipped} ops could not be replayed (inputs not observable)",) if skipped else ()
+    if beyond:
+        notes += (f"{beyond} ops beyond the capture budget (--max-capture-mb) were kept as digests: compared bit for "
+                  f"bit, not replayed ({differ_beyond} differ from {baseline}); raise the budget to check them",)
     if compared_only:
         notes += (f"{compared_only} op{'s' if compared_only > 1 else ''} whose inputs already differed could only "
                   "be compared, not replayed: "
                   f"{baseline} runs whole programs, not single ops; a local divergence among them would show "
                   "only where their inputs agree",)
     return Localization(path.path, baseline, len(program.ops), tuple(local), tuple(drift), notes,
-                        program=tuple(op.info for op in program.ops), unchecked=skipped + compared_only)
+                        program=tuple(op.info for op in program.ops), unchecked=skipped + compared_only + beyond)
 
 
 MAX_EVIDENCE = 16  # local divergences (in program order) that get element evidence

@@ -43,6 +43,37 @@ class OpValues:
     loops: dict[int, LoopTrace] = field(default_factory=dict)  # op index -> carries per iteration
     # The outputs of the whole case in the run that produced these values (a probed compile).
     case_outputs: list[np.ndarray] | None = None
+    # Values beyond the capture budget: not kept, only a digest of their bytes (see ``capture_budget``).
+    digests: dict[int, str] = field(default_factory=dict)
+
+
+def capture_budget() -> int | None:
+    """Bytes of per-op values one path keeps (``--max-capture-mb``, read from JAXPARITY_MAX_CAPTURE_MB so
+    that worker processes see it); None: no limit. Beyond it, in program order, a value is kept as a
+    digest only: compared bit for bit with the baseline's, never replayed."""
+    import os
+
+    mb = os.environ.get("JAXPARITY_MAX_CAPTURE_MB")
+    return int(float(mb) * 2**20) if mb else None
+
+
+def _within_budget(values: dict[int, np.ndarray]) -> tuple[dict[int, np.ndarray], dict[int, str]]:
+    budget = capture_budget()
+    if budget is None:
+        return values, {}
+    import hashlib
+
+    kept: dict[int, np.ndarray] = {}
+    digests: dict[int, str] = {}
+    used = 0
+    for vid, x in values.items():  # program order
+        a = np.asarray(x)
+        if used + a.nbytes <= budget:
+            kept[vid] = x
+            used += a.nbytes
+        else:
+            digests[vid] = hashlib.sha256(str((a.dtype, a.shape)).encode() + a.tobytes()).hexdigest()
+    return kept, digests
 
 
 def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
@@ -89,9 +120,9 @@ def op_values(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: 
 
 def _collect(program: FlatProgram, spec: str, values: dict[int, Any], notes: list[str], args: Sequence[Any],
              traces: dict[int, LoopTrace]) -> OpValues:
-    keep = {vid: host(values[vid]) for vid in recorded(program)}
+    keep, digests = _within_budget({vid: host(values[vid]) for vid in recorded(program)})
     inputs = {vid: host(a) for vid, a in zip(program.arg_ids, args) if is_numeric(program.avals[vid])}
-    return OpValues(spec, keep, [host(x) for x in program.outputs(values)], notes, inputs, traces)
+    return OpValues(spec, keep, [host(x) for x in program.outputs(values)], notes, inputs, traces, digests=digests)
 
 
 def _compiled(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: Probe) -> OpValues:
@@ -103,12 +134,12 @@ def _compiled(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: 
 
     path = make_path(spec)
     outs, inter, level = path.run(instrumented, tuple(flat_args))
-    values = dict(zip(rec, (host(x) for x in inter)))
+    values, digests = _within_budget(dict(zip(rec, (host(x) for x in inter))))
     case_outputs = [host(x) for x in outs]
     if not probe:
         return OpValues(spec, values, case_outputs, list(path.notes),
                         {vid: host(a) for vid, a in zip(program.arg_ids, flat_args) if is_numeric(program.avals[vid])},
-                        trace_of(level["loops"], program))
+                        trace_of(level["loops"], program), digests=digests)
     # Walk down to the probed body: its program, its values.
     from .loops.structure import body_of
 
