@@ -49,6 +49,7 @@ def test_spec_errors_name_the_file_and_the_key(tmp_path):
                           ('cases = ["nofile.py"]\npaths = ["jit"]', "no file"),
                           (f'cases = ["{CASES / "planted.py"}"]\npaths = ["nosuch"]', "unknown path"),
                           (f'cases = ["{CASES / "planted.py"}"]\npaths = []', "non-empty list"),
+                          (f'cases = ["{CASES / "planted.py"}"]\npaths = ["eager@old"]', "other environments"),
                           ("cases = [", "not valid TOML")]:
         bad.write_text(text)
         with pytest.raises(SpecError, match=message):

@@ -79,11 +79,16 @@ def load_spec(file: str | Path) -> SweepSpec:
         cases.append(f"{path}:{factory}" if factory else str(path))
     paths = listed("paths")
     baseline = data.get("baseline", "eager")
+    from ..paths import spec_env
+
     for spec in (*paths, baseline):
         try:
-            make_path(spec)
+            path = make_path(spec)
         except PathOptionError as e:
             raise SpecError(f"{file}: {e}") from None
+        if spec_env(spec) or {"serve_env", "load_env"} & set(path.options):
+            raise SpecError(f"{file}: {spec}: paths in other environments (NAME@ENV, serve_env, load_env) cannot be "
+                            "swept yet; compare them with `jaxparity compare --env`")
     for key in ("samples", "seed"):
         if not isinstance(data.get(key, 0), int) or data.get(key, 0) < 0:
             raise SpecError(f"{file}: {key} must be a whole number >= 0")
