@@ -65,6 +65,46 @@ def _inputs(case: Any, cell: Cell, spec: SweepSpec) -> tuple:
     return args_with(case.args, draw_sample(example, spec.seed, cell.sample), f"input set {cell.sample}")
 
 
+def _record(cell: Cell) -> dict[str, Any]:
+    return {**asdict(cell), "key": cell.key, "status": "error", "verdict": None, "max_ulp": None, "n_differ": None,
+            "size": None, "cause": None, "op": None, "line": None, "summary": None, "error": None, "seconds": 0.0}
+
+
+def _run_elsewhere(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
+    """A cell whose path runs in another environment: the case's isolated workers, one per environment
+    (built once, cached), fed this input set bit for bit (``compare_case``)."""
+    import tempfile
+
+    from ..arrayio import save_arrays
+    from ..comparison import compare_case
+    from ..pytree import argument_leaves
+    from ..samples import draw_sample
+
+    start = time.perf_counter()
+    record = _record(cell)
+    try:
+        with tempfile.TemporaryDirectory(prefix="jaxparity-sweep-") as tmp:
+            inputs = None
+            if cell.sample >= 0:
+                example = {n: np.asarray(x) for n, x in argument_leaves(_case(cell.case).args)}
+                drawn = draw_sample(example, spec.seed, cell.sample)
+                inputs = f"{tmp}/inputs.npz"
+                save_arrays(inputs, {**example, **drawn})
+            result = compare_case(cell.case, inputs=inputs, paths=[cell.path], baseline=spec.baseline,
+                                  tolerance=spec.tolerance, timeout=spec.timeout, envs=spec.envs)
+        p = result.path(cell.path)
+        worst = p.worst
+        record.update(status=p.status, verdict=p.verdict, error=p.message if p.status != "ok" else None,
+                      max_ulp=None if worst is None or worst.diff is None else int(worst.diff.max_ulp),
+                      n_differ=sum(lf.diff.n_differ for lf in p.leaves if lf.diff is not None) if p.leaves else None,
+                      size=sum(int(np.prod(lf.shape)) for lf in p.leaves) if p.leaves else None,
+                      summary="ran in another environment: compared, not explained" if spec.explain else None)
+    except Exception as e:
+        record.update(error=f"{type(e).__name__}: {e}".splitlines()[0][:500])
+    record["seconds"] = time.perf_counter() - start
+    return record
+
+
 def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
     """The cell's record (plain values: what the store keeps), plus ``arrays`` for a diverging cell."""
     from ..case import Case
@@ -72,10 +112,12 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
     from ..execute import case_info, run_in_process
     from ..paths import make_path
 
+    from ..paths import spec_env
+
+    if spec_env(cell.path) or any(k in make_path(cell.path).options for k in ("serve_env", "load_env")):
+        return _run_elsewhere(cell, spec)
     start = time.perf_counter()
-    record: dict[str, Any] = {**asdict(cell), "key": cell.key, "status": "error", "verdict": None, "max_ulp": None,
-                              "n_differ": None, "size": None, "cause": None, "op": None, "line": None,
-                              "summary": None, "error": None, "seconds": 0.0}
+    record = _record(cell)
     try:
         case = _case(cell.case)
         args = _inputs(case, cell, spec)

@@ -10,6 +10,8 @@
     timeout = 300               # seconds per path run
     [tolerance]                 # default exact
     ulp = 2
+    [envs]                      # other package versions: paths written NAME@ENV run there
+    old = "jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0"
 
 Case files are relative to the spec's directory.
 """
@@ -24,7 +26,7 @@ from ..metrics import Tolerance
 
 __all__ = ["SpecError", "SweepSpec", "load_spec"]
 
-_KEYS = {"name", "cases", "paths", "baseline", "samples", "seed", "explain", "timeout", "tolerance"}
+_KEYS = {"name", "cases", "paths", "baseline", "samples", "seed", "explain", "timeout", "tolerance", "envs"}
 
 
 class SpecError(ValueError):
@@ -42,6 +44,7 @@ class SweepSpec:
     explain: bool = False
     timeout: float | None = None
     tolerance: Tolerance = Tolerance()
+    envs: tuple = ()  # envs.EnvSpec, for paths written NAME@ENV
 
     @property
     def input_sets(self) -> tuple[int, ...]:
@@ -79,16 +82,27 @@ def load_spec(file: str | Path) -> SweepSpec:
         cases.append(f"{path}:{factory}" if factory else str(path))
     paths = listed("paths")
     baseline = data.get("baseline", "eager")
+    from ..envs import EnvError, parse_env
     from ..paths import spec_env
 
+    table = data.get("envs", {})
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise SpecError(f'{file}: [envs] maps a name to its requirements: old = "jax==0.4.38 jaxlib==0.4.38"')
+    try:
+        envs = tuple(parse_env(f"{k}={v}") for k, v in table.items())
+    except EnvError as e:
+        raise SpecError(f"{file}: [envs]: {e}") from None
+    names = {e.name for e in envs}
     for spec in (*paths, baseline):
         try:
             path = make_path(spec)
         except PathOptionError as e:
             raise SpecError(f"{file}: {e}") from None
-        if spec_env(spec) or {"serve_env", "load_env"} & set(path.options):
-            raise SpecError(f"{file}: {spec}: paths in other environments (NAME@ENV, serve_env, load_env) cannot be "
-                            "swept yet; compare them with `jaxparity compare --env`")
+        wanted = {spec_env(spec), path.options.get("serve_env"), path.options.get("load_env")} - {None}
+        if wanted - names:
+            raise SpecError(f"{file}: {spec}: no environment {sorted(wanted - names)[0]!r}; declare it under [envs]")
+    if spec_env(baseline):
+        raise SpecError(f"{file}: the baseline runs in this environment; compare other versions as paths")
     for key in ("samples", "seed"):
         if not isinstance(data.get(key, 0), int) or data.get(key, 0) < 0:
             raise SpecError(f"{file}: {key} must be a whole number >= 0")
@@ -100,4 +114,4 @@ def load_spec(file: str | Path) -> SweepSpec:
         raise SpecError(f"{file}: timeout must be a positive number of seconds")
     return SweepSpec(str(data.get("name", file.stem)), tuple(cases), paths, baseline, int(data.get("samples", 0)),
                      int(data.get("seed", 0)), bool(data.get("explain", False)),
-                     float(timeout) if timeout is not None else None, Tolerance(**tol))
+                     float(timeout) if timeout is not None else None, Tolerance(**tol), envs)
