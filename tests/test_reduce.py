@@ -97,6 +97,7 @@ REDUCED = [
     ("runtimes.py:make_log_subnormal", "eager", "tflite", ("log",), True),  # subnormals
     ("runtimes.py:make_nan_to_int", "eager", "tflite", ("convert_element_type",), True),  # NaN -> int
     ("runtimes.py:make_sort_ties", "eager", "iree", ("sort",), True),  # ties of a stable sort
+    ("runtimes.py:make_max_nan", "eager", "tflite", ("reduce_max",), True),  # NaN ignored by the kernel
     ("loops.py:make_scan_fma", "eager", "jit", ("mul", "sub"), True),  # inside a loop: one iteration
 ]
 

@@ -131,6 +131,11 @@ def model_fix(region: Region, causes: Sequence[str]) -> ModelFix:
             # argsort: the index operand after the keys becomes one more key, so no two keys are equal
             return ModelFix((), (("num_keys", f"{keys + 1} if FIXED else {keys}"),),
                             "model change: break ties explicitly by sorting on (key, index)")
+    if "ieee-fold" in causes and floats:
+        return ModelFix(tuple(f"{x} = jax.numpy.where(jax.numpy.isnan({x}), jax.numpy.zeros_like({x}), {x})"
+                              for x in floats), (),
+                        "model change: keep NaN out of the op's inputs (here: replaced by 0), which the runtime "
+                        "does not propagate")
     if "denormal-flush" in causes and floats:
         return ModelFix(tuple(f"{x} = jax.numpy.where(jax.numpy.abs({x}) < jax.numpy.finfo({x}.dtype).tiny, jax.numpy.zeros_like({x}), {x})"
                               for x in floats), (),
