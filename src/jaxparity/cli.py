@@ -587,7 +587,7 @@ def _reduce(args: argparse.Namespace) -> int:
     from .case import CaseError, load_case
     from .localize.region import RegionError
     from .paths import PathOptionError, make_path
-    from .reduce import ReduceError, reduce_case
+    from .reduce import NotReproduced, ReduceError, reduce_case
 
     from .comparison import _split_paths
 
@@ -609,10 +609,10 @@ def _reduce(args: argparse.Namespace) -> int:
     name = FsPath(args.out).name
     try:
         red = reduce_case(case.fn, case.args, specs[0], specs[1], case_name=args.case, name=name, log=log)
+    except NotReproduced as e:
+        Console(stderr=True, highlight=False).print(f"[bold red]jaxparity reduce:[/] {e}", soft_wrap=True)
+        return 1
     except ReduceError as e:
-        if "reproduces in a fresh process" in str(e):
-            Console(stderr=True, highlight=False).print(f"[bold red]jaxparity reduce:[/] {e}", soft_wrap=True)
-            return 1
         return _error(str(e))
     except RegionError as e:
         return _error(str(e))

@@ -2,6 +2,6 @@
 cut from the program as a region of ops (``region``), written as a script (``script``, ``source``)
 with a bug-report draft beside it (``report``)."""
 
-from .reducer import Reduction, ReduceError, reduce_case, verify_script
+from .reducer import NotReproduced, Reduction, ReduceError, reduce_case, verify_script
 
-__all__ = ["Reduction", "ReduceError", "reduce_case", "verify_script"]
+__all__ = ["NotReproduced", "Reduction", "ReduceError", "reduce_case", "verify_script"]

@@ -29,10 +29,10 @@ from ..localize.loops.descend import frame_key
 from ..paths.base import parse_spec, spec_env
 from ..pytree import host
 from ..localize.region import Region
-from .region import ReduceError, grow_and_shrink, shrink_elements, shrink_operands
+from .region import NotReproduced, ReduceError, grow_and_shrink, shrink_elements, shrink_operands
 from .script import RUNNABLE, Script, write_script
 
-__all__ = ["Reduction", "ReduceError", "reduce_case", "verify_script"]
+__all__ = ["NotReproduced", "Reduction", "ReduceError", "reduce_case", "verify_script"]
 
 VERIFY_TIMEOUT = 600.0
 
@@ -249,7 +249,7 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
         from .report import markdown
 
         return replace(red, markdown=markdown(red, case_name, name))
-    raise ReduceError(f"no reproducer of {d.where()} reproduces in a fresh process: " + "; ".join(notes))
+    raise NotReproduced(f"no reproducer of {d.where()} reproduces in a fresh process: " + "; ".join(notes))
 
 
 def _evidence_start(d: Any) -> set[int] | None:

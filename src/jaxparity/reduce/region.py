@@ -20,7 +20,7 @@ from ..localize.program import FlatProgram
 from ..localize.region import Region, RegionError, differs, make_region, run_region
 from ..localize.values import OpValues
 
-__all__ = ["ReduceError", "Runner", "grow_and_shrink", "shrink_elements", "ELEMENTWISE"]
+__all__ = ["NotReproduced", "ReduceError", "Runner", "grow_and_shrink", "shrink_elements", "ELEMENTWISE"]
 
 MAX_GENERATIONS = 4  # producers added around the target before giving up on a local region
 MAX_REGION_OPS = 24
@@ -38,6 +38,10 @@ ELEMENTWISE = frozenset(
 
 class ReduceError(RegionError):
     """The divergence could not be reduced; the message says where and why."""
+
+
+class NotReproduced(ReduceError):
+    """Every script written for the divergence was run in a fresh process and none reproduced it."""
 
 
 Runner = Callable[[str, Region], list[np.ndarray]]
