@@ -116,7 +116,7 @@ def test_killing_a_local_worker_mid_sweep_loses_and_duplicates_nothing(tmp_path)
     keys = [c["key"] for c in data["cell_results"]]
     assert len(keys) == 16 and len(set(keys)) == 16  # nothing lost, nothing twice
     assert all(c["status"] == "ok" for c in data["cell_results"])  # the killed worker's cells ran again
-    assert "worker pool restart" in stderr
+    assert "worker restart" in stderr
 
 
 @pytest.mark.slow

@@ -674,8 +674,8 @@ def _sweep(args: argparse.Namespace) -> int:
     summary = summarize(store, spec.name)
     if not args.quiet:
         err.print(f"{counts['ran']} cells run, {counts['skipped']} already in {store.dir}"
-                  + (f", {counts['restarts']} worker pool restart{'s' if counts['restarts'] > 1 else ''} (a worker "
-                     "died; its cells ran again)" if counts["restarts"] else ""), markup=False, soft_wrap=True)
+                  + (f", {counts['restarts']} worker restart{'s' if counts['restarts'] > 1 else ''} (a worker "
+                     "died or hung; its cell ran again or was recorded)" if counts["restarts"] else ""), markup=False, soft_wrap=True)
     if args.json:
         FsPath(args.json).write_text(to_json(summary, store))
     if args.html:

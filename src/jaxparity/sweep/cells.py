@@ -45,11 +45,14 @@ _CASES: OrderedDict[str, Any] = OrderedDict()  # per worker process: loaded case
 _BASELINES: OrderedDict[tuple, Any] = OrderedDict()  # (case, sample, baseline) -> PathRun
 
 
-def _case(name: str) -> Any:
+def _case(name: str, record: dict[str, Any] | None = None) -> Any:
     from ..case import load_case
 
     if name not in _CASES:
+        start = time.perf_counter()
         _CASES[name] = load_case(name)
+        if record is not None:  # what loading cost this worker: the scheduler weighs it against the cells left
+            record["load_seconds"] = time.perf_counter() - start
         while len(_CASES) > 4:
             _CASES.popitem(last=False)
     return _CASES[name]
@@ -110,27 +113,29 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
     from ..case import Case
     from ..comparison import build_result, explain_result
     from ..execute import case_info, run_in_process
-    from ..paths import make_path
-
-    from ..paths import spec_env
+    from ..paths import make_path, spec_env
+    from ..paths.xla import compile_once
 
     if spec_env(cell.path) or any(k in make_path(cell.path).options for k in ("serve_env", "load_env")):
         return _run_elsewhere(cell, spec)
     start = time.perf_counter()
     record = _record(cell)
     try:
-        case = _case(cell.case)
+        case = _case(cell.case, record)
         args = _inputs(case, cell, spec)
         here = Case(case.fn, args, case.name, case.source, f"input set {cell.sample}" if cell.sample >= 0 else
                     case.input_source)
         base_key = (cell.case, cell.sample, spec.baseline)
         base = _BASELINES.get(base_key)
-        if base is None:
-            base = run_in_process(make_path(spec.baseline), case.fn, args, spec.timeout)
-            _BASELINES[base_key] = base
-            while len(_BASELINES) > 16:
-                _BASELINES.popitem(last=False)
-        run = run_in_process(make_path(cell.path), case.fn, args, spec.timeout)
+        # The input sets of a case share their shapes: jit and export compile once per case and path in
+        # this worker, as in many-inputs mode, and run each input set on that executable.
+        with compile_once():
+            if base is None:
+                base = run_in_process(make_path(spec.baseline), case.fn, args, spec.timeout)
+                _BASELINES[base_key] = base
+                while len(_BASELINES) > 16:
+                    _BASELINES.popitem(last=False)
+            run = run_in_process(make_path(cell.path), case.fn, args, spec.timeout)
         runs = {spec.baseline: base, cell.path: run}
         result = build_result(case_info(here), runs, spec.baseline, spec.tolerance, {cell.path})
         p = result.path(cell.path)

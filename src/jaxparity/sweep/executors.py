@@ -1,9 +1,9 @@
 """Who runs the cells: a local process pool (the default: no server to start) or a Ray cluster.
 
 Both hand each cell to a worker and give its record back to this process, which alone writes the
-store, as each cell finishes. A worker that dies takes no cell with it: the local pool is started again
-and the cells it held are handed out again (a cell whose worker dies ``MAX_CRASHES`` times is recorded
-as crashed); Ray retries the task on another worker. The store keeps a cell once, whoever reports it.
+store, as each cell finishes. A worker that dies takes no cell with it: a local worker is replaced and
+the cell it held is handed out again (a cell whose worker dies ``MAX_CRASHES`` times is recorded as
+crashed); Ray retries the task on another worker. The store keeps a cell once, whoever reports it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import multiprocessing
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -70,36 +68,202 @@ def _quiet(log_dir: str) -> None:
     os.close(fd)
 
 
+class _Worker:
+    """One worker process of the local pool, the cell it holds, and what it has loaded."""
+
+    def __init__(self, spec: SweepSpec, log_dir: Path, jobs: int) -> None:
+        context = multiprocessing.get_context("spawn")  # no JAX state forked into the workers
+        self.conn, child = context.Pipe()
+        with _one_core_each(jobs):
+            self.process = context.Process(target=_serve, args=(child, spec, str(log_dir)), daemon=True)
+            self.process.start()
+        child.close()
+        self.cell: Cell | None = None
+        self.ready = False  # it has started (imported what a cell needs) and said so
+        self.since = 0.0
+        self.cases: set[str] = set()  # cases this worker has loaded (it keeps a few)
+        self.sets: set[tuple[str, int]] = set()  # input sets it has run a baseline for
+
+    def give(self, cell: Cell) -> None:
+        self.cell, self.since = cell, time.monotonic()
+        self.cases.add(cell.case)
+        self.sets.add((cell.case, cell.sample))
+        self.conn.send(cell)
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.process.kill()
+        else:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+        self.process.join(timeout=10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+def _serve(conn: Any, spec: SweepSpec, log_dir: str) -> None:
+    """A worker's loop: a cell in, its record out, until told to stop."""
+    _quiet(log_dir)
+    conn.send("ready")
+    while True:
+        try:
+            cell = conn.recv()
+        except EOFError:
+            return
+        if cell is None:
+            return
+        conn.send(run_cell(cell, spec))
+
+
+class _Costs:
+    """What loading a case and running one of its cells has cost the workers so far (seconds)."""
+
+    def __init__(self) -> None:
+        self.load: dict[str, float] = {}
+        self.cell: dict[str, tuple[float, int]] = {}  # case -> (summed seconds, cells)
+
+    def add(self, cell: Cell, record: dict[str, Any]) -> None:
+        load = record.get("load_seconds") or 0.0
+        if load:
+            self.load[cell.case] = max(load, self.load.get(cell.case, 0.0))
+        total, n = self.cell.get(cell.case, (0.0, 0))
+        self.cell[cell.case] = (total + max(0.0, record.get("seconds", 0.0) - load), n + 1)
+
+    def worth_loading(self, case: str, cells_left: int) -> bool:
+        """Whether a second worker should load ``case`` for its ``cells_left`` cells: when sharing them
+        saves more than the load costs. Unknown costs (no cell of it back yet): wait for one."""
+        if case not in self.load or case not in self.cell:
+            return False
+        total, n = self.cell[case]
+        return cells_left * (total / n) / 2 > self.load[case]
+
+
+def _pick(queue: list[Cell], worker: _Worker, owners: dict[tuple[str, int], _Worker], costs: _Costs,
+          force: bool = False) -> int | None:
+    """The index in ``queue`` of the next cell for ``worker``, or None: it waits. A worker keeps to what
+    it has loaded: first the other paths of an input set it has run (the baseline's outputs are still
+    in it), then new input sets of a case it has loaded, then a case no worker has loaded yet. Only then
+    does it take cells of a case another worker holds, when sharing them saves more than loading the
+    case costs (or ``force``), from the far end of that case's queue. Each model is then loaded by as
+    few workers as pays (load time, memory) and each baseline computed once."""
+    held = {c for w in owners.values() for c in w.cases if w is not worker}
+    rank: dict[str, int] = {}
+    for i, cell in enumerate(queue):
+        owner = owners.get((cell.case, cell.sample))
+        if owner is worker:
+            return i
+        if owner is None and cell.case in worker.cases:
+            rank.setdefault("loaded", i)
+        elif owner is None and cell.case not in held:
+            rank.setdefault("new", i)
+    if "loaded" in rank:
+        return rank["loaded"]
+    if "new" in rank:
+        return rank["new"]
+    left: dict[str, int] = {}
+    for cell in queue:
+        left[cell.case] = left.get(cell.case, 0) + 1
+    if not left:
+        return None
+    busiest = max(left, key=left.get)  # type: ignore[arg-type]
+    if not force and not costs.worth_loading(busiest, left[busiest]):
+        return None
+    return max(i for i, cell in enumerate(queue) if cell.case == busiest)
+
+
 def _local(todo: list[Cell], spec: SweepSpec, jobs: int, finished: Callable[[Cell, dict], None],
            counts: dict[str, int], log_dir: Path) -> None:
-    crashes: dict[str, int] = {}
+    """Cells handed one at a time to ``jobs`` worker processes, each kept to the cases it has loaded
+    (``_pick``). A worker that dies is replaced and its cell handed out again; one whose cell runs past
+    the cell's time limit (three times the spec's ``timeout``: baseline, path and explanation) is
+    killed and the cell recorded as timed out."""
+    from multiprocessing.connection import wait as wait_any
+
     queue = list(todo)
-    context = multiprocessing.get_context("spawn")  # no JAX state forked into the workers
-    while queue:
-        with _one_core_each(jobs), ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_quiet,
-                                                       initargs=(str(log_dir),)) as pool:
-            running: dict[Any, Cell] = {}
+    crashes: dict[str, int] = {}
+    owners: dict[tuple[str, int], _Worker] = {}
+    costs = _Costs()
+    limit = 3 * spec.timeout if spec.timeout else None
+    workers = [_Worker(spec, log_dir, jobs) for _ in range(min(jobs, len(queue)))]
+
+    def hand_out(worker: _Worker, force: bool = False) -> None:
+        i = _pick(queue, worker, owners, costs, force) if queue else None
+        if i is not None:
+            cell = queue.pop(i)
+            owners.setdefault((cell.case, cell.sample), worker)
             try:
-                while queue or running:
-                    while queue and len(running) < 4 * jobs:  # a short window: a dead pool loses little
-                        running[pool.submit(run_cell, queue[0], spec)] = queue[0]
-                        queue.pop(0)  # only once it is in flight: a broken pool raises in submit
-                    ready, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                    for future in ready:
-                        record = future.result()  # raises BrokenProcessPool while the cell is still in flight
-                        finished(running.pop(future), record)
-            except BrokenProcessPool:
-                counts["restarts"] += 1
-                for future, cell in running.items():
-                    if future.done() and not future.exception():
-                        finished(cell, future.result())
+                worker.give(cell)
+            except OSError:  # it died idle: its sentinel is ready, and replace() hands the cell out again
+                pass
+
+    stillborn = [0]  # workers in a row that died before they started
+
+    def replace(worker: _Worker, record: dict[str, Any] | None) -> None:
+        cell = worker.cell
+        worker.stop(kill=True)
+        if not worker.ready:
+            stillborn[0] += 1
+            if stillborn[0] >= MAX_CRASHES:
+                raise ValueError(f"the sweep's worker processes die as they start ({stillborn[0]} in a row); "
+                                 f"what they printed is in {log_dir}. A script that starts a sweep needs an "
+                                 "`if __name__ == '__main__':` guard (workers are spawned and import it)")
+        for k in [k for k, w in owners.items() if w is worker]:
+            del owners[k]
+        counts["restarts"] += 1
+        if cell is not None:
+            if record is not None:
+                finished(cell, record)
+            else:
+                crashes[cell.key] = crashes.get(cell.key, 0) + 1
+                if crashes[cell.key] >= MAX_CRASHES:
+                    finished(cell, _crashed(cell, f"its worker process died {MAX_CRASHES} times"))
+                else:
+                    queue.insert(0, cell)
+        workers.remove(worker)
+        if queue:
+            fresh = _Worker(spec, log_dir, jobs)
+            workers.append(fresh)
+            hand_out(fresh)
+
+    try:
+        for worker in workers:
+            hand_out(worker)
+        while any(w.cell is not None for w in workers):
+            busy = [w for w in workers if w.cell is not None]
+            ready = wait_any([w.conn for w in busy] + [w.process.sentinel for w in busy],
+                             timeout=None if limit is None else 1.0)
+            for worker in busy:
+                if worker.conn in ready:
+                    try:
+                        record = worker.conn.recv()
+                    except (EOFError, OSError):  # died while sending: its sentinel says so next
+                        replace(worker, None)
                         continue
-                    crashes[cell.key] = crashes.get(cell.key, 0) + 1
-                    if crashes[cell.key] >= MAX_CRASHES:
-                        finished(cell, _crashed(cell, f"its worker process died {MAX_CRASHES} times"))
-                    else:
-                        queue.insert(0, cell)
-                time.sleep(0.1)
+                    if record == "ready":
+                        worker.ready, stillborn[0] = True, 0
+                        continue
+                    cell, worker.cell = worker.cell, None
+                    assert cell is not None
+                    costs.add(cell, record)
+                    finished(cell, record)
+                elif worker.process.sentinel in ready:
+                    replace(worker, None)
+                elif limit is not None and time.monotonic() - worker.since > limit:
+                    assert worker.cell is not None
+                    replace(worker, {**_crashed(worker.cell, f"timed out after {limit:g} s (three times the "
+                                                "spec's timeout); its worker was stopped"), "status": "timeout",
+                                     "verdict": "timeout"})
+            for worker in [w for w in workers if w.cell is None]:  # what it may take now (costs are known)
+                hand_out(worker)
+            if queue and not any(w.cell is not None for w in workers):
+                hand_out(workers[0], force=True)
+    finally:
+        for worker in workers:
+            worker.stop()
 
 
 @contextmanager
