@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
-__all__ = ["argument_leaves", "flat_function", "host", "named_leaves", "to_numpy"]
+__all__ = ["argument_leaves", "host", "named_leaves", "to_numpy"]
 
 
 def _key_name(key: Any) -> str:
@@ -30,22 +29,6 @@ def argument_leaves(args: tuple) -> list[tuple[str, Any]]:
     for i, a in enumerate(args):
         out.extend(named_leaves(a, f"arg{i}"))
     return out
-
-
-def flat_function(fn: Callable[..., Any], args: tuple) -> tuple[Callable[..., list[Any]], list[Any], Any]:
-    """``fn`` as a function of the flat leaves of ``args`` that returns its flat output leaves, those
-    leaves, and the output's tree structure (to restore it with ``tree_unflatten``).
-
-    Serializing paths (export, SavedModel, ONNX) work on leaves: a serialized artifact cannot hold
-    an arbitrary Python pytree (an NNX module, a dataclass), only arrays in and arrays out.
-    """
-    leaves, in_tree = jax.tree_util.tree_flatten(args)
-    out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
-
-    def flat_fn(*xs: Any) -> list[Any]:
-        return jax.tree_util.tree_leaves(fn(*jax.tree_util.tree_unflatten(in_tree, xs)))
-
-    return flat_fn, leaves, out_tree
 
 
 def host(x: Any) -> np.ndarray:

@@ -55,8 +55,15 @@ def _producer(jaxpr: jcore.Jaxpr, var: Any) -> tuple[jcore.JaxprEqn, int] | None
 
 
 def output_rules(fn: Callable[..., Any], args: tuple) -> dict[str, OutputRule]:
-    """Leaf name (``out/0``...) -> the rule its values are compared with, for the outputs that need one."""
-    closed, shape = jax.make_jaxpr(fn, return_shape=True)(*args)
+    """Leaf name (``out/0``...) -> the rule its values are compared with, for the outputs that need one.
+
+    Read from the trace the compiled paths share (``paths.staging``): no trace of its own once one of
+    them has run."""
+    from ..paths.staging import staged
+
+    stage, leaves = staged(fn, args)
+    closed = stage.jitted.trace(*leaves).jaxpr
+    shape = jax.tree_util.tree_unflatten(stage.out_tree(leaves), closed.out_avals)
     names = [n for n, _ in named_leaves(shape, "out")]
     found: dict[int, tuple[jcore.JaxprEqn, int]] = {}
     for k, var in enumerate(closed.jaxpr.outvars):

@@ -78,9 +78,10 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23) -> Any:
     import jax
     import jax2onnx
 
-    from ..pytree import flat_function
+    from .staging import staged
 
-    flat_fn, leaves, _ = flat_function(fn, args)
+    stage, leaves = staged(fn, args)
+    flat_fn = stage.flat
     for i, leaf in enumerate(leaves):
         if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
             raise PathError(f"input leaf {i} is a PRNG key ({leaf.dtype}); an ONNX graph takes tensors: pass "

@@ -89,7 +89,8 @@ class SavedModelPath(Path):
         import tensorflow as tf
         from jax.experimental import jax2tf
 
-        from ..pytree import argument_leaves, flat_function
+        from ..pytree import argument_leaves
+        from .staging import staged
 
         for name, leaf in argument_leaves(args):
             if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
@@ -97,10 +98,10 @@ class SavedModelPath(Path):
                     f"input {name} is a PRNG key ({leaf.dtype}); a SavedModel signature takes tensors: pass "
                     "jax.random.key_data(key) and rebuild it in fn with jax.random.wrap_key_data"
                 )
-        flat, leaves, out_tree = flat_function(fn, args)
-
-        def flat_fn(*xs: Any) -> dict[str, Any]:
-            return {f"output_{i}": y for i, y in enumerate(flat(*xs))}
+        # The case's shared trace (see staging): jax2tf serializes the same jitted function export
+        # does, so JAX lowers it once for both.
+        stage, leaves = staged(fn, args)
+        out_tree = stage.out_tree(leaves)
 
         specs = [
             tf.TensorSpec(x.shape, tf.dtypes.as_dtype(x.dtype), name=f"input_{i}") for i, x in enumerate(leaves)
@@ -108,8 +109,12 @@ class SavedModelPath(Path):
         convert_options = {}
         if "native_serialization" in self.options:
             convert_options["native_serialization"] = parse_option_value(self.options["native_serialization"])
-        converted = jax2tf.convert(flat_fn, with_gradient=False, **convert_options)
-        serve = tf.function(converted, autograph=False, input_signature=specs)
+        converted = jax2tf.convert(stage.jitted, with_gradient=False, **convert_options)
+
+        def named(*xs: Any) -> dict[str, Any]:
+            return {f"output_{i}": y for i, y in enumerate(converted(*xs))}
+
+        serve = tf.function(named, autograph=False, input_signature=specs)
         module = tf.Module()
         module.serve = serve
         concrete = serve.get_concrete_function()

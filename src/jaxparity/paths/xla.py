@@ -99,7 +99,10 @@ class _CompiledPath(Path):
 
         return jax.tree_util.tree_map_with_path(put, args)
 
-    def _compile_and_call(self, fn: Callable[..., Any], args: tuple, key: Callable[..., Any] | None = None) -> Any:
+    def _compile_and_call(self, fn: Callable[..., Any], args: tuple, key: Callable[..., Any] | None = None,
+                          args_key: tuple | None = None) -> Any:
+        """Compile ``fn`` (jitted here unless it is already) for ``args`` with the path's options and
+        call it. ``key`` and ``args_key`` name the case's own function and arguments for the caches."""
         import jax
 
         cache_key = (self.spec, id(key or fn), _avals(args))
@@ -107,7 +110,7 @@ class _CompiledPath(Path):
         if hit is not None and hit[0] is (key or fn):
             compiled = hit[1]
         else:
-            lowered = jax.jit(fn).lower(*args)
+            lowered = (fn if hasattr(fn, "trace") else jax.jit(fn)).trace(*args).lower()
             try:
                 compiled = lowered.compile(compiler_options=self.compiler_options())
             except Exception as e:
@@ -118,7 +121,7 @@ class _CompiledPath(Path):
                 _COMPILED[cache_key] = (key or fn, compiled)  # holding fn keeps its id from being reused
                 while len(_COMPILED) > 8:
                     _COMPILED.popitem(last=False)
-        _RECENT[(self.spec, id(key or fn), id(args))] = compiled
+        _RECENT[(self.spec, id(key or fn), id(args_key if args_key is not None else args))] = compiled
         while len(_RECENT) > 8:
             _RECENT.popitem(last=False)
         out = compiled(*args)
@@ -132,8 +135,14 @@ class JitPath(_CompiledPath):
     summary = "jax.jit on the local device: one XLA program, fused and optimized (mesh=N: sharded over N devices)"
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
+        import jax
+
+        from .staging import staged
+
         with jax_config(self.options):
-            return self._compile_and_call(fn, self.placed(args))
+            stage, leaves = staged(fn, self.placed(args))  # the trace export and savedmodel share
+            flat = self._compile_and_call(stage.jitted, tuple(leaves), key=fn, args_key=args)
+            return jax.tree_util.tree_unflatten(stage.out_tree(leaves), flat)
 
 
 class ExportPath(_CompiledPath):
@@ -156,18 +165,19 @@ class ExportPath(_CompiledPath):
         import jax
         from jax import export
 
-        from ..pytree import flat_function
+        from .staging import staged
 
-        leaves = jax.tree_util.tree_leaves(args)
+        stage, leaves = staged(fn, args)
         cache_key = (self.spec, id(fn), _avals(args))
         hit = _EXPORTED.get(cache_key) if _CACHING[0] else None
         if hit is not None and hit[0] is fn:
             _, (blob, restored, out_tree), artifact = hit
         else:
             # The artifact is a function of the flat leaves: it holds arrays, not Python pytrees (an NNX
-            # module or a dataclass argument cannot be serialized); the structure is restored here.
-            flat_fn, _, out_tree = flat_function(fn, args)
-            blob = export.export(jax.jit(flat_fn))(*leaves).serialize()
+            # module or a dataclass argument cannot be serialized); the structure is restored here. The
+            # trace is jit's, and the lowering the one savedmodel's jax2tf gets from JAX's cache.
+            blob = export.export(stage.jitted)(*leaves).serialize()
+            out_tree = stage.out_tree(leaves)
             restored = export.deserialize(blob)
             artifact = (f"calling convention v{restored.calling_convention_version}, "
                         f"platforms {', '.join(restored.platforms)}")
@@ -189,8 +199,6 @@ class ExportPath(_CompiledPath):
         import subprocess
         import tempfile
         from pathlib import Path
-
-        import jax
 
         from ..arrayio import load_arrays, save_arrays
         from ..envs import EnvError, known_env, manifest

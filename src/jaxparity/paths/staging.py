@@ -1,0 +1,79 @@
+"""One trace of the case, shared by the paths that compile it in this process.
+
+``jit``, ``export`` and ``savedmodel`` (and ``onnx``'s converter) all start from the case's function on
+the flat leaves of its arguments. Each used to build its own flat wrapper and trace it (and trace once
+more, with ``eval_shape``, for the output's structure). ``staged(fn, args)`` gives them one wrapper per
+(function, argument structure) and one ``jax.jit`` of it, so JAX's own caches do the sharing: the
+function is traced once per argument shapes and JAX configuration, ``export`` and jax2tf's native
+serialization lower that trace once between them (the same jitted function, the same shapes and
+platforms), and ``jit`` compiles the same trace. Nothing here caches a result keyed on less than JAX
+keys it on: a change of config or shapes traces again.
+
+``jit``'s lowering is its own: ``jax.export`` lowers for serialization (another calling convention),
+which is the program a serving process runs, not the one ``jax.jit`` runs.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["Staged", "staged"]
+
+
+class Staged:
+    """``fn`` as a function of the flat leaves of arguments with tree ``in_tree``, and its ``jax.jit``."""
+
+    def __init__(self, fn: Callable[..., Any], in_tree: Any) -> None:
+        import jax
+
+        self.fn = fn  # held: its id keys the cache, and must not be reused while this lives
+        self.in_tree = in_tree
+        self._out_trees: dict[tuple, Any] = {}
+
+        def flat(*xs: Any) -> list[Any]:
+            out_leaves, out_tree = jax.tree_util.tree_flatten(fn(*jax.tree_util.tree_unflatten(in_tree, xs)))
+            self._out_trees[_avals(xs)] = out_tree  # recorded as it traces (or runs), per argument shapes
+            return out_leaves
+
+        flat.__name__ = getattr(fn, "__name__", "fn")
+        self.flat = flat
+        self.jitted = jax.jit(flat)
+
+    def out_tree(self, leaves: Sequence[Any]) -> Any:
+        """The output's tree structure for these argument leaves (traced once if no path has yet)."""
+        import jax
+
+        key = _avals(leaves)
+        if key not in self._out_trees:
+            jax.eval_shape(self.jitted, *leaves)  # JAX's trace cache: free once a path has traced it
+            if key not in self._out_trees:  # traced before under another config: trace the plain function
+                jax.eval_shape(self.flat, *leaves)
+        return self._out_trees[key]
+
+
+def _avals(leaves: Sequence[Any]) -> tuple:
+    """What JAX traces these leaves as (shape, dtype, weak type), for values and tracers alike."""
+    import jax
+
+    typeof = getattr(jax, "typeof", None) or jax.core.get_aval  # jax.typeof from JAX 0.4.37
+    return tuple((a.shape, a.dtype, a.weak_type) for a in map(typeof, leaves))
+
+
+_STAGED: OrderedDict[tuple[int, Any], Staged] = OrderedDict()
+
+
+def staged(fn: Callable[..., Any], args: tuple) -> tuple[Staged, list[Any]]:
+    """The shared ``Staged`` of ``fn`` for the structure of ``args``, and the leaves of ``args``."""
+    import jax
+
+    leaves, in_tree = jax.tree_util.tree_flatten(args)
+    key = (id(fn), in_tree)
+    hit = _STAGED.get(key)
+    if hit is None or hit.fn is not fn:
+        hit = _STAGED[key] = Staged(fn, in_tree)
+    _STAGED.move_to_end(key)
+    while len(_STAGED) > 8:
+        _STAGED.popitem(last=False)
+    return hit, leaves
