@@ -62,3 +62,31 @@ def test_a_runtime_that_is_not_installed_is_named_and_does_not_stop_the_others(m
     default = jaxparity.compare(lambda x: x * 2, x)  # savedmodel only by default: shown, not gated
     assert default.path("savedmodel").status == "unavailable" and not default.path("savedmodel").gated
     assert default.passed
+
+
+def test_compiled_paths_share_one_trace_of_the_case():
+    """jit, export and savedmodel trace the user's function once between them (paths/staging.py), and
+    each still gives the output's own structure, for every argument shape."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxparity.execute import run_in_process
+
+    calls = []
+
+    def fn(x):
+        calls.append(x.shape)
+        return {"double": x * 2, "parts": (jnp.sin(x), x.sum())}
+
+    x = jnp.arange(4.0, dtype=jnp.float32)
+    runs = [run_in_process(make_path(spec), fn, (x,)) for spec in ("jit", "export", "savedmodel")]
+    assert [r.status for r in runs] == ["ok"] * 3, [r.message for r in runs]
+    assert calls == [(4,)]  # one trace for the three paths
+    for r in runs:
+        assert [n for n, _ in r.outputs] == ["out/double", "out/parts/0", "out/parts/1"]
+        np.testing.assert_array_equal(dict(r.outputs)["out/double"], np.arange(4.0, dtype=np.float32) * 2)
+    # Another shape traces again and gets its own outputs; the first shape is still known.
+    short = run_in_process(make_path("jit"), fn, (x[:3],))
+    again = run_in_process(make_path("export"), fn, (x,))
+    assert calls == [(4,), (3,)]
+    assert dict(short.outputs)["out/double"].shape == (3,) and dict(again.outputs)["out/double"].shape == (4,)
