@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from jaxparity.case import load_case  # noqa: E402
-from jaxparity.envs import ensure_env, manifest, parse_env, register, worker_environment  # noqa: E402
-from jaxparity.execute import IsolatedRunner, run_in_process  # noqa: E402
+from jaxparity.execution.envs import ensure_env, manifest, parse_env, register, worker_environment  # noqa: E402
+from jaxparity.execution.isolated import IsolatedRunner  # noqa: E402
+from jaxparity.execution.inprocess import run_in_process  # noqa: E402
 from jaxparity.paths import make_path  # noqa: E402
 
 OLD = parse_env("old=jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0")

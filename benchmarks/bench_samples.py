@@ -28,7 +28,7 @@ import numpy as np
 from jaxparity.case import load_case
 from jaxparity.comparison import compare_samples
 from jaxparity.pytree import argument_leaves, host
-from jaxparity.samples import draw_samples
+from jaxparity.execution.samples import draw_samples
 
 CASE = str(Path(__file__).resolve().parents[1] / "examples" / "mlp_bf16.py")
 

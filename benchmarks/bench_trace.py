@@ -40,7 +40,7 @@ def counted(*a, **k):
     return original(*a, **k)
 mlir.lower_jaxpr_to_module = counted
 import tensorflow  # imported before timing: both modes need it, and it is not what is measured
-from jaxparity.execute import run_in_process
+from jaxparity.execution.inprocess import run_in_process
 from jaxparity.paths import make_path
 from jaxparity.paths import staging
 rows = {}

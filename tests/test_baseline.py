@@ -6,7 +6,7 @@ import pytest
 
 from conftest import run_cli
 from jaxparity.baseline import BaselineError, check, load_manifest, snapshot
-from jaxparity.envs import parse_env
+from jaxparity.execution.envs import parse_env
 from jaxparity.metrics import Tolerance
 
 pytestmark = pytest.mark.slow

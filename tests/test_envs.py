@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaxparity.comparison import compare_case
-from jaxparity.envs import EnvError, EnvSpec, parse_env
+from jaxparity.execution.envs import EnvError, EnvSpec, parse_env
 from jaxparity.paths import make_path, spec_env
 
 OLD = parse_env("old=jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0")

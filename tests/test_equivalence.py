@@ -12,7 +12,7 @@ from jax import lax
 import jaxparity
 from jaxparity.comparison import build_result
 from jaxparity.equivalence.producers import output_rules
-from jaxparity.execute import CaseInfo, PathRun
+from jaxparity.execution.runs import CaseInfo, PathRun
 from jaxparity.metrics import Tolerance
 
 RNG = np.random.RandomState(0)

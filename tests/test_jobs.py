@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from jaxparity.comparison import compare_case
-from jaxparity.runners import Runners
+from jaxparity.execution.runners import Runners
 
 CASE = str(Path(__file__).parents[1] / "examples" / "conv_bf16.py")
 

@@ -75,10 +75,20 @@ def test_result_model_imports_only_data():
 
 def test_reporters_never_import_the_commands():
     graph = _graph()
-    above = {"jaxparity.comparison", "jaxparity.baseline", "jaxparity.cli", "jaxparity.execute", "jaxparity.runners"}
+    above = {"jaxparity.comparison", "jaxparity.baseline", "jaxparity.cli"}
     for name, deps in graph.items():
         if name.startswith("jaxparity.report"):
             assert not deps & above, (name, deps & above)
+            assert not {d for d in deps if d.startswith("jaxparity.execution.") and d != "jaxparity.execution.runs"}, \
+                (name, deps)
+
+
+def test_the_execution_layer_never_imports_the_commands():
+    """execution/ runs paths for the commands (compare, explain, sweep, reduce); never the reverse."""
+    commands = ("jaxparity.comparison", "jaxparity.baseline", "jaxparity.cli", "jaxparity.sweep", "jaxparity.reduce")
+    for name, deps in _graph().items():
+        if name.startswith("jaxparity.execution"):
+            assert not {d for d in deps if d.startswith(commands)}, (name, deps)
 
 
 def test_no_import_cycles():

@@ -70,7 +70,7 @@ def test_compiled_paths_share_one_trace_of_the_case():
     import jax.numpy as jnp
     import numpy as np
 
-    from jaxparity.execute import run_in_process
+    from jaxparity.execution.inprocess import run_in_process
 
     calls = []
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import run_cli
 from jaxparity.arrayio import save_arrays
 from jaxparity.metrics import Tolerance
-from jaxparity.samples import args_with, draw_sample, draw_samples
+from jaxparity.execution.samples import args_with, draw_sample, draw_samples
 
 
 def test_draw_samples_keep_shapes_dtypes_and_are_reproducible():
@@ -50,7 +50,7 @@ def test_jit_compiles_once_across_samples(monkeypatch):
     import jax.numpy as jnp
     from jax._src import stages
 
-    from jaxparity.execute import run_in_process
+    from jaxparity.execution.inprocess import run_in_process
     from jaxparity.paths import make_path
 
     calls = []
@@ -139,7 +139,7 @@ def test_usage_errors(examples):
 
 def test_aggregate_percentiles_monotone():
     from jaxparity.comparison import aggregate_samples
-    from jaxparity.execute import CaseInfo, PathRun
+    from jaxparity.execution.runs import CaseInfo, PathRun
 
     base = np.zeros(4, np.float32)
     runs = {"eager": [[PathRun("eager", "ok", (("out", base),))] for _ in range(5)],
@@ -181,7 +181,7 @@ def make():
 
 @pytest.mark.slow
 def test_run_many_reports_each_sample_and_survives_a_crash(tmp_path):
-    from jaxparity.execute import IsolatedRunner
+    from jaxparity.execution.isolated import IsolatedRunner
 
     case = tmp_path / "case.py"
     case.write_text(_MANY_CASE)

@@ -173,7 +173,7 @@ def check(case: str, against: str | Path, *, tolerance: Tolerance | None = None,
         moves.append(PathMove(spec, status, diffs))
     now = result.environment
     if in_env:  # the paths ran in another environment: compare with its package versions
-        from .envs import manifest as env_manifest
+        from .execution.envs import manifest as env_manifest
 
         env = next(e for e in compare.get("envs", ()) if e.name == in_env)
         now = now | {"packages": env_manifest(env).get("packages", {})}

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.status import Status
 
-    from .execute import PathRun
+    from .execution.runs import PathRun
 
 EXAMPLES = """\
 examples:
@@ -291,7 +291,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .case import CaseError, load_case
     from .comparison import ExplainError, compare_case, compare_loaded, plan_paths
     from .metrics import Tolerance
-    from .envs import EnvError, parse_env
+    from .execution.envs import EnvError, parse_env
     from .paths import DEFAULT_PATHS, PathOptionError, spec_env
 
     if args.ulp is not None and args.ulp < 0:
@@ -429,7 +429,7 @@ def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -
 
 def _worst_inputs(args: argparse.Namespace, result: Any) -> tuple[dict, Any]:
     """The inputs of the worst sample (of the worst gated path), and that path."""
-    from .samples import draw_sample, read_samples
+    from .execution.samples import draw_sample, read_samples
 
     gated = [p for p in result.paths if p.samples and p.gated and p.spec != result.baseline] or \
         [p for p in result.paths if p.samples]
@@ -510,7 +510,7 @@ def _baseline(args: argparse.Namespace) -> int:
 
     from .baseline import BaselineError, check, snapshot
     from .case import CaseError
-    from .envs import EnvError, parse_env
+    from .execution.envs import EnvError, parse_env
     from .metrics import Tolerance
     from .paths import PathOptionError
 

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .case import Case
-from .envs import EnvSpec
+from .execution.envs import EnvSpec
 from .equivalence import OutputRule, align
-from .execute import CaseInfo, PathRun, case_info, run_in_process
+from .execution.runs import CaseInfo, PathRun, case_info
+from .execution.inprocess import run_in_process
 from .metrics import Tolerance, UnsupportedDtype, diff_leaf, dtype_class, reference_error
 from .rounding import round_to_dtype
 from .paths import DEFAULT_PATHS, make_path, spec_env
-from .runners import Runners
+from .execution.runners import Runners
 from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
 __all__ = ["Comparison", "aggregate_samples", "build_result", "compare", "compare_samples", "compare_case", "compare_loaded", "plan_paths"]
@@ -453,7 +454,7 @@ def compare_samples(
     ``repeat`` runs each path that many times per sample to tell nondeterminism within a path from
     divergence between paths. Paths in other environments are not supported here.
     """
-    from .samples import draw_samples, read_samples
+    from .execution.samples import draw_samples, read_samples
 
     specs, requested = plan_paths(paths, baseline)
     if any(spec_env(s) for s in specs):

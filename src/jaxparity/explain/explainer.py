@@ -82,7 +82,7 @@ class _Context:
 
     def run(self, spec: str, fn: Callable[..., Any] | None = None) -> list[np.ndarray] | str:
         """Outputs of ``spec`` (flattened), or why it failed; each distinct run happens once."""
-        from ..execute import run_in_process
+        from ..execution.inprocess import run_in_process
 
         key = spec if fn is None else f"{spec} [fixed model]"
         if key not in self.runs:
@@ -207,7 +207,7 @@ def _same_compiler(cause: Cause, ctx: _Context) -> CauseVerdict:
 def _matmul_precision(cause: Cause, ctx: _Context) -> CauseVerdict:
     import jax
 
-    from ..execute import run_in_process
+    from ..execution.inprocess import run_in_process
 
     with jax.default_matmul_precision("highest"):
         r = run_in_process(make_path(ctx.path), ctx.fn, ctx.args)

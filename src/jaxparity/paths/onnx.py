@@ -54,20 +54,29 @@ def _namespaces() -> tuple[Any, ...]:
     return (jax.numpy, jax.lax)
 
 
-# jax.numpy / jax.lax as JAX defines them, read before jax2onnx is imported: jax2onnx replaces some of
-# their functions process-wide (jax2onnx 0.17: jnp.cumsum by a wrapper that rejects jnp.cumsum(x, 1)).
-_PRISTINE = {m.__name__: dict(vars(m)) for m in _namespaces()}
+# jax.numpy / jax.lax as JAX defines them, read before this module imports jax2onnx: jax2onnx replaces
+# some of their functions process-wide (jax2onnx 0.17: jnp.cumsum by a wrapper that rejects
+# jnp.cumsum(x, 1)). Read at first use, not at import: importing the paths must not import JAX (the
+# command line's own process never needs it).
+_PRISTINE: dict[str, dict[str, Any]] = {}
+
+
+def _pristine() -> dict[str, dict[str, Any]]:
+    if not _PRISTINE:
+        _PRISTINE.update({m.__name__: dict(vars(m)) for m in _namespaces()})
+    return _PRISTINE
 
 
 @contextmanager
 def _jax2onnx_patches() -> Iterator[None]:
     """Whatever jax2onnx replaces in jax.numpy/jax.lax while it converts is put back to JAX's own
     after, so that converting for the onnx path never changes the user's jnp."""
+    pristine_all = _pristine()
     try:
         yield
     finally:
         for m in _namespaces():
-            pristine = _PRISTINE[m.__name__]
+            pristine = pristine_all[m.__name__]
             for k, v in list(vars(m).items()):
                 if pristine.get(k, v) is not v:
                     setattr(m, k, pristine[k])
@@ -76,6 +85,8 @@ def _jax2onnx_patches() -> Iterator[None]:
 def convert(fn: Callable[..., Any], args: tuple, opset: int = 23) -> Any:
     """``fn(*args)`` as an ``onnx.ModelProto`` with one graph input per argument leaf, in leaf order."""
     import jax
+
+    _pristine()  # before jax2onnx is first imported
     import jax2onnx
 
     from .staging import staged

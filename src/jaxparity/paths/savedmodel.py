@@ -133,7 +133,7 @@ class SavedModelPath(Path):
 
     def _compatibility(self, output: str) -> None:
         """A SavedModel the other environment's TensorFlow cannot load: name both sides and the fault."""
-        from ..envs import known_env, manifest
+        from ..execution.envs import known_env, manifest
 
         env = self.options["serve_env"]
         packages = manifest(known_env(env)).get("packages", {})
@@ -157,7 +157,7 @@ class SavedModelPath(Path):
         env.update({k: v for k, v in self.options.items() if k.isupper()})
         python = sys.executable
         if "serve_env" in self.options:
-            from ..envs import EnvError, known_env
+            from ..execution.envs import EnvError, known_env
 
             try:
                 python = str(known_env(self.options["serve_env"]).python)

@@ -201,7 +201,7 @@ class ExportPath(_CompiledPath):
         from pathlib import Path
 
         from ..arrayio import load_arrays, save_arrays
-        from ..envs import EnvError, known_env, manifest
+        from ..execution.envs import EnvError, known_env, manifest
         from ..pytree import host
 
         name = self.options["load_env"]

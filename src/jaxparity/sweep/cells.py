@@ -60,7 +60,7 @@ def _case(name: str, record: dict[str, Any] | None = None) -> Any:
 
 def _inputs(case: Any, cell: Cell, spec: SweepSpec) -> tuple:
     from ..pytree import argument_leaves
-    from ..samples import args_with, draw_sample
+    from ..execution.samples import args_with, draw_sample
 
     if cell.sample < 0:
         return case.args
@@ -81,7 +81,7 @@ def _run_elsewhere(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
     from ..arrayio import save_arrays
     from ..comparison import compare_case
     from ..pytree import argument_leaves
-    from ..samples import draw_sample
+    from ..execution.samples import draw_sample
 
     start = time.perf_counter()
     record = _record(cell)
@@ -112,7 +112,8 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
     """The cell's record (plain values: what the store keeps), plus ``arrays`` for a diverging cell."""
     from ..case import Case
     from ..comparison import build_result, explain_result
-    from ..execute import case_info, run_in_process
+    from ..execution.runs import case_info
+    from ..execution.inprocess import run_in_process
     from ..paths import make_path, spec_env
     from ..paths.xla import compile_once
 

@@ -82,7 +82,7 @@ def load_spec(file: str | Path) -> SweepSpec:
         cases.append(f"{path}:{factory}" if factory else str(path))
     paths = listed("paths")
     baseline = data.get("baseline", "eager")
-    from ..envs import EnvError, parse_env
+    from ..execution.envs import EnvError, parse_env
     from ..paths import spec_env
 
     table = data.get("envs", {})

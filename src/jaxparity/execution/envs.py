@@ -142,7 +142,7 @@ def known_env(name: str) -> EnvSpec:
 
 def worker_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment variables for a worker in another environment: jaxparity's own code on its path."""
-    src = str(Path(__file__).resolve().parents[1])
+    src = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
     env.update(extra or {})

@@ -1,4 +1,4 @@
-"""Worker process: loads one case, then runs the paths it is asked for (see execute.IsolatedRunner)."""
+"""Worker process: loads one case, then runs the paths it is asked for (see isolated.IsolatedRunner)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ def main(fd: int) -> None:
         try:
             message = conn.recv()
         except EOFError:
-            return
+            _exit()
         if message[0] == "exit":
-            return
+            _exit()
         if message[0] == "load":
-            from .case import CaseError, load_case
-            from .execute import case_info
+            from ..case import CaseError, load_case
+            from .runs import case_info
 
             try:
                 case = load_case(message[1], message[2])
@@ -32,8 +32,8 @@ def main(fd: int) -> None:
                 return
             conn.send(("loaded", info))
         elif message[0] == "run":
-            from .execute import run_in_process
-            from .paths import make_path
+            from .inprocess import run_in_process
+            from ..paths import make_path
 
             assert case is not None, "run before load"
             _, spec, timeout = message
@@ -44,7 +44,7 @@ def main(fd: int) -> None:
             assert case is not None, "samples before load"
             samples = (message[1], InputSlots(case.args))
         elif message[0] == "run_many":
-            from .paths.xla import compile_once
+            from ..paths.xla import compile_once
 
             assert case is not None and samples is not None, "run_many before load and samples"
             _, spec, start, stop, chunk, repeat, timeout = message
@@ -53,12 +53,12 @@ def main(fd: int) -> None:
                     conn.send(("done_many", _run_sets(case, spec, samples[0][k:min(k + chunk, stop)], samples[1],
                                                       repeat, timeout)))
         elif message[0] == "arrays":
-            from .pytree import argument_leaves, host
+            from ..pytree import argument_leaves, host
 
             assert case is not None, "arrays before load"
             conn.send(("arrays", [(name, host(x)) for name, x in argument_leaves(case.args)]))
         elif message[0] == "explain":
-            from .explain.explainer import explain_or_report
+            from ..explain.explainer import explain_or_report
 
             assert case is not None, "explain before load"
             _, paths, baseline, base_out = message
@@ -76,8 +76,8 @@ def main(fd: int) -> None:
 def _run_sets(case, spec: str, sets: list, slots, repeat: int, timeout: float | None) -> list:
     """``spec`` on every input set (None: the case's own inputs), ``repeat`` times each; ``slots``
     (an InputSlots of the case's arguments) puts each set in place."""
-    from .execute import run_in_process, to_host
-    from .paths import make_path
+    from .inprocess import run_in_process, to_host
+    from ..paths import make_path
 
     runs = []
     for arrays in sets:
@@ -90,6 +90,16 @@ def _run_sets(case, spec: str, sets: list, slots, repeat: int, timeout: float | 
         # to numpy after the whole chunk (one sync copy right after each run costs more on CPU).
         runs.append([run_in_process(make_path(spec), case.fn, args, timeout, on_host=False) for _ in range(repeat)])
     return [[to_host(r) for r in repeats] for repeats in runs]
+
+
+def _exit() -> None:
+    """Leave at once: everything this worker produced has been sent. Tearing down an interpreter that
+    holds JAX and TensorFlow takes over a second, which the command would otherwise wait for."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _raise(e: Exception):

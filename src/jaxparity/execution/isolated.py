@@ -1,4 +1,4 @@
-"""Running paths: in this process, or isolated in a worker process with a per-path timeout.
+"""Running paths isolated in a worker process (``worker.py``), with a per-path timeout.
 
 Isolation is what lets one path crash its process (an abort inside XLA or TensorFlow) or hang
 without taking down the others or the report: the worker that died is replaced and the next path
@@ -14,129 +14,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
-from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Iterator
 
 import numpy as np
 
-from .paths import Path, PathError, PathUnavailable
-from .equivalence.rules import OutputRule
-from .result import ArrayInfo
+from .runs import CaseInfo, PathRun
 
-__all__ = ["CaseInfo", "IsolatedRunner", "PathRun", "run_in_process", "to_host"]
-
-Status = Literal["ok", "error", "unavailable", "timeout", "crashed"]
-
-
-@dataclass(frozen=True)
-class PathRun:
-    """What running one path produced: named output arrays, or why there are none."""
-
-    spec: str
-    status: Status
-    outputs: tuple[tuple[str, np.ndarray], ...] | None = None
-    seconds: float = 0.0
-    message: str | None = None
-    notes: tuple[str, ...] = ()
-    # Outputs whose values are defined only up to sign, phase or order (eigenvectors...), by leaf name:
-    # read from the function's trace after a path that traces it ran (see ``run_in_process``).
-    output_rules: dict[str, OutputRule] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CaseInfo:
-    name: str
-    source: str | None
-    input_source: str
-    inputs: tuple[ArrayInfo, ...]
-    environment: dict[str, Any] = field(default_factory=dict)
-
-
-def _user_frame(exc: BaseException) -> str:
-    """' at model.py:12' for the innermost frame outside jax/flax/jaxparity, if any."""
-    skip = (os.sep + "jax" + os.sep, os.sep + "flax" + os.sep, os.sep + "jaxparity" + os.sep, "site-packages")
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not any(s in f.filename for s in skip)]
-    return f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
-
-
-def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: float | None = None, *,
-                   on_host: bool = True) -> PathRun:
-    """Run one path here. Exceptions become an ``error`` PathRun naming the path and the cause.
-
-    With ``on_host=False`` the outputs stay as the path returned them (device arrays) until
-    ``to_host``: many-inputs mode copies a chunk's outputs together, after running the chunk.
-    """
-    from .pytree import named_leaves, to_numpy
-
-    reason = path.unavailable_reason()
-    if reason:
-        return PathRun(path.spec, "unavailable", message=reason)
-    start = time.perf_counter()
-    try:
-        out = path.run(fn, args, timeout=timeout)
-        if on_host:
-            out = to_numpy(out)
-    except PathUnavailable as e:
-        return PathRun(path.spec, "unavailable", message=str(e))
-    except PathError as e:
-        return PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=str(e))
-    except Exception as e:  # the user's function or a runtime raised: report, never propagate
-        return _error_run(path.spec, e, time.perf_counter() - start)
-    outputs = tuple(named_leaves(out, "out"))
-    return PathRun(path.spec, "ok", outputs, time.perf_counter() - start, notes=tuple(path.notes),
-                   output_rules=_output_rules(path, fn, args))
-
-
-# Per (function, argument structure, shapes and dtypes) in this process; each entry holds its function,
-# so that its id cannot be reused by another while the entry lives.
-_RULES: dict[tuple, tuple[Callable[..., Any], dict[str, OutputRule]]] = {}
-
-
-def _output_rules(path: Path, fn: Callable[..., Any], args: tuple) -> dict[str, OutputRule]:
-    """The function's output rules (see ``equivalence``), read from its trace once a path that traces it
-    has run: a function that crashes or hangs only when traced then already failed in that path's own
-    isolated run, never here. Eager and observed outputs do not trace."""
-    if path.name in ("eager", "observed"):
-        return {}
-    import jax
-
-    leaves, tree = jax.tree_util.tree_flatten(args)
-    key = (id(fn), tree, tuple((np.shape(x), str(getattr(x, "dtype", type(x)))) for x in leaves))
-    hit = _RULES.get(key)
-    if hit is None or hit[0] is not fn:
-        try:
-            from .equivalence.producers import output_rules
-
-            rules = output_rules(fn, args)
-        except Exception:  # another JAX (an --env), or the trace needs the path's config: element by element
-            rules = {}
-        _RULES[key] = hit = (fn, rules)
-        while len(_RULES) > 8:
-            del _RULES[next(iter(_RULES))]
-    return hit[1]
-
-
-def to_host(run: PathRun) -> PathRun:
-    """``run`` (from ``run_in_process(..., on_host=False)``) with its outputs copied to numpy; the
-    copy counts in its seconds, and a copy that fails makes it an ``error`` run, as it would have."""
-    from .pytree import host
-
-    if run.outputs is None:
-        return run
-    start = time.perf_counter()
-    try:
-        outputs = tuple((name, host(x)) for name, x in run.outputs)
-    except Exception as e:
-        return _error_run(run.spec, e, run.seconds + time.perf_counter() - start)
-    return replace(run, outputs=outputs, seconds=run.seconds + time.perf_counter() - start)
-
-
-def _error_run(spec: str, e: Exception, seconds: float) -> PathRun:
-    msg = f"{type(e).__name__}: {e}".strip().splitlines()
-    text = (msg[0] if msg else type(e).__name__) + _user_frame(e)
-    return PathRun(spec, "error", seconds=seconds, message=text)
+__all__ = ["IsolatedRunner", "WorkerDied"]
 
 
 class WorkerDied(Exception):
@@ -163,7 +48,7 @@ class IsolatedRunner:
         self._log.seek(0)
         self._log.truncate()
         self._proc = subprocess.Popen(
-            [self.python, "-m", "jaxparity._worker", str(child.fileno())],
+            [self.python, "-m", "jaxparity.execution.worker", str(child.fileno())],
             env=self.env,
             pass_fds=(child.fileno(),),
             stdin=subprocess.DEVNULL,
@@ -174,7 +59,7 @@ class IsolatedRunner:
         child.close()
         self._conn = Connection(parent.detach())
         self._conn.send(("load", self.case_spec, self.inputs))
-        from .case import CaseError
+        from ..case import CaseError
 
         try:
             reply = self._receive(self.load_timeout, "loading the case")
@@ -321,55 +206,3 @@ class IsolatedRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def environment() -> dict[str, Any]:
-    """Versions and CPU features that decide which numbers a path gives."""
-    import platform
-    from importlib import metadata
-
-    versions = {}
-    for dist in ("jax", "jaxlib", "flax", "numpy", "ml_dtypes", "tensorflow-cpu", "tensorflow"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
-    flags: list[str] = []
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    have = set(line.split(":", 1)[1].split())
-                    flags = sorted(have & {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16"})
-                    break
-    except OSError:
-        pass
-    import jax
-
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_features": flags,
-        "devices": [str(d) for d in jax.devices()],
-        "packages": versions,
-    }
-
-
-def case_info(case: Any) -> CaseInfo:
-    import jax
-
-    from .pytree import argument_leaves
-
-    def info(name: str, x: Any) -> ArrayInfo:
-        aval = jax.numpy.asarray(x) if not isinstance(x, (jax.Array, np.ndarray, np.generic)) else x
-        return ArrayInfo(name, str(aval.dtype), tuple(int(d) for d in np.shape(aval)))
-
-    return CaseInfo(
-        name=case.name,
-        source=case.source,
-        input_source=case.input_source,
-        inputs=tuple(info(n, x) for n, x in argument_leaves(case.args)),
-        environment=environment(),
-    )
-

@@ -12,11 +12,12 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .arrayio import save_arrays
-from .case import CaseError
+from ..arrayio import save_arrays
+from ..case import CaseError
 from .envs import EnvError, EnvSpec, ensure_env, manifest, register, worker_environment
-from .execute import CaseInfo, IsolatedRunner, PathRun
-from .paths import make_path, spec_env
+from .isolated import IsolatedRunner
+from .runs import CaseInfo, PathRun
+from ..paths import make_path, spec_env
 
 __all__ = ["Runners"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .arrayio import ArrayFileError, load_arrays
-from .rounding import is_float_dtype
+from ..arrayio import ArrayFileError, load_arrays
+from ..rounding import is_float_dtype
 
 __all__ = ["InputSlots", "args_with", "draw_sample", "draw_samples", "drawn_names", "read_samples"]
 
@@ -71,7 +71,7 @@ class InputSlots:
     def __init__(self, args: tuple) -> None:
         import jax
 
-        from .pytree import argument_leaves
+        from ..pytree import argument_leaves
 
         leaves = argument_leaves(args)
         self.names = [n for n, _ in leaves]

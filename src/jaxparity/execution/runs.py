@@ -1,0 +1,94 @@
+"""What running a path gives back (``PathRun``), and what the comparison records about the case it ran
+on (``CaseInfo``: its inputs, and the versions and CPU features that decide its numbers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from ..equivalence.rules import OutputRule
+from ..result import ArrayInfo
+
+__all__ = ["CaseInfo", "PathRun", "Status", "case_info", "environment"]
+
+Status = Literal["ok", "error", "unavailable", "timeout", "crashed"]
+
+
+
+@dataclass(frozen=True)
+class PathRun:
+    """What running one path produced: named output arrays, or why there are none."""
+
+    spec: str
+    status: Status
+    outputs: tuple[tuple[str, np.ndarray], ...] | None = None
+    seconds: float = 0.0
+    message: str | None = None
+    notes: tuple[str, ...] = ()
+    # Outputs whose values are defined only up to sign, phase or order (eigenvectors...), by leaf name:
+    # read from the function's trace after a path that traces it ran (see ``run_in_process``).
+    output_rules: dict[str, OutputRule] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CaseInfo:
+    name: str
+    source: str | None
+    input_source: str
+    inputs: tuple[ArrayInfo, ...]
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+
+def environment() -> dict[str, Any]:
+    """Versions and CPU features that decide which numbers a path gives."""
+    import platform
+    from importlib import metadata
+
+    versions = {}
+    for dist in ("jax", "jaxlib", "flax", "numpy", "ml_dtypes", "tensorflow-cpu", "tensorflow"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    flags: list[str] = []
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    flags = sorted(have & {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16"})
+                    break
+    except OSError:
+        pass
+    import jax
+
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_features": flags,
+        "devices": [str(d) for d in jax.devices()],
+        "packages": versions,
+    }
+
+
+def case_info(case: Any) -> CaseInfo:
+    import jax
+
+    from ..pytree import argument_leaves
+
+    def info(name: str, x: Any) -> ArrayInfo:
+        aval = jax.numpy.asarray(x) if not isinstance(x, (jax.Array, np.ndarray, np.generic)) else x
+        return ArrayInfo(name, str(aval.dtype), tuple(int(d) for d in np.shape(aval)))
+
+    return CaseInfo(
+        name=case.name,
+        source=case.source,
+        input_source=case.input_source,
+        inputs=tuple(info(n, x) for n, x in argument_leaves(case.args)),
+        environment=environment(),
+    )
+
