@@ -289,22 +289,85 @@ def _one_core_each(jobs: int) -> Iterator[None]:
         os.environ.update(saved)
 
 
+DEPTH = 2
+
+
+class _Slot:
+    """One CPU of a Ray node, as the driver schedules it: the cases sent there, the cell in flight."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self.cases: set[str] = set()
+        self.inflight = 0  # tasks sent to it not yet back: up to DEPTH, so the node never waits for the driver
+
+
+def _ray_slots(ray: Any, slots: list[_Slot]) -> list[_Slot]:
+    """``slots`` brought up to date with the cluster: one per CPU of each live node, a dead node's gone."""
+    alive: dict[str, int] = {n["NodeID"]: int(n.get("Resources", {}).get("CPU", 0))
+                             for n in ray.nodes() if n.get("Alive")}
+    kept = [s for s in slots if s.node in alive]
+    for node, cpus in alive.items():
+        kept += [_Slot(node) for _ in range(cpus - sum(s.node == node for s in kept))]
+    return kept
+
+
 def _ray(todo: list[Cell], spec: SweepSpec, address: str | None, finished: Callable[[Cell, dict], None]) -> None:
+    """One Ray task per cell, as many in flight as the cluster has CPUs, each sent to the node that
+    already holds its case (``_pick``, with a node's CPUs for workers): soft node affinity, so a task
+    whose node is gone runs elsewhere, and Ray retries a task whose worker dies."""
     try:
         import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
     except ImportError:
         raise ValueError("the ray executor needs Ray: pip install 'jaxparity[ray]'") from None
     if not ray.is_initialized():
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
     task = ray.remote(num_cpus=1, max_retries=MAX_CRASHES, retry_exceptions=False)(run_cell)
     spec_ref = ray.put(spec)
-    pending = {task.remote(cell, spec_ref): cell for cell in todo}
-    while pending:
+    queue = list(todo)
+    owners: dict[tuple[str, int], Any] = {}
+    costs = _Costs()
+    slots = _ray_slots(ray, [])
+    checked = time.monotonic()
+    pending: dict[Any, tuple[Cell, _Slot]] = {}
+
+    def submit(slot: _Slot, force: bool = False) -> None:
+        i = _pick(queue, slot, owners, costs, force) if queue else None  # type: ignore[arg-type]
+        if i is None:
+            return
+        cell = queue.pop(i)
+        owners.setdefault((cell.case, cell.sample), slot)
+        slot.inflight += 1
+        slot.cases.add(cell.case)
+        where = NodeAffinitySchedulingStrategy(node_id=slot.node, soft=True)
+        pending[task.options(scheduling_strategy=where).remote(cell, spec_ref)] = (cell, slot)
+
+    while queue or pending:
+        for _ in range(DEPTH):
+            for slot in [s for s in slots if s.inflight < DEPTH]:
+                submit(slot)
+        if queue and not pending:
+            if not slots:
+                raise ValueError("the Ray cluster has no live node with a CPU")
+            submit(slots[0], force=True)
         ready, _ = ray.wait(list(pending), num_returns=1)
         for ref in ready:
-            cell = pending.pop(ref)
+            cell, slot = pending.pop(ref)
+            slot.inflight -= 1
             try:
                 record = ray.get(ref)
+                costs.add(cell, record)
             except ray.exceptions.RayError as e:  # retries spent: its workers kept dying
                 record = _crashed(cell, f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}")
             finished(cell, record)
+        if time.monotonic() - checked < 1.0 and any(s.inflight < DEPTH for s in slots):
+            continue  # the cluster was looked at within the second
+        checked = time.monotonic()
+        live = _ray_slots(ray, slots)
+        for gone in [s for s in slots if s not in live]:  # its in-flight task runs elsewhere (soft affinity)
+            for key in [k for k, o in owners.items() if o is gone]:
+                del owners[key]
+            for ref, (cell, slot) in list(pending.items()):
+                if slot is gone:
+                    pending[ref] = (cell, _Slot(""))  # counted, not a slot to refill
+        slots = live
