@@ -176,3 +176,43 @@ def test_cells_in_another_environment_run_there_on_the_same_input_set(tmp_path):
     assert counts["ran"] == 4 and all(r["status"] == "ok" for r in rows.values()), rows
     # eager in jax 0.4.38 rounds the bf16 conv where it declares, as eager here does: the same numbers
     assert all(rows[(s, "eager@old")]["verdict"] == "identical" for s in (0, 1))
+
+
+def test_workers_keep_to_the_cases_they_have_loaded():
+    """The local pool's placement (and Ray's, per node CPU): the paths of an input set go where its
+    baseline ran, a loaded case before a new one, a new case before one another worker holds; a
+    second worker loads a held case only once sharing its cells saves more than the load costs."""
+    from jaxparity.sweep.cells import Cell
+    from jaxparity.sweep.executors import _Costs, _pick, _Slot
+
+    a, b = _Slot("a"), _Slot("b")
+    queue = [Cell("m1", s, p) for s in range(3) for p in ("jit", "export")] + [Cell("m2", 0, "jit")]
+    owners, costs = {}, _Costs()
+    assert _pick(queue, a, owners, costs) == 0
+    owners[("m1", 0)] = a
+    a.cases.add("m1")
+    assert queue[_pick(queue, b, owners, costs)].case == "m2"  # a new case, not m1 that a holds
+    b.cases.add("m2")
+    owners[("m2", 0)] = b
+    assert _pick(queue, a, owners, costs) == 0  # input set 0's other path: its baseline is in a
+    rest = [c for c in queue if c.case == "m1" and c.sample > 0]
+    assert _pick(rest, b, owners, costs) is None  # m1's costs unknown: b waits rather than load it
+    costs.add(Cell("m1", 0, "jit"), {"seconds": 12.0, "load_seconds": 10.0})  # a 10 s load, 2 s cells
+    assert _pick(rest, b, owners, costs) is None  # 4 cells x 2 s / 2 = 4 s saved < 10 s to load
+    costs.add(Cell("m1", 0, "export"), {"seconds": 30.0})  # cells now 16 s on average
+    assert rest[_pick(rest, b, owners, costs)] == rest[-1]  # worth it: from the far end of m1's queue
+    assert _pick(rest, b, owners, _Costs(), force=True) == len(rest) - 1  # nothing else runs: forced
+
+
+@pytest.mark.slow
+def test_a_hanging_cell_is_stopped_and_recorded_and_the_others_run(tmp_path):
+    spec = load_spec(write_spec(tmp_path, sleep=60, samples=2, paths=('"jit"',), timeout=1))
+    store = Store(tmp_path / "store", Store.spec_text(spec))
+    start = time.monotonic()
+    counts = run_sweep(spec, store, jobs=2)
+    assert time.monotonic() - start < 120  # not the 60 s each hanging cell would take
+    rows = {(Path(r["case"]).name, r["sample"]): r for r in store.rows()}
+    assert counts["ran"] == len(rows) == 4 and counts["restarts"] >= 2
+    hung = [r for (case, _), r in rows.items() if case == "case.py"]
+    assert all(r["status"] == "timeout" and "timed out after 3 s" in r["error"] for r in hung)
+    assert all(r["status"] == "ok" for (case, _), r in rows.items() if case == "planted.py")
