@@ -183,25 +183,43 @@ def test_workers_keep_to_the_cases_they_have_loaded():
     baseline ran, a loaded case before a new one, a new case before one another worker holds; a
     second worker loads a held case only once sharing its cells saves more than the load costs."""
     from jaxparity.sweep.cells import Cell
-    from jaxparity.sweep.executors import _Costs, _pick, _Slot
+    from jaxparity.sweep.executors import _Costs, _Queue, _Slot
 
     a, b = _Slot("a"), _Slot("b")
-    queue = [Cell("m1", s, p) for s in range(3) for p in ("jit", "export")] + [Cell("m2", 0, "jit")]
-    owners, costs = {}, _Costs()
-    assert _pick(queue, a, owners, costs) == 0
-    owners[("m1", 0)] = a
-    a.cases.add("m1")
-    assert queue[_pick(queue, b, owners, costs)].case == "m2"  # a new case, not m1 that a holds
-    b.cases.add("m2")
-    owners[("m2", 0)] = b
-    assert _pick(queue, a, owners, costs) == 0  # input set 0's other path: its baseline is in a
-    rest = [c for c in queue if c.case == "m1" and c.sample > 0]
-    assert _pick(rest, b, owners, costs) is None  # m1's costs unknown: b waits rather than load it
+    cells = [Cell("m1", s, p) for s in range(4) for p in ("jit", "export")] + [Cell("m2", 0, "jit")]
+    queue, costs = _Queue(cells), _Costs()
+    assert queue.take(a, costs) == Cell("m1", 0, "jit")
+    assert queue.take(b, costs) == Cell("m2", 0, "jit")  # a new case, not m1 that a holds
+    assert queue.take(a, costs) == Cell("m1", 0, "export")  # input set 0's other path: its baseline is in a
+    assert queue.take(b, costs) is None  # only m1 is left, its costs unknown: b waits rather than load it
     costs.add(Cell("m1", 0, "jit"), {"seconds": 12.0, "load_seconds": 10.0})  # a 10 s load, 2 s cells
-    assert _pick(rest, b, owners, costs) is None  # 4 cells x 2 s / 2 = 4 s saved < 10 s to load
+    assert queue.take(b, costs) is None  # 6 cells x 2 s / 2 = 6 s saved < 10 s to load
     costs.add(Cell("m1", 0, "export"), {"seconds": 30.0})  # cells now 16 s on average
-    assert rest[_pick(rest, b, owners, costs)] == rest[-1]  # worth it: from the far end of m1's queue
-    assert _pick(rest, b, owners, _Costs(), force=True) == len(rest) - 1  # nothing else runs: forced
+    assert queue.take(b, costs) == Cell("m1", 3, "jit")  # worth it: from the far end of m1's queue
+    assert queue.take(b, costs) == Cell("m1", 3, "export")  # then the rest of that input set
+    assert queue.take(a, costs) == Cell("m1", 1, "jit")
+    queue.put_back(Cell("m1", 1, "jit"))  # a's worker died with it: first in line, anyone's
+    queue.forget(a)
+    assert queue.take(b, costs) == Cell("m1", 1, "jit") and len(queue) == 3
+    assert [queue.take(b, costs) for _ in range(4)] == [Cell("m1", 1, "export"), Cell("m1", 2, "jit"),
+                                                         Cell("m1", 2, "export"), None]
+
+
+def test_placement_costs_a_look_at_each_case_not_at_each_cell():
+    """100,000 cells (5 cases x 10,000 input sets x 2 paths) handed out to two workers in well under a
+    second per 10,000: a pick does not scan the queue."""
+    from jaxparity.sweep.cells import Cell
+    from jaxparity.sweep.executors import _Costs, _Queue, _Slot
+
+    queue = _Queue([Cell(f"m{c}", s, p) for c in range(5) for s in range(10_000) for p in ("jit", "export")])
+    workers, costs, taken = (_Slot("a"), _Slot("b")), _Costs(), []
+    start = time.perf_counter()
+    while len(queue):
+        for w in workers:
+            if (cell := queue.take(w, costs, force=True)) is not None:
+                taken.append(cell)
+    assert len(taken) == len(set(taken)) == 100_000
+    assert time.perf_counter() - start < 30  # linear; scanning the queue took 2 ms a pick at 20,000 cells
 
 
 @pytest.mark.slow

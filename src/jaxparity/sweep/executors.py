@@ -9,6 +9,7 @@ crashed); Ray retries the task on another worker. The store keeps a cell once, w
 from __future__ import annotations
 
 import multiprocessing
+from collections import OrderedDict, deque
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -82,12 +83,9 @@ class _Worker:
         self.ready = False  # it has started (imported what a cell needs) and said so
         self.since = 0.0
         self.cases: set[str] = set()  # cases this worker has loaded (it keeps a few)
-        self.sets: set[tuple[str, int]] = set()  # input sets it has run a baseline for
 
     def give(self, cell: Cell) -> None:
         self.cell, self.since = cell, time.monotonic()
-        self.cases.add(cell.case)
-        self.sets.add((cell.case, cell.sample))
         self.conn.send(cell)
 
     def stop(self, kill: bool = False) -> None:
@@ -142,59 +140,103 @@ class _Costs:
         return cells_left * (total / n) / 2 > self.load[case]
 
 
-def _pick(queue: list[Cell], worker: _Worker, owners: dict[tuple[str, int], _Worker], costs: _Costs,
-          force: bool = False) -> int | None:
-    """The index in ``queue`` of the next cell for ``worker``, or None: it waits. A worker keeps to what
-    it has loaded: first the other paths of an input set it has run (the baseline's outputs are still
-    in it), then new input sets of a case it has loaded, then a case no worker has loaded yet. Only then
-    does it take cells of a case another worker holds, when sharing them saves more than loading the
-    case costs (or ``force``), from the far end of that case's queue. Each model is then loaded by as
-    few workers as pays (load time, memory) and each baseline computed once."""
-    held = {c for w in owners.values() for c in w.cases if w is not worker}
-    rank: dict[str, int] = {}
-    for i, cell in enumerate(queue):
-        owner = owners.get((cell.case, cell.sample))
-        if owner is worker:
-            return i
-        if owner is None and cell.case in worker.cases:
-            rank.setdefault("loaded", i)
-        elif owner is None and cell.case not in held:
-            rank.setdefault("new", i)
-    if "loaded" in rank:
-        return rank["loaded"]
-    if "new" in rank:
-        return rank["new"]
-    left: dict[str, int] = {}
-    for cell in queue:
-        left[cell.case] = left.get(cell.case, 0) + 1
-    if not left:
-        return None
-    busiest = max(left, key=left.get)  # type: ignore[arg-type]
-    if not force and not costs.worth_loading(busiest, left[busiest]):
-        return None
-    return max(i for i, cell in enumerate(queue) if cell.case == busiest)
+class _Queue:
+    """The cells not yet handed out, and where each should go (``take``). Grouped by case, then by input
+    set in spec order; a pick costs a look at each case, not at each cell (sweeps have many more input
+    sets than cases)."""
+
+    def __init__(self, cells: list[Cell]) -> None:
+        self.sets: dict[str, OrderedDict[int, deque[Cell]]] = {}  # case -> input set -> its cells left
+        for cell in cells:
+            self.sets.setdefault(cell.case, OrderedDict()).setdefault(cell.sample, deque()).append(cell)
+        self.free: dict[str, OrderedDict[int, None]] = {c: OrderedDict.fromkeys(sets) for c, sets in self.sets.items()}
+        self.left = {case: sum(map(len, sets.values())) for case, sets in self.sets.items()}
+        self.owners: dict[tuple[str, int], Any] = {}  # input set with cells left -> who ran its baseline
+        self.open: dict[int, list[tuple[str, int]]] = {}  # id(worker) -> its input sets with cells left
+        self.workers: dict[int, Any] = {}  # id(worker) -> the workers that have taken cells, while they live
+
+    def __len__(self) -> int:
+        return sum(self.left.values())
+
+    def put_back(self, cell: Cell) -> None:
+        """A cell whose worker died: first in line again, its input set anyone's."""
+        self.sets[cell.case].setdefault(cell.sample, deque()).appendleft(cell)
+        self.sets[cell.case].move_to_end(cell.sample, last=False)
+        self.left[cell.case] += 1
+        self.drop_owner(cell.case, cell.sample)
+        self.free[cell.case][cell.sample] = None
+        self.free[cell.case].move_to_end(cell.sample, last=False)
+
+    def drop_owner(self, case: str, sample: int) -> None:
+        owner = self.owners.pop((case, sample), None)
+        if owner is not None and (case, sample) in self.open.get(id(owner), []):
+            self.open[id(owner)].remove((case, sample))
+
+    def forget(self, worker: Any) -> None:
+        """A worker that is gone: the input sets it held are anyone's."""
+        self.workers.pop(id(worker), None)
+        for case, sample in self.open.pop(id(worker), []):
+            self.owners.pop((case, sample), None)
+            self.free[case][sample] = None
+
+    def take(self, worker: Any, costs: _Costs, force: bool = False) -> Cell | None:
+        """The next cell for ``worker``, or None: it waits. A worker keeps to what it has loaded: first
+        the other paths of an input set it has run (the baseline's outputs are still in it), then new
+        input sets of a case it has loaded, then a case no worker has loaded yet. Only then does it take
+        cells of a case another worker holds, when sharing them saves more than loading the case costs
+        (or ``force``), from the far end of that case's queue. Each model is then loaded by as few
+        workers as pays (load time, memory) and each baseline computed once."""
+        for case, sample in self.open.get(id(worker), []):
+            return self._pop(worker, case, sample)
+        for case in worker.cases:
+            if self.free.get(case):
+                return self._pop(worker, case, next(iter(self.free[case])))
+        held = {c for w in self.workers.values() if w is not worker for c in w.cases}
+        for case, free in self.free.items():
+            if free and case not in held:
+                return self._pop(worker, case, next(iter(free)))
+        waiting = {case: n for case, n in self.left.items() if n}
+        if not waiting:
+            return None
+        busiest = max(waiting, key=waiting.__getitem__)
+        if not force and not costs.worth_loading(busiest, waiting[busiest]):
+            return None
+        sets = self.free[busiest] or self.sets[busiest]  # an input set nobody runs, else any
+        return self._pop(worker, busiest, next(reversed(sets)))
+
+    def _pop(self, worker: Any, case: str, sample: int) -> Cell:
+        self.workers[id(worker)] = worker
+        worker.cases.add(case)
+        cells = self.sets[case][sample]
+        cell = cells.popleft()
+        self.left[case] -= 1
+        if (case, sample) not in self.owners:
+            self.owners[(case, sample)] = worker
+            self.free[case].pop(sample, None)
+            self.open.setdefault(id(worker), []).append((case, sample))
+        if not cells:  # the input set is done: nobody holds it any more
+            del self.sets[case][sample]
+            self.drop_owner(case, sample)
+        return cell
 
 
 def _local(todo: list[Cell], spec: SweepSpec, jobs: int, finished: Callable[[Cell, dict], None],
            counts: dict[str, int], log_dir: Path) -> None:
     """Cells handed one at a time to ``jobs`` worker processes, each kept to the cases it has loaded
-    (``_pick``). A worker that dies is replaced and its cell handed out again; one whose cell runs past
+    (``_Queue.take``). A worker that dies is replaced and its cell handed out again; one whose cell runs past
     the cell's time limit (three times the spec's ``timeout``: baseline, path and explanation) is
     killed and the cell recorded as timed out."""
     from multiprocessing.connection import wait as wait_any
 
-    queue = list(todo)
+    queue = _Queue(todo)
     crashes: dict[str, int] = {}
-    owners: dict[tuple[str, int], _Worker] = {}
     costs = _Costs()
     limit = 3 * spec.timeout if spec.timeout else None
     workers = [_Worker(spec, log_dir, jobs) for _ in range(min(jobs, len(queue)))]
 
     def hand_out(worker: _Worker, force: bool = False) -> None:
-        i = _pick(queue, worker, owners, costs, force) if queue else None
-        if i is not None:
-            cell = queue.pop(i)
-            owners.setdefault((cell.case, cell.sample), worker)
+        cell = queue.take(worker, costs, force)
+        if cell is not None:
             try:
                 worker.give(cell)
             except OSError:  # it died idle: its sentinel is ready, and replace() hands the cell out again
@@ -211,8 +253,7 @@ def _local(todo: list[Cell], spec: SweepSpec, jobs: int, finished: Callable[[Cel
                 raise ValueError(f"the sweep's worker processes die as they start ({stillborn[0]} in a row); "
                                  f"what they printed is in {log_dir}. A script that starts a sweep needs an "
                                  "`if __name__ == '__main__':` guard (workers are spawned and import it)")
-        for k in [k for k, w in owners.items() if w is worker]:
-            del owners[k]
+        queue.forget(worker)
         counts["restarts"] += 1
         if cell is not None:
             if record is not None:
@@ -222,7 +263,7 @@ def _local(todo: list[Cell], spec: SweepSpec, jobs: int, finished: Callable[[Cel
                 if crashes[cell.key] >= MAX_CRASHES:
                     finished(cell, _crashed(cell, f"its worker process died {MAX_CRASHES} times"))
                 else:
-                    queue.insert(0, cell)
+                    queue.put_back(cell)
         workers.remove(worker)
         if queue:
             fresh = _Worker(spec, log_dir, jobs)
@@ -313,7 +354,7 @@ def _ray_slots(ray: Any, slots: list[_Slot]) -> list[_Slot]:
 
 def _ray(todo: list[Cell], spec: SweepSpec, address: str | None, finished: Callable[[Cell, dict], None]) -> None:
     """One Ray task per cell, as many in flight as the cluster has CPUs, each sent to the node that
-    already holds its case (``_pick``, with a node's CPUs for workers): soft node affinity, so a task
+    already holds its case (``_Queue.take``, with a node's CPUs for workers): soft node affinity, so a task
     whose node is gone runs elsewhere, and Ray retries a task whose worker dies."""
     try:
         import ray
@@ -324,21 +365,17 @@ def _ray(todo: list[Cell], spec: SweepSpec, address: str | None, finished: Calla
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
     task = ray.remote(num_cpus=1, max_retries=MAX_CRASHES, retry_exceptions=False)(run_cell)
     spec_ref = ray.put(spec)
-    queue = list(todo)
-    owners: dict[tuple[str, int], Any] = {}
+    queue = _Queue(todo)
     costs = _Costs()
     slots = _ray_slots(ray, [])
     checked = time.monotonic()
     pending: dict[Any, tuple[Cell, _Slot]] = {}
 
     def submit(slot: _Slot, force: bool = False) -> None:
-        i = _pick(queue, slot, owners, costs, force) if queue else None  # type: ignore[arg-type]
-        if i is None:
+        cell = queue.take(slot, costs, force)
+        if cell is None:
             return
-        cell = queue.pop(i)
-        owners.setdefault((cell.case, cell.sample), slot)
         slot.inflight += 1
-        slot.cases.add(cell.case)
         where = NodeAffinitySchedulingStrategy(node_id=slot.node, soft=True)
         pending[task.options(scheduling_strategy=where).remote(cell, spec_ref)] = (cell, slot)
 
@@ -365,8 +402,7 @@ def _ray(todo: list[Cell], spec: SweepSpec, address: str | None, finished: Calla
         checked = time.monotonic()
         live = _ray_slots(ray, slots)
         for gone in [s for s in slots if s not in live]:  # its in-flight task runs elsewhere (soft affinity)
-            for key in [k for k, o in owners.items() if o is gone]:
-                del owners[key]
+            queue.forget(gone)
             for ref, (cell, slot) in list(pending.items()):
                 if slot is gone:
                     pending[ref] = (cell, _Slot(""))  # counted, not a slot to refill
