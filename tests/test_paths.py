@@ -90,3 +90,31 @@ def test_compiled_paths_share_one_trace_of_the_case():
     again = run_in_process(make_path("export"), fn, (x,))
     assert calls == [(4,), (3,)]
     assert dict(short.outputs)["out/double"].shape == (3,) and dict(again.outputs)["out/double"].shape == (4,)
+
+
+def test_compile_once_reuses_per_jax_configuration_never_across():
+    """Within compile_once (many-inputs mode, a sweep worker) a path compiles once per function, shapes
+    and JAX configuration: an experiment that re-runs the same function on the same shapes under
+    another configuration (explain's matmul-precision experiment) gets its own trace and compile."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxparity.execution.inprocess import run_in_process
+    from jaxparity.paths.staging import compile_once
+
+    calls = []
+
+    def fn(a, b):
+        calls.append(1)
+        return jnp.dot(a, b)
+
+    a = jnp.ones((4, 4), jnp.float32)
+    with compile_once():
+        for _ in range(3):
+            assert run_in_process(make_path("jit"), fn, (a, a)).status == "ok"
+        assert len(calls) == 1  # one trace and compile for the three runs
+        with jax.default_matmul_precision("highest"):
+            assert run_in_process(make_path("jit"), fn, (a, a)).status == "ok"
+        assert len(calls) == 2  # another configuration: traced and compiled again
+        assert run_in_process(make_path("jit"), fn, (a, a)).status == "ok"
+        assert len(calls) == 2  # back to the first: its executable

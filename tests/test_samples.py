@@ -66,7 +66,7 @@ def test_jit_compiles_once_across_samples(monkeypatch):
         return jnp.sin(x) * 2
 
     args = (jnp.ones(8, jnp.float32),)
-    from jaxparity.paths.xla import compile_once
+    from jaxparity.paths.staging import compile_once
 
     with compile_once():
         for s in draw_samples({"arg0": np.ones(8, np.float32)}, 10, 0):

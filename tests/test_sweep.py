@@ -234,3 +234,23 @@ def test_a_hanging_cell_is_stopped_and_recorded_and_the_others_run(tmp_path):
     hung = [r for (case, _), r in rows.items() if case == "case.py"]
     assert all(r["status"] == "timeout" and "timed out after 3 s" in r["error"] for r in hung)
     assert all(r["status"] == "ok" for (case, _), r in rows.items() if case == "planted.py")
+
+
+@pytest.mark.slow
+def test_a_worker_explains_later_input_sets_on_reused_compiles_with_the_same_results(tmp_path, monkeypatch):
+    """A sweep worker makes what depends only on the program once per case and path (executables, the
+    flat program, the instrumented program, compiler evidence) and explains every later input set
+    on them: each cell's explanation is the one it gets with nothing reused."""
+    import jaxparity.paths.staging as staging
+    from jaxparity.sweep.cells import run_cell
+
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text(f'name = "r"\ncases = ["{CASES / "planted.py"}:make_fma", "{CASES / "loops.py"}:make_scan_fma"]\n'
+                         'paths = ["jit", "export"]\nsamples = 2\nexplain = true\n')
+    spec = load_spec(spec_file)
+    keys = ("status", "verdict", "max_ulp", "n_differ", "cause", "op", "line", "summary")
+    reused = [{k: run_cell(c, spec).get(k) for k in keys} for c in cells_of(spec)]
+    monkeypatch.setattr(staging, "config_key", lambda: None)  # nothing reused from here on
+    fresh = [{k: run_cell(c, spec).get(k) for k in keys} for c in cells_of(spec)]
+    assert sum(r["cause"] is not None for r in reused) == len(reused) == 8
+    assert reused == fresh

@@ -44,7 +44,7 @@ def main(fd: int) -> None:
             assert case is not None, "samples before load"
             samples = (message[1], InputSlots(case.args))
         elif message[0] == "run_many":
-            from ..paths.xla import compile_once
+            from ..paths.staging import compile_once
 
             assert case is not None and samples is not None, "run_many before load and samples"
             _, spec, start, stop, chunk, repeat, timeout = message

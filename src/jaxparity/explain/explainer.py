@@ -369,7 +369,11 @@ def explain_path(
     ``localize.loops.frame_key``): what ``jaxparity reduce`` cuts its reproducer from."""
     import jax
 
-    program = flatten(fn, args)
+    from ..paths.staging import reused, signature
+
+    # Made once per function, shapes and configuration while compile_once() is active (a sweep worker
+    # explaining input set after input set): the program does not depend on the inputs' values.
+    program = reused("flat program", (id(fn), signature(args)), fn, lambda: flatten(fn, args))
     flat_args = jax.tree_util.tree_leaves(args)
     keep = {} if keep is None else keep
     kind = path.split(":", 1)[0]
@@ -566,6 +570,7 @@ def _first_line(e: BaseException) -> str:
 
 
 def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: list[str]) -> Any:
+    from ..paths.staging import reused, signature
     from ..paths.xla import recent_optimized_hlo
     from . import hlo
 
@@ -581,8 +586,10 @@ def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: li
     # The optimized HLO of jit with the same options, when the comparison has just compiled it
     # (export and TensorFlow run the same program; evidence is read in jit's naming).
     recent = recent_optimized_hlo(jit.spec, fn, args)
-    try:
-        return hlo.compiler_evidence(fn, args, compiler_options=compile_options, path=path, optimized_text=recent)
+    try:  # the HLO does not depend on the inputs' values: read once per program while compile_once() is active
+        return reused("compiler evidence", (id(fn), signature(args), path, jit.spec), fn,
+                      lambda: hlo.compiler_evidence(fn, args, compiler_options=compile_options, path=path,
+                                                    optimized_text=recent))
     except Exception as e:  # evidence is optional: the experiments still decide
         notes.append(f"no compiler evidence: {type(e).__name__}: {e}")
         return None

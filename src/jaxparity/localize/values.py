@@ -126,12 +126,20 @@ def _collect(program: FlatProgram, spec: str, values: dict[int, Any], notes: lis
 
 
 def _compiled(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: Probe) -> OpValues:
+    from ..paths.staging import reused
+
     rec = recorded(program)
 
-    def instrumented(*args: Any) -> tuple:
-        values, level = traced_program(program, args, probe)
-        return tuple(program.outputs(values)), tuple(values[vid] for vid in rec), level
+    def make() -> Callable[..., tuple]:
+        def instrumented(*args: Any) -> tuple:
+            values, level = traced_program(program, args, probe)
+            return tuple(program.outputs(values)), tuple(values[vid] for vid in rec), level
 
+        return instrumented
+
+    # One function per program and probe while compile_once() is active (a sweep worker explaining
+    # input set after input set): the path compiles it once.
+    instrumented = reused("instrumented program", (id(program), probe, tuple(rec)), program, make)
     path = make_path(spec)
     outs, inter, level = path.run(instrumented, tuple(flat_args))
     values, digests = _within_budget(dict(zip(rec, (host(x) for x in inter))))

@@ -16,10 +16,66 @@ which is the program a serving process runs, not the one ``jax.jit`` runs.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
-__all__ = ["Staged", "staged"]
+__all__ = ["Staged", "compile_once", "config_key", "reused", "reusing", "signature", "staged"]
+
+T = TypeVar("T")
+_REUSING = [False]
+
+
+@contextmanager
+def compile_once() -> Iterator[None]:
+    """Within: what depends only on the program (a compiled executable, an export artifact, the flat
+    program, compiler evidence) is made once per function, argument shapes and JAX configuration and
+    reused for every input set (many-inputs mode, a sweep worker); and jit and export return without
+    waiting for the result: the caller copies it to the host. Outside, everything is made afresh."""
+    before = _REUSING[0]
+    _REUSING[0] = True
+    try:
+        yield
+    finally:
+        _REUSING[0] = before  # entries stay for the next chunk of samples, unused outside
+
+
+def reusing() -> bool:
+    return _REUSING[0]
+
+
+def config_key() -> Any:
+    """JAX's own trace context: every configuration option that changes what a trace gives (matmul
+    precision, x64, the PRNG implementation...), the key JAX's caches use; None where this JAX does
+    not expose it, and then nothing is reused. An experiment that re-runs the same function on the
+    same shapes under another configuration must never get the first one's executable."""
+    try:
+        from jax._src import config
+
+        return config.trace_context()
+    except Exception:  # pragma: no cover - depends on JAX internals
+        return None
+
+
+_MEMO: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
+
+
+def reused(kind: str, key: tuple, holds: Any, make: Callable[[], T]) -> T:
+    """``make()``, made once per ``(kind, key, JAX configuration)`` while ``compile_once`` is active.
+    ``holds``: what ``key`` names by ``id``, kept with the entry so that the id cannot be reused."""
+    config = config_key() if _REUSING[0] else None
+    if config is None:
+        return make()
+    full = (kind, key, config)
+    hit = _MEMO.get(full)
+    if hit is not None and hit[0] is holds:
+        _MEMO.move_to_end(full)
+        return hit[1]
+    value = make()
+    _MEMO[full] = (holds, value)
+    while len(_MEMO) > 64:
+        _MEMO.popitem(last=False)
+    return value
 
 
 class Staged:
@@ -51,6 +107,15 @@ class Staged:
             if key not in self._out_trees:  # traced before under another config: trace the plain function
                 jax.eval_shape(self.flat, *leaves)
         return self._out_trees[key]
+
+
+def signature(args: tuple) -> tuple:
+    """The structure of ``args`` and what JAX traces each leaf as: what a trace depends on besides
+    the function and the configuration."""
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    return tree, _avals(leaves)
 
 
 def _avals(leaves: Sequence[Any]) -> tuple:

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Callable
 
 from .base import Path, PathError, PathUnavailable, jax_config, parse_option_value
+from .staging import config_key, reusing
 
 # The executables of the last few runs, keyed by (path spec, function, arguments): explaining a
 # path reads the optimized HLO of the very compile that produced its numbers instead of compiling
@@ -25,13 +24,11 @@ def recent_optimized_hlo(spec: str, fn: Callable[..., Any], args: tuple) -> str 
     return compiled.as_text() if compiled is not None else None
 
 
-# One executable per (path spec, function, argument shapes and dtypes): many-inputs mode runs a
-# path on every sample with one compile.
-# Only while ``compile_once()`` is active: elsewhere (explain's experiments change JAX config with
-# the same function and shapes) every run compiles afresh.
+# One executable per (path spec, function, argument shapes and dtypes, JAX configuration), and export's
+# artifact (and output tree) likewise: while ``compile_once()`` is active (many-inputs mode, a sweep
+# worker), a path runs every input set on one compile. Elsewhere every run compiles afresh.
 _COMPILED: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
-_EXPORTED: OrderedDict[tuple, tuple[Any, Any, str]] = OrderedDict()  # export's artifact (and output tree), likewise
-_CACHING = [False]
+_EXPORTED: OrderedDict[tuple, tuple[Any, Any, str]] = OrderedDict()
 
 
 def _avals(args: tuple) -> tuple:
@@ -40,16 +37,6 @@ def _avals(args: tuple) -> tuple:
     leaves, treedef = jax.tree_util.tree_flatten(args)
     return treedef, tuple((getattr(x, "shape", None), getattr(x, "dtype", type(x))) for x in leaves)
 
-
-@contextmanager
-def compile_once() -> Iterator[None]:
-    """Within: jit and export reuse one executable (and export its artifact) per (spec, function, argument
-    shapes and dtypes), and return without waiting for the result: the caller copies it to the host."""
-    _CACHING[0] = True
-    try:
-        yield
-    finally:
-        _CACHING[0] = False  # entries stay for the next call (the next chunk of samples), unused outside
 
 # Path options that are not XLA compile options: the device mesh a path runs sharded over.
 _MESH_OPTIONS = ("mesh", "dim")
@@ -105,8 +92,9 @@ class _CompiledPath(Path):
         call it. ``key`` and ``args_key`` name the case's own function and arguments for the caches."""
         import jax
 
-        cache_key = (self.spec, id(key or fn), _avals(args))
-        hit = _COMPILED.get(cache_key) if _CACHING[0] else None
+        config = config_key() if reusing() else None
+        cache_key = (self.spec, id(key or fn), _avals(args), config)
+        hit = _COMPILED.get(cache_key) if config is not None else None
         if hit is not None and hit[0] is (key or fn):
             compiled = hit[1]
         else:
@@ -117,7 +105,7 @@ class _CompiledPath(Path):
                 if self.options and ("compile option" in str(e) or "While setting option" in str(e)):
                     raise PathError(f"XLA rejected the compile options {self.options}: {e}") from e
                 raise
-            if _CACHING[0]:
+            if config is not None:
                 _COMPILED[cache_key] = (key or fn, compiled)  # holding fn keeps its id from being reused
                 while len(_COMPILED) > 8:
                     _COMPILED.popitem(last=False)
@@ -127,7 +115,7 @@ class _CompiledPath(Path):
         out = compiled(*args)
         # Many-inputs mode (compile_once) copies a chunk's outputs to the host after dispatching the
         # chunk, which waits for them; blocking here too would cost ~70 µs per sample on CPU.
-        return out if _CACHING[0] else jax.block_until_ready(out)
+        return out if reusing() else jax.block_until_ready(out)
 
 
 class JitPath(_CompiledPath):
@@ -168,8 +156,9 @@ class ExportPath(_CompiledPath):
         from .staging import staged
 
         stage, leaves = staged(fn, args)
-        cache_key = (self.spec, id(fn), _avals(args))
-        hit = _EXPORTED.get(cache_key) if _CACHING[0] else None
+        config = config_key() if reusing() else None
+        cache_key = (self.spec, id(fn), _avals(args), config)
+        hit = _EXPORTED.get(cache_key) if config is not None else None
         if hit is not None and hit[0] is fn:
             _, (blob, restored, out_tree), artifact = hit
         else:
@@ -181,7 +170,7 @@ class ExportPath(_CompiledPath):
             restored = export.deserialize(blob)
             artifact = (f"calling convention v{restored.calling_convention_version}, "
                         f"platforms {', '.join(restored.platforms)}")
-            if _CACHING[0]:
+            if config is not None:
                 _EXPORTED[cache_key] = (fn, (blob, restored, out_tree), artifact)
                 while len(_EXPORTED) > 8:
                     _EXPORTED.popitem(last=False)

@@ -115,7 +115,7 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
     from ..execution.runs import case_info
     from ..execution.inprocess import run_in_process
     from ..paths import make_path, spec_env
-    from ..paths.xla import compile_once
+    from ..paths.staging import compile_once
 
     if spec_env(cell.path) or any(k in make_path(cell.path).options for k in ("serve_env", "load_env")):
         return _run_elsewhere(cell, spec)
@@ -149,7 +149,8 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
             import dataclasses
 
             result = dataclasses.replace(result, _source={"case": here, "runs": runs})
-            (e,) = explain_result(result, [cell.path]).explanations
+            with compile_once():  # what depends only on the program is made once per case and path here
+                (e,) = explain_result(result, [cell.path]).explanations
             first = e.localization.first if e.localization is not None else None
             confirmed = [c for c in e.causes if c.status in ("confirmed", "partly", "noise")]
             record.update(cause=confirmed[0].title if confirmed else "unknown", summary=e.summary,
