@@ -1,4 +1,5 @@
-"""One trace of the case, shared by the paths that compile it in this process.
+"""One trace of the case, shared by the paths that compile it in this process; and, within
+``compile_once()``, what depends only on the program made once for every input set.
 
 ``jit``, ``export`` and ``savedmodel`` (and ``onnx``'s converter) all start from the case's function on
 the flat leaves of its arguments. Each used to build its own flat wrapper and trace it (and trace once
@@ -6,11 +7,14 @@ more, with ``eval_shape``, for the output's structure). ``staged(fn, args)`` giv
 (function, argument structure) and one ``jax.jit`` of it, so JAX's own caches do the sharing: the
 function is traced once per argument shapes and JAX configuration, ``export`` and jax2tf's native
 serialization lower that trace once between them (the same jitted function, the same shapes and
-platforms), and ``jit`` compiles the same trace. Nothing here caches a result keyed on less than JAX
-keys it on: a change of config or shapes traces again.
+platforms), and ``jit`` compiles the same trace. ``jit``'s lowering is its own: ``jax.export`` lowers
+for serialization (another calling convention), which is the program a serving process runs, not the
+one ``jax.jit`` runs.
 
-``jit``'s lowering is its own: ``jax.export`` lowers for serialization (another calling convention),
-which is the program a serving process runs, not the one ``jax.jit`` runs.
+``compile_once()`` (many-inputs mode, a sweep worker) goes further: executables, export artifacts, the
+flat program, the instrumented program and compiler evidence are reused across input sets (``reused``).
+Every such key holds JAX's own trace context (``config_key``) besides the function and the shapes, as
+JAX's caches do: an experiment under another configuration is never given the first one's result.
 """
 
 from __future__ import annotations
