@@ -192,9 +192,11 @@ def test_workers_keep_to_the_cases_they_have_loaded():
     assert queue.take(b, costs) == Cell("m2", 0, "jit")  # a new case, not m1 that a holds
     assert queue.take(a, costs) == Cell("m1", 0, "export")  # input set 0's other path: its baseline is in a
     assert queue.take(b, costs) is None  # only m1 is left, its costs unknown: b waits rather than load it
-    costs.add(Cell("m1", 0, "jit"), {"seconds": 12.0, "load_seconds": 10.0})  # a 10 s load, 2 s cells
-    assert queue.take(b, costs) is None  # 6 cells x 2 s / 2 = 6 s saved < 10 s to load
-    costs.add(Cell("m1", 0, "export"), {"seconds": 30.0})  # cells now 16 s on average
+    costs.add(Cell("m1", 0, "jit"), {"seconds": 13.0, "load_seconds": 10.0})  # a 10 s load, a first cell
+    assert queue.take(b, costs) is None  # no warm cell yet: what a cell costs once compiled is unknown
+    costs.add(Cell("m1", 0, "export"), {"seconds": 2.0, "warm": True})  # 2 s a warm cell: warm-up 1 s
+    assert queue.take(b, costs) is None  # 6 cells x 2 s / 2 = 6 s saved < 10 s load + 1 s warm-up
+    costs.add(Cell("m1", 1, "export"), {"seconds": 30.0, "warm": True})  # warm cells now 16 s on average
     assert queue.take(b, costs) == Cell("m1", 3, "jit")  # worth it: from the far end of m1's queue
     assert queue.take(b, costs) == Cell("m1", 3, "export")  # then the rest of that input set
     assert queue.take(a, costs) == Cell("m1", 1, "jit")

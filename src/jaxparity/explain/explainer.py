@@ -656,7 +656,10 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
             fixes.append(Fix("serving flag", "XLA_FLAGS=--xla_allow_excess_precision=false on the serving system",
                              None, False, f"{ctx.path} cannot be re-run from here: set the flag on the system that "
                              "produced it and compare again"))
-        outs = ctx.run(target, round_like_declared(ctx.fn))
+        from ..paths.staging import reused
+
+        # One wrapper per model while compile_once() is active: a sweep worker compiles it once.
+        outs = ctx.run(target, reused("fixed model", (id(ctx.fn),), ctx.fn, lambda: round_like_declared(ctx.fn)))
         if isinstance(outs, str):
             fixes.append(Fix("model change", "jaxparity.fixes.round_like_declared(fn)", None, False,
                              f"the fixed model failed on {target}: {outs}"))

@@ -43,6 +43,7 @@ def cells_of(spec: SweepSpec) -> list[Cell]:
 
 _CASES: OrderedDict[str, Any] = OrderedDict()  # per worker process: loaded cases
 _BASELINES: OrderedDict[tuple, Any] = OrderedDict()  # (case, sample, baseline) -> PathRun
+_RAN: set[tuple[str, str]] = set()  # (case, path) this worker has run: its compiles are warm
 
 
 def _case(name: str, record: dict[str, Any] | None = None) -> Any:
@@ -123,6 +124,8 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
     record = _record(cell)
     try:
         case = _case(cell.case, record)
+        record["warm"] = (cell.case, cell.path) in _RAN  # for the scheduler: a cell without first compiles
+        _RAN.add((cell.case, cell.path))
         args = _inputs(case, cell, spec)
         here = Case(case.fn, args, case.name, case.source, f"input set {cell.sample}" if cell.sample >= 0 else
                     case.input_source)

@@ -118,26 +118,34 @@ def _serve(conn: Any, spec: SweepSpec, log_dir: str) -> None:
 
 
 class _Costs:
-    """What loading a case and running one of its cells has cost the workers so far (seconds)."""
+    """What the workers have paid so far (seconds): to load a case and warm it up (its first cells on a
+    worker, which compile what later cells reuse), and per cell once warm."""
 
     def __init__(self) -> None:
-        self.load: dict[str, float] = {}
-        self.cell: dict[str, tuple[float, int]] = {}  # case -> (summed seconds, cells)
+        self.load: dict[str, float] = {}  # case -> load, plus the extra its first cells cost
+        self.cell: dict[str, tuple[float, int]] = {}  # case -> (summed seconds of warm cells, warm cells)
+        self._first: dict[str, list[float]] = {}  # case -> seconds of first cells (load excluded)
 
     def add(self, cell: Cell, record: dict[str, Any]) -> None:
         load = record.get("load_seconds") or 0.0
+        seconds = max(0.0, record.get("seconds", 0.0) - load)
         if load:
             self.load[cell.case] = max(load, self.load.get(cell.case, 0.0))
-        total, n = self.cell.get(cell.case, (0.0, 0))
-        self.cell[cell.case] = (total + max(0.0, record.get("seconds", 0.0) - load), n + 1)
+        if record.get("warm"):
+            total, n = self.cell.get(cell.case, (0.0, 0))
+            self.cell[cell.case] = (total + seconds, n + 1)
+        else:
+            self._first.setdefault(cell.case, []).append(seconds)
 
     def worth_loading(self, case: str, cells_left: int) -> bool:
         """Whether a second worker should load ``case`` for its ``cells_left`` cells: when sharing them
-        saves more than the load costs. Unknown costs (no cell of it back yet): wait for one."""
+        saves more than loading and warming it up costs. Unknown costs: wait until they are known."""
         if case not in self.load or case not in self.cell:
             return False
         total, n = self.cell[case]
-        return cells_left * (total / n) / 2 > self.load[case]
+        steady = total / n
+        warm_up = sum(max(0.0, s - steady) for s in self._first.get(case, []))
+        return cells_left * steady / 2 > self.load[case] + warm_up
 
 
 class _Queue:
