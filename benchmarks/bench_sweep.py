@@ -12,7 +12,7 @@ and on this VM two single-threaded compile loops running at once each run 1.3-1.
 alone (the two vCPUs share caches). The benchmark measures that ceiling in the same run: the same
 compile loop in one process, then in two at once.
 
-Usage: python benchmarks/bench_sweep.py [--samples 50]
+Usage: python benchmarks/bench_sweep.py [--samples 50] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -79,17 +79,29 @@ def _ceiling() -> tuple[float, float]:
     return alone, sum(both) / 2
 
 
+def _median(runs: list[tuple[float, int, float]]) -> tuple[float, int, float]:
+    """The run of median wall time (its cells and inside time with it)."""
+    return sorted(runs)[len(runs) // 2]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=50)
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of each run; medians are reported")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="jaxparity-bench-sweep-"))
     spec = _spec(tmp, args.samples)
-    one = _run(spec, tmp / "one", jobs=1)
-    two = _run(spec, tmp / "two", jobs=2)
-    print(f"local, 1 worker : {one[0]:7.1f} s for {one[1]} cells ({one[2] / one[1]:.3f} s per cell inside)")
+    ones, twos = [], []
+    for r in range(args.repeat):  # interleaved: 1 worker, then 2, each round
+        ones.append(_run(spec, tmp / f"one{r}", jobs=1))
+        twos.append(_run(spec, tmp / f"two{r}", jobs=2))
+        print(f"round {r + 1}: 1 worker {ones[-1][0]:.1f} s, 2 workers {twos[-1][0]:.1f} s: "
+              f"{ones[-1][0] / twos[-1][0]:.2f}x")
+    one, two = _median(ones), _median(twos)
+    print(f"local, 1 worker : {one[0]:7.1f} s for {one[1]} cells ({one[2] / one[1]:.3f} s per cell inside), "
+          f"median of {args.repeat}")
     print(f"local, 2 workers: {two[0]:7.1f} s for {two[1]} cells: {one[0] / two[0]:.2f}x faster "
-          f"({two[2] / two[1]:.3f} s per cell inside)")
+          f"({two[2] / two[1]:.3f} s per cell inside), median of {args.repeat}")
     alone, both = _ceiling()
     print(f"this machine    : a single-threaded compile loop takes {alone:.2f} s alone and {both:.2f} s with "
           f"another running: two processes give {2 * alone / both:.2f}x one's throughput")
@@ -97,20 +109,24 @@ def main() -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    try:
-        ray.init(address=cluster.address, log_to_driver=False)
-        rayed = _run(spec, tmp / "ray", executor="ray", address=cluster.address)
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    def on_ray(r: int) -> tuple[float, int, float]:
+        """One run on a fresh 2-node cluster: Ray's workers live on and would keep the last run's models."""
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        try:
+            ray.init(address=cluster.address, log_to_driver=False)
+            return _run(spec, tmp / f"ray{r}", executor="ray", address=cluster.address)
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+
+    rayed = _median([on_ray(r) for r in range(args.repeat)])
     # Per task: the wall time each of the 2 workers spent per cell, against the same cell run locally.
     local_task = two[0] * 2 / two[1]
     ray_task = rayed[0] * 2 / rayed[1]
-    print(f"ray, 2 nodes    : {rayed[0]:7.1f} s for {rayed[1]} cells: {ray_task:.3f} s per task and worker "
-          f"against {local_task:.3f} s locally: overhead {100 * (ray_task - local_task) / local_task:+.1f}% "
+    print(f"ray, 2 nodes    : {rayed[0]:7.1f} s for {rayed[1]} cells (median of {args.repeat}): {ray_task:.3f} s per "
+          f"task and worker against {local_task:.3f} s locally: overhead {100 * (ray_task - local_task) / local_task:+.1f}% "
           "(the cells' own time inside: " f"{rayed[2] / rayed[1]:.3f} s Ray, {two[2] / two[1]:.3f} s local)")
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -673,9 +673,10 @@ def _sweep(args: argparse.Namespace) -> int:
         return _error(str(e))
     summary = summarize(store, spec.name)
     if not args.quiet:
+        restarts = counts["restarts"]
         err.print(f"{counts['ran']} cells run, {counts['skipped']} already in {store.dir}"
-                  + (f", {counts['restarts']} worker restart{'s' if counts['restarts'] > 1 else ''} (a worker "
-                     "died or hung; its cell ran again or was recorded)" if counts["restarts"] else ""), markup=False, soft_wrap=True)
+                  + (f", {restarts} worker restart{'s' if restarts > 1 else ''} (a worker died or hung; its "
+                     "cell ran again or was recorded)" if restarts else ""), markup=False, soft_wrap=True)
     if args.json:
         FsPath(args.json).write_text(to_json(summary, store))
     if args.html:

@@ -104,17 +104,25 @@ class _Worker:
 
 
 def _serve(conn: Any, spec: SweepSpec, log_dir: str) -> None:
-    """A worker's loop: a cell in, its record out, until told to stop."""
+    """A worker's loop: a cell in, its record out, until told to stop; then it leaves at once, as a
+    compare worker does (every record is sent; tearing down JAX and TensorFlow takes a second)."""
+    import os
+    import sys
+
     _quiet(log_dir)
     conn.send("ready")
     while True:
         try:
             cell = conn.recv()
         except EOFError:
-            return
+            break
         if cell is None:
-            return
+            break
         conn.send(run_cell(cell, spec))
+    conn.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class _Costs:
@@ -315,22 +323,30 @@ def _local(todo: list[Cell], spec: SweepSpec, jobs: int, finished: Callable[[Cel
             worker.stop()
 
 
+def _one_thread_env(environ: dict[str, str]) -> dict[str, str]:
+    """What a worker that computes on one core needs set (XLA's Eigen pool, OpenBLAS, OpenMP,
+    TensorFlow), given the environment it would start with: several workers on a machine then use
+    one core each instead of every worker's thread pools competing for all of them."""
+    env = {"TF_CPP_MIN_LOG_LEVEL": environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}  # TF's C++ INFO lines flood
+    flags = environ.get("XLA_FLAGS", "")
+    if "xla_cpu_multi_thread_eigen" not in flags:
+        env["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
+        env[var] = environ.get(var, "1")
+    return env
+
+
 @contextmanager
 def _one_core_each(jobs: int) -> Iterator[None]:
-    """With several workers on one machine, each computes on one thread (XLA's Eigen pool, OpenBLAS,
-    OpenMP, TensorFlow): N workers use N cores instead of every worker's thread pools competing for all
-    of them. Set in this process's environment while the pool starts its workers (they read it as they
-    start, before numpy or JAX load), restored after."""
+    """With several local workers, each computes on one thread (``_one_thread_env``). Set in this
+    process's environment while the pool starts a worker (it reads it as it starts, before numpy or
+    JAX load), restored after."""
     import os
 
     saved = dict(os.environ)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO lines would flood the terminal
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if jobs > 1:
-        flags = os.environ.get("XLA_FLAGS", "")
-        if "xla_cpu_multi_thread_eigen" not in flags:
-            os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
-            os.environ.setdefault(var, "1")
+        os.environ.update(_one_thread_env(saved))
     try:
         yield
     finally:
