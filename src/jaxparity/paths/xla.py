@@ -11,7 +11,7 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from .base import Path, PathError, PathUnavailable, jax_config, parse_option_value
-from .staging import config_key, reusing
+from .staging import reused, reusing, signature
 
 # The executables of the last few runs, keyed by (path spec, function, arguments): explaining a
 # path reads the optimized HLO of the very compile that produced its numbers instead of compiling
@@ -22,20 +22,6 @@ _RECENT: OrderedDict[tuple[str, int, int], Any] = OrderedDict()
 def recent_optimized_hlo(spec: str, fn: Callable[..., Any], args: tuple) -> str | None:
     compiled = _RECENT.get((spec, id(fn), id(args)))
     return compiled.as_text() if compiled is not None else None
-
-
-# One executable per (path spec, function, argument shapes and dtypes, JAX configuration), and export's
-# artifact (and output tree) likewise: while ``compile_once()`` is active (many-inputs mode, a sweep
-# worker), a path runs every input set on one compile. Elsewhere every run compiles afresh.
-_COMPILED: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
-_EXPORTED: OrderedDict[tuple, tuple[Any, Any, str]] = OrderedDict()
-
-
-def _avals(args: tuple) -> tuple:
-    import jax
-
-    leaves, treedef = jax.tree_util.tree_flatten(args)
-    return treedef, tuple((getattr(x, "shape", None), getattr(x, "dtype", type(x))) for x in leaves)
 
 
 # Path options that are not XLA compile options: the device mesh a path runs sharded over.
@@ -92,23 +78,18 @@ class _CompiledPath(Path):
         call it. ``key`` and ``args_key`` name the case's own function and arguments for the caches."""
         import jax
 
-        config = config_key() if reusing() else None
-        cache_key = (self.spec, id(key or fn), _avals(args), config)
-        hit = _COMPILED.get(cache_key) if config is not None else None
-        if hit is not None and hit[0] is (key or fn):
-            compiled = hit[1]
-        else:
+        def compile_() -> Any:
             lowered = (fn if hasattr(fn, "trace") else jax.jit(fn)).trace(*args).lower()
             try:
-                compiled = lowered.compile(compiler_options=self.compiler_options())
+                return lowered.compile(compiler_options=self.compiler_options())
             except Exception as e:
                 if self.options and ("compile option" in str(e) or "While setting option" in str(e)):
                     raise PathError(f"XLA rejected the compile options {self.options}: {e}") from e
                 raise
-            if config is not None:
-                _COMPILED[cache_key] = (key or fn, compiled)  # holding fn keeps its id from being reused
-                while len(_COMPILED) > 8:
-                    _COMPILED.popitem(last=False)
+
+        # One executable per (spec, function, shapes, JAX configuration) within compile_once (many-inputs
+        # mode, a sweep worker): every input set runs on one compile. Elsewhere every run compiles.
+        compiled = reused("executable", (self.spec, id(key or fn), signature(args)), key or fn, compile_)
         _RECENT[(self.spec, id(key or fn), id(args_key if args_key is not None else args))] = compiled
         while len(_RECENT) > 8:
             _RECENT.popitem(last=False)
@@ -156,24 +137,19 @@ class ExportPath(_CompiledPath):
         from .staging import staged
 
         stage, leaves = staged(fn, args)
-        config = config_key() if reusing() else None
-        cache_key = (self.spec, id(fn), _avals(args), config)
-        hit = _EXPORTED.get(cache_key) if config is not None else None
-        if hit is not None and hit[0] is fn:
-            _, (blob, restored, out_tree), artifact = hit
-        else:
+        def export_() -> tuple[bytes, Any, Any, str]:
             # The artifact is a function of the flat leaves: it holds arrays, not Python pytrees (an NNX
             # module or a dataclass argument cannot be serialized); the structure is restored here. The
             # trace is jit's, and the lowering the one savedmodel's jax2tf gets from JAX's cache.
             blob = export.export(stage.jitted)(*leaves).serialize()
-            out_tree = stage.out_tree(leaves)
             restored = export.deserialize(blob)
             artifact = (f"calling convention v{restored.calling_convention_version}, "
                         f"platforms {', '.join(restored.platforms)}")
-            if config is not None:
-                _EXPORTED[cache_key] = (fn, (blob, restored, out_tree), artifact)
-                while len(_EXPORTED) > 8:
-                    _EXPORTED.popitem(last=False)
+            return blob, restored, stage.out_tree(leaves), artifact
+
+        # Exported once per (spec, function, shapes, configuration) within compile_once, as executables are.
+        key = (self.spec, id(fn), signature(args))
+        blob, restored, out_tree, artifact = reused("export artifact", key, fn, export_)
         self.notes.append(f"{len(blob)} byte artifact, {artifact}")
         if "load_env" in self.options:
             flat = self._load_elsewhere(blob, leaves, f"jax {jax.__version__} ({artifact})", timeout)
