@@ -57,7 +57,7 @@ def test_explanation_tables_at_80_columns_keep_words_whole():
 
     case = load_case(f"{Path(__file__).parent / 'cases' / 'planted.py'}:make_fma")
     result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit"]).explain()
-    text = render_text(result, width=80)
+    text = render_text(result, width=80, verbose=True)
     assert max(len(line) for line in text.splitlines()) <= 80
     local = [line for line in text.splitlines() if line.startswith("#: ")]
     assert local, text
@@ -92,11 +92,11 @@ def test_the_fix_of_a_cause_no_rerun_verified_is_printed_and_said_unverified():
     e = _explanation([CauseVerdict(conversion.id, conversion.title, "confirmed", "the inputs of #2 convert",
                                    "3 differing elements cast NaN", conversion.fix)])
     flat = " ".join(_text(render_explanation(e)).split())
-    assert f"Fix: {conversion.fix} (not verified by a re-run)" in flat
+    assert f"fix {conversion.fix} (not verified by a re-run)" in flat
     assert "advice-tflite-0" in html_explanation(e) and "jnp.nan_to_num(x)" in html_explanation(e)
     e = _explanation([CauseVerdict(library.id, library.title, "confirmed", "each side", "5 ULP", library.fix)])
     flat = " ".join(_text(render_explanation(e)).split())
-    assert f"Workaround: {library.fix}" in flat and "not verified" not in flat  # nothing a re-run could verify
+    assert f"workaround {library.fix}" in flat and "not verified" not in flat  # nothing a re-run could verify
 
 
 def test_the_specific_cause_explains_and_the_flag_rerun_is_its_proof():

@@ -66,7 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     _compare_arguments(exp)
     exp.add_argument("--write-fixed", metavar="OUT.py", help="write a case file whose model rounds where the "
                      "program declares (jaxparity.fixes.round_like_declared), when that fix is verified")
-    exp.add_argument("--all-causes", action="store_true", help="list every known cause, also those not tested")
+    exp.add_argument("-v", "--verbose", action="store_true", help="the explanation in full: every op that departs "
+                     "on its own, how the difference grows layer by layer, compiler evidence, the candidate semantics, "
+                     "each cause tested (the JSON and HTML always hold all of it)")
+    exp.add_argument("--all-causes", action="store_true", help="as --verbose, and list every known cause, also "
+                     "those not tested")
 
     snap = sub.add_parser("snapshot", help="store inputs and every path's outputs as a baseline",
                           description="Run CASE along its paths and store a baseline in DIR: the inputs, each "
@@ -383,7 +387,8 @@ def _emit(args: argparse.Namespace, result: Any, out: Console, log: Any) -> None
 
             out.print(summary_line(result))
         else:
-            print_result(result, out, verbose=getattr(args, "all_causes", False))
+            print_result(result, out, verbose=getattr(args, "verbose", False),
+                         all_causes=getattr(args, "all_causes", False))
 
 
 def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -> int:

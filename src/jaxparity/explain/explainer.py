@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..localize.blame import blame_localization
 from ..localize.localizer import Localization, localize, output_cone
 from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
@@ -107,6 +108,20 @@ def _applies(cause: Cause, ctx: _Context) -> str | None:
     return None
 
 
+NARROWS = ": narrows, not parity"  # the words of a re-run that moved closer without restoring parity
+
+
+def narrowing(before: tuple[int, int], after: tuple[int, int], changed: bool) -> str:
+    """What a re-run did to the difference, from (elements that differ, max ULP) before and after: one
+    judgement for the cause's status and every sentence that reports it. Narrower means no more
+    elements and no larger a distance, and fewer or smaller in one of them."""
+    if after[0] == 0:
+        return ": parity restored"
+    if after[0] <= before[0] and after[1] <= before[1] and after != before:
+        return NARROWS
+    return ": no change" if not changed else ": no closer"
+
+
 def _recompile(cause: Cause, ctx: _Context) -> CauseVerdict:
     spec = ctx.path
     for key, value in cause.options:
@@ -119,14 +134,10 @@ def _recompile(cause: Cause, ctx: _Context) -> CauseVerdict:
     changed = _distance(outs, ctx.path_out)[0] > 0
     seen = (f"{ctx.path} differs from {ctx.baseline} in {before[0]} elements (max {before[1]} ULP); "
             f"{spec} differs in {after[0]} (max {after[1]} ULP)")
-    if after[0] == 0:
-        return CauseVerdict(cause.id, cause.title, "confirmed", f"re-ran {spec}", seen + ": parity restored",
-                            cause.fix)
-    if changed and after[1] < before[1]:
-        return CauseVerdict(cause.id, cause.title, "partly", f"re-ran {spec}", seen + ": closer, not equal",
-                            cause.fix)
-    return CauseVerdict(cause.id, cause.title, "refuted", f"re-ran {spec}",
-                        seen + (": no change" if not changed else ": no closer"))
+    result = narrowing(before, after, changed)
+    status: Status = {": parity restored": "confirmed", NARROWS: "partly"}.get(result, "refuted")  # type: ignore[assignment]
+    return CauseVerdict(cause.id, cause.title, status, f"re-ran {spec}", seen + result,
+                        cause.fix if status != "refuted" else None)
 
 
 # Beyond this many ULP at an output, a difference is not called rounding noise, whatever the local
@@ -393,6 +404,8 @@ def explain_path(
         localization = localize(program, path_vals, base_vals, flat_args, baseline)
         keep[()] = (program, path_vals, base_vals)
         localization = _open_loops(program, localization, path_vals, base_vals, flat_args, path_out, notes, keep)
+        localization = blame_localization(program, localization, path_vals, base_vals, flat_args, path_out,
+                                          base_vals.outputs)
         if moved and not localization.local:
             differing = [i for i, (a, b) in enumerate(zip(path_out, base_out)) if _distance([a], [b])[0]]
             localization = dataclasses.replace(localization, perturbed=True,
@@ -472,7 +485,7 @@ def _converter_or_runtime(causes: list[CauseVerdict], ctx: _Context, keep: dict)
 
     kind = ctx.path.split(":", 1)[0]
     wrong = next((c for c in causes if c.cause == "wrong-code" and c.status == "confirmed"), None)
-    d = ctx.localization.first if ctx.localization is not None else None
+    d = ctx.localization.lead if ctx.localization is not None else None
     if kind not in _SAME_CONVERTER or wrong is None or d is None or frame_key(d.within) not in keep:
         return causes
     program, path_vals, _ = keep[frame_key(d.within)]
@@ -622,7 +635,7 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
     fixes = []
     kind = ctx.path.split(":", 1)[0]
     loc = ctx.localization
-    main = explaining_cause(causes, loc.first if loc is not None else None)
+    main = explaining_cause(causes, loc.lead if loc is not None else None)
     # A cause shown on the diverging op's own values: a flag re-run that restores parity proves it, and
     # the fix shown is that cause's (not the generic text of the flag's own cause, e.g. algsimp's x * (1/c)).
     shown = main if main is not None and not is_rerun(main) and main.cause != "unknown" else None
@@ -665,11 +678,14 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
                              f"the fixed model failed on {target}: {outs}"))
         else:
             n, worst = _distance(outs, ctx.base_out)
+            before = _distance(ctx.path_out, ctx.base_out)
+            result = narrowing(before, (n, worst), _distance(outs, ctx.path_out)[0] > 0)
             fixes.append(Fix("model change", "wrap the model with jaxparity.fixes.round_like_declared(fn): it "
                              "inserts lax.reduce_precision where the program declares a bf16/f16 rounding, so "
                              "every compiler keeps it; no flag needed", f"{target} [fixed model]", n == 0,
                              f"{target} on the fixed model " + ("equals " + ctx.baseline if n == 0 else
-                             f"still differs from {ctx.baseline} in {n} elements (max {worst} ULP)")))
+                             f"still differs from {ctx.baseline} in {n} elements (max {worst} ULP; before: "
+                             f"{before[0]}, max {before[1]} ULP){result}")))
     return fixes
 
 
@@ -692,15 +708,15 @@ def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str
         lines = sorted({o.user_source or o.source or "?" for o in loc.cone})
         parts.append(f"{ctx.path} departs from {ctx.baseline} only while these ops are compiled together: {ops} "
                      f"({', '.join(lines)}); observing their values one by one removes the difference")
-    elif loc is not None and loc.first is not None:
-        first = loc.first
+    elif loc is not None and loc.lead is not None:
+        first = loc.lead
         parts.append(f"{ctx.path} first departs from {ctx.baseline} on its own at {'' if first.within else 'op '}{_where(first)}"
                      + (f": {first.detail}" if first.detail else ""))
         if first.elements is not None:
             parts.append(first.elements.describe(ctx.path, ctx.baseline, first.within_noise_bound,
                                                    first.unrounded is not None))
     found = [c for c in causes if c.status in ("confirmed", "partly", "noise") and c.cause != "unknown"]
-    main = explaining_cause(found, loc.first if loc is not None else None)
+    main = explaining_cause(found, loc.lead if loc is not None else None)
     if main is not None and any(c.status == "noise" for c in found) and not any(c.status == "confirmed" for c in found):
         parts.append("the differences are expected rounding noise of reductions, not a bug")
     elif main is not None:

@@ -36,7 +36,8 @@ def _where(d: Any) -> str:
 
 
 def _real(loc: Any) -> list[Any]:
-    return [d for d in (loc.local if loc is not None else ()) if not d.within_noise_bound]
+    """The divergences a rule reads, those that carry the output difference first (``Localization.ranked``)."""
+    return loc.ranked if loc is not None else []
 
 
 def subnormal_wrong(d: Any) -> str | None:

@@ -129,11 +129,30 @@ class Localization:
     # Ops whose own output could not be judged (inputs not observable, or a whole-program baseline
     # could not replay them on the path's inputs): a divergence among them would go unseen.
     unchecked: int = 0
+    # How the output difference divides among the local divergences (``localize.blame``); None where it
+    # was not measured (no per-op values, or nothing to inject).
+    blame: Any = None
 
     @property
     def first(self) -> LocalDivergence | None:
+        """The first local divergence in program order that is not reduction noise."""
         real = [d for d in self.local if not d.within_noise_bound]
         return real[0] if real else (self.local[0] if self.local else None)
+
+    @property
+    def lead(self) -> LocalDivergence | None:
+        """The divergence that carries most of the output difference (``blame``); where blame was not
+        measured or no single divergence carries it, the first one in program order."""
+        carrier = self.blame.lead if self.blame is not None else None
+        return self.local[carrier.divergence] if carrier is not None else self.first
+
+    @property
+    def ranked(self) -> list[LocalDivergence]:
+        """The local divergences that are not reduction noise, those that carry the output difference first
+        (largest share first), then the others in program order: the order in which causes read them."""
+        carriers = [self.local[c.divergence] for c in self.blame.carriers] if self.blame is not None else []
+        rest = [d for d in self.local if not d.within_noise_bound and all(d is not c for c in carriers)]
+        return carriers + rest
 
 
 def _read(program: FlatProgram, ref: Any, values: dict[int, Any], args: dict[int, Any]) -> Any:

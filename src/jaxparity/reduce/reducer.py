@@ -193,7 +193,7 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
     keep: dict = {}
     expl = explain_path(fn, args, path, baseline, path_out, base_out, keep=keep)
     loc = expl.localization
-    d = loc.first if loc is not None else None
+    d = loc.lead if loc is not None else None
     fused: set[int] | None = None
     if d is None and loc is not None and loc.perturbed and loc.cone and () in keep:
         # Observing every value removed the difference: it lives in how these ops are fused. Start

@@ -117,7 +117,7 @@ def markdown(red: Any, case: str, name: str) -> str:
     cause, evidence = _cause(expl)
     kind = parse_spec(red.path)[0]
     wrong = next((c for c in expl.causes if c.cause == "wrong-code" and c.status == "confirmed"), None)
-    first = expl.localization.first if expl.localization is not None else None
+    first = expl.localization.lead if expl.localization is not None else None
     title = f"{red.region[-1]} gives different results on {kind} than on {parse_spec(red.baseline)[0]}"
     lines = [f"# {title}", "",
              f"A {len(red.region)}-op program ({', '.join(red.region)}) gives different results when run by "

@@ -12,7 +12,7 @@ from rich.text import Text
 from .format import HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, fmt, readable, ulp_text
 
 __all__ = ["fit_columns", "group_explanations", "iteration_growth", "layer_growth", "local_distance",
-           "render_explanation", "stacked"]
+           "render_brief", "render_explanation", "stacked"]
 
 _STATUS = {"confirmed": "bold green", "partly": "yellow", "noise": "cyan", "refuted": "dim", "not run": "dim"}
 
@@ -140,9 +140,9 @@ def _divergence_key(e: Any) -> tuple | None:
     confirmed causes and which side is wrong (a path that is right where the baseline is wrong is not
     the same as one wrong the same way). None when there is no first op to compare (explained alone)."""
     loc = e.localization
-    if loc is None or loc.first is None:
+    if loc is None or loc.lead is None:
         return None
-    first = loc.first
+    first = loc.lead
     causes = tuple(sorted(c.cause for c in e.causes if c.status in ("confirmed", "partly", "noise")))
     ev = first.elements
     wrong = ev.wrong_side() if ev is not None else None
@@ -165,12 +165,44 @@ def group_explanations(explanations: Any) -> list[tuple[Any, list[Any]]]:
     return groups
 
 
-def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
-    """One explanation in full; ``same``: other paths with the same divergence, named in the title,
-    their own fixes listed at the end."""
+def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
+    """The short explanation (``report.brief``): triage, the divergence that carries the error, who is
+    right, the cause, each fix as its re-run showed it; ``same``: paths explained alike, named in the title."""
+    from .brief import brief
+
+    who = ", ".join([e.path, *(o.path for o in same)])
+    p = next((x for x in result.paths if x.spec == e.path), None) if result is not None else None
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    for label, text in brief(e, p):
+        grid.add_row(label, Text(text))
+    for o in same:
+        for fix in o.fixes:
+            mark = "✓ verified" if fix.verified else "✗ not verified"
+            grid.add_row("fix", Text(f"{o.path}: {mark}: {fix.kind} {fix.spec or fix.description}"))
+    for note in e.notes:
+        if note.startswith(("explaining failed", "per-op values of")):
+            grid.add_row("note", Text(note, style="dim"))
+    parts: list[Any] = [Text(f"why {who} {'differ' if same else 'differs'} from {e.baseline}", style="bold underline"),
+                        grid]
+    if e.remainder is not None:
+        parts += [Text(f"what remains with {e.remainder.path} applied", style="bold"),
+                  render_brief(e.remainder, result=None)]
+    return Group(*parts)
+
+
+def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: Any = None,
+                       all_causes: bool = False) -> Group:
+    """One explanation: short by default (``render_brief``); in full with ``verbose`` (every op that
+    departs, the drift, compiler evidence, candidate semantics, each cause tested). ``same``: other paths
+    with the same divergence, named in the title, their own fixes listed at the end."""
+    if not verbose:
+        return render_brief(e, same, result)
     who = ", ".join([e.path, *(o.path for o in same)])
     verb = "differ" if same else "differs"
-    parts: list[Any] = [Text(f"why {who} {verb} from {e.baseline}", style="bold underline"), Text(e.summary)]
+    parts: list[Any] = [render_brief(e, same, result)]
+    del who, verb
     if same:
         parts.append(Text(f"{', '.join(o.path for o in same)}: the same first op and the same causes as {e.path}; "
                           "explained once (the JSON has each path in full)", style="italic"))
@@ -256,14 +288,14 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
     for col in ("cause", "result", "experiment", "evidence"):
         c.add_column(col, overflow="fold")
     for v in e.causes:
-        if v.status == "not run" and not verbose:
+        if v.status == "not run" and not all_causes:
             continue
         c.add_row(Text(v.title), Text(v.status, style=_STATUS.get(v.status, "")), Text(readable(v.experiment)),
                   Text(readable(v.evidence)))
     not_run = sum(v.status == "not run" for v in e.causes)
     if e.causes:  # none when explaining the path failed: the summary says why
         parts.append(_Fit(c))
-    if not_run and not verbose:
+    if not_run and not all_causes:
         parts.append(Text(f"{not_run} other known causes not tested: they cannot apply here or are not needed "
                           "(JSON lists why)", style="dim"))
     for fix in e.fixes:
@@ -282,5 +314,5 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = ()) -> Group:
         parts.append(Text(f"note: {note}", style="dim"))
     if e.remainder is not None:  # a partial fix applied: what remains, explained the same way
         parts += [Text(""), Text(f"what remains with {e.remainder.path} applied", style="bold"),
-                  render_explanation(e.remainder, verbose)]
+                  render_explanation(e.remainder, verbose, all_causes=all_causes)]
     return Group(*parts)

@@ -309,7 +309,7 @@ def fix_note(cause: Any, fixes: Sequence[Any] = ()) -> str:
     if proof is not None:
         return f" (verified: {proof.spec} restores parity)" if proof.spec else " (verified by a re-run)"
     if cause.proof is not None:
-        how = "only narrows the difference" if "closer" in cause.proof.evidence else "did not restore parity"
+        how = "only narrows the difference" if ": narrows" in cause.proof.evidence else "did not restore parity"
         return f" (re-running with it, {cause.proof.spec}, {how})"
     if cause.status == "partly":
         return " (a re-run with it only narrows the difference)"
@@ -321,7 +321,7 @@ def advice(e: Any) -> list[str]:
     and that no fix of ``e.fixes`` already shows (with its re-run): 'Workaround: ... (not verified by a
     re-run)'. The explaining cause first; a cause only a whole-program re-run confirmed has its fix there."""
     loc = e.localization
-    first = loc.first if loc is not None else None
+    first = loc.lead if loc is not None else None
     main = explaining_cause(e.causes, first)
     if main is None:
         return []

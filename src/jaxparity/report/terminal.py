@@ -141,7 +141,8 @@ def _grid(labels: Sequence[str] = ()) -> Table:
     return grid
 
 
-def render(result: ComparisonResult, verbose: bool = False) -> Group:
+def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = False) -> Group:
+    """The whole report; explanations short unless ``verbose`` (``all_causes``: also the causes not tested)."""
     head = Text()
     head.append("jaxparity compare ", style="bold")
     head.append(result.case, style="bold cyan")
@@ -165,7 +166,7 @@ def render(result: ComparisonResult, verbose: bool = False) -> Group:
     from .explanation import group_explanations, render_explanation
 
     for e, same in group_explanations(result.explanations):
-        parts += [Text(""), render_explanation(e, verbose, same)]
+        parts += [Text(""), render_explanation(e, verbose or all_causes, same, result, all_causes)]
     parts += [Text(""), Text(summary_line(result), style="bold green" if result.passed else "bold red")]
     return Group(*parts)
 
@@ -200,11 +201,12 @@ def _values(result: ComparisonResult) -> Table | None:
     return grid
 
 
-def print_result(result: ComparisonResult, console: Console | None = None, verbose: bool = False) -> None:
-    (console or Console()).print(render(result, verbose))
+def print_result(result: ComparisonResult, console: Console | None = None, verbose: bool = False,
+                 all_causes: bool = False) -> None:
+    (console or Console()).print(render(result, verbose, all_causes))
 
 
-def render_text(result: ComparisonResult, width: int = 120) -> str:
+def render_text(result: ComparisonResult, width: int = 120, verbose: bool = False) -> str:
     console = Console(width=width, record=True, file=open("/dev/null", "w"), color_system=None)
-    console.print(render(result))
+    console.print(render(result, verbose))
     return console.export_text()

@@ -154,7 +154,7 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
             result = dataclasses.replace(result, _source={"case": here, "runs": runs})
             with compile_once():  # what depends only on the program is made once per case and path here
                 (e,) = explain_result(result, [cell.path]).explanations
-            first = e.localization.first if e.localization is not None else None
+            first = e.localization.lead if e.localization is not None else None
             confirmed = [c for c in e.causes if c.status in ("confirmed", "partly", "noise")]
             record.update(cause=confirmed[0].title if confirmed else "unknown", summary=e.summary,
                           op=f"#{first.op.index} {first.op.primitive}" if first is not None else None,

@@ -1,0 +1,435 @@
+"""Which local divergences carry the difference the user sees in the outputs.
+
+Localization finds every op whose own output departs from the baseline's on the same inputs; most of
+them are harmless (a 1 ULP rounding that a later bf16 cast erases) and one or two carry the output
+error. Blame measures that by injection: the baseline's replay of the program, with one divergence's
+own values (the path's output of that op, or of the loop holding it) put in place of the baseline's,
+everything downstream recomputed the baseline's way. How much of the path's output difference that
+replay reproduces is the divergence's *share*. Ops downstream whose recomputed values equal the
+baseline's bit for bit stop the propagation, so a divergence that dies out costs a few ops.
+
+Shares need not add up: two divergences may matter only together (a threshold that each alone does not
+cross) and many tiny ones may matter only together because the program amplifies them (cancellation
+in a one-pass variance). Leaving one divergence out of all of them injected together measures what
+it is *needed* for; divergences with a share or a need are the carriers, the rest are noise. Where no
+single divergence or small group carries the error but all of them together do, the op that amplifies
+them is blamed, with its condition.
+
+The replay needs a baseline that runs one op (eager, declared, or jit/export compiling one op); for a
+whole-program baseline (a SavedModel, ONNX, IREE...) eager propagates the injected values instead,
+and the blame says so.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from jax.extend.core import Literal
+
+from ..metrics import as_wide, ulp_distance
+from .program import FlatProgram, Op
+
+__all__ = ["Amplifier", "Blame", "Carrier", "blame", "reproduced"]
+
+CARRIES = 0.05  # a share (alone, or needed among all) of at least this much of the output difference carries it
+MAX_ALONE = 24  # units replayed one by one; the others only together ("the rest")
+SECONDS = 30.0  # budget of the replays; past it the remaining units are left unmeasured (said in the notes)
+AMPLIFIES = 1e3  # relative difference grown at least this many times across one op: an amplifier
+
+
+@dataclass(frozen=True)
+class Carrier:
+    """One divergence (a position in ``Localization.local``; inside a loop, the first divergence of the
+    loop it sits in) and how much of the output difference it carries."""
+
+    divergence: int  # position in Localization.local
+    top_index: int  # the op (or loop op) of the case's own program whose values were injected
+    alone: float  # share of the output difference reproduced with only this divergence injected (0..1)
+    needed: float  # share lost when it is left out of all the divergences injected together (0..1)
+    # Per differing output (name, share alone), largest first.
+    outputs: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def share(self) -> float:
+        return max(self.alone, self.needed)
+
+
+@dataclass(frozen=True)
+class Amplifier:
+    """An op that turns small differences in its inputs into large ones in its output."""
+
+    index: int  # op in the case's program
+    primitive: str
+    where: str  # the user's line (or where the op was created)
+    gain: float  # relative difference out / relative difference in
+    before: float  # max relative difference of its inputs
+    after: float  # max relative difference of its output
+    condition: float | None  # for add/sub: max (|a| + |b|) / |a ± b| on the baseline's values (cancellation)
+    pattern: str | None  # a recognised ill-conditioned form ("one-pass variance"), where one is
+    remedy: str | None  # its well-conditioned form
+
+
+@dataclass(frozen=True)
+class Blame:
+    """How the output difference of one path divides among its local divergences."""
+
+    method: str  # how the rest of the program was replayed ("eager's implementation, op by op")
+    outputs: tuple[tuple[str, float], ...]  # differing outputs: (name, max abs difference), largest first
+    together: float  # share reproduced with every local divergence injected at once
+    carriers: tuple[Carrier, ...]  # largest share first
+    noise: tuple[int, ...]  # positions in Localization.local that carry nothing measurable
+    acting_together: tuple[int, ...] = ()  # carriers that carry little alone but are needed among all
+    amplifier: Amplifier | None = None  # where many small divergences carry the error only together
+    unmeasured: int = 0  # divergences not replayed alone (over MAX_ALONE, or past the time budget)
+    notes: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def lead(self) -> Carrier | None:
+        return self.carriers[0] if self.carriers else None
+
+    @property
+    def collective(self) -> bool:
+        """No divergence carries the error alone or is needed for it, yet all of them together do."""
+        return self.together >= 0.5 and not self.carriers
+
+
+def reproduced(replayed: np.ndarray, base: np.ndarray, target: np.ndarray) -> float | None:
+    """The share of ``target - base`` that ``replayed`` reproduces, in [0, 1]; None where target and base
+    agree. Finite elements: 1 - |replayed - target|^2 / |base - target|^2 summed over the differing
+    elements (least squares); elements where a side is NaN or inf: reproduced when the replay has the
+    target's value class (NaN, +inf, -inf); the two parts weighted by their counts of elements."""
+    target, base, replayed = np.asarray(target), np.asarray(base), np.asarray(replayed)
+    if target.shape != base.shape or replayed.shape != target.shape or target.dtype.kind not in "fciub":
+        return None
+    differ = ulp_distance(target, base) != 0
+    if not differ.any():
+        return None
+    t, b, r = as_wide(target), as_wide(base), as_wide(replayed)
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = np.isfinite(t) & np.isfinite(b)
+        fin = differ & finite
+        n_f = int(fin.sum())
+        share_f = 0.0
+        if n_f:
+            gap = np.abs(b[fin] - t[fin]) ** 2
+            miss = np.where(np.isfinite(r[fin]), np.abs(r[fin] - t[fin]) ** 2, gap)
+            total = float(gap.sum())
+            share_f = 1.0 - float(np.minimum(miss, 4 * gap).sum()) / total if total > 0 else 0.0
+        nf = differ & ~finite
+        n_nf = int(nf.sum())
+        same_class = (np.isnan(r[nf]) & np.isnan(t[nf])) | (r[nf] == t[nf])
+        share = (max(share_f, 0.0) * n_f + float(same_class.sum())) / (n_f + n_nf)
+    return float(min(max(share, 0.0), 1.0))
+
+
+class _Replay:
+    """The baseline's replay of a program with some ops' local errors injected: at an injected op, the
+    replay's own result plus what the path's op added on its own inputs (its output minus the baseline's
+    result of the op on the path's inputs), so an injection carries that op's own divergence and none of
+    what it inherited from earlier ops."""
+
+    def __init__(self, program: FlatProgram, base_values: dict[int, Any], path_values: dict[int, Any],
+                 base_args: dict[int, Any], path_args: dict[int, Any],
+                 step: Callable[[Op, list[Any]], Sequence[Any]]) -> None:
+        self.program, self.base, self.path, self.step = program, base_values, path_values, step
+        self.args, self.path_args = base_args, path_args
+        self.producers = {vid: op for op in program.ops for vid in op.outputs if vid is not None}
+        self.filled: dict[int, Any] = {}  # baseline values that were not recorded (keys...), computed once
+        self.own: dict[int, list[Any]] = {}  # op index -> the baseline's result on the path's inputs
+        self.ops_run = 0
+
+    def _base_value(self, ref: Any) -> Any:
+        if isinstance(ref, Literal):
+            return ref.val
+        for source in (self.base, self.args, self.program.consts, self.filled):
+            if ref in source:
+                return source[ref]
+        op = self.producers[ref]  # not recorded (a PRNG key, a token): compute it the baseline's way
+        outs = self._run(op, [self._base_value(r) for r in op.inputs])
+        for vid, out in zip(op.outputs, outs):
+            if vid is not None:
+                self.filled[vid] = out
+        return self.filled[ref]
+
+    def _path_value(self, ref: Any) -> Any:
+        if isinstance(ref, Literal):
+            return ref.val
+        for source in (self.path, self.path_args):
+            if ref in source:
+                return source[ref]
+        return self._base_value(ref)  # not recorded on the path (a key): the same on both sides
+
+    def _run(self, op: Op, ins: list[Any]) -> list[Any]:
+        self.ops_run += 1
+        return list(self.step(op, ins))
+
+    def injectable(self, op: Op) -> bool:
+        return all(vid is None or vid in self.path or not _numeric(self.program, vid) for vid in op.outputs)
+
+    def _baseline_on_path_inputs(self, op: Op) -> list[Any]:
+        if op.info.index not in self.own:
+            ins = [self._path_value(r) for r in op.inputs]
+            same = all(_bitwise(a, self._base_value(r)) for a, r in zip(ins, op.inputs) if not isinstance(r, Literal))
+            self.own[op.info.index] = ([self._base_value(v) if v is not None else None for v in op.outputs] if same
+                                       else self._run(op, ins))
+        return self.own[op.info.index]
+
+    def outputs(self, inject: set[int], deadline: float) -> list[Any] | None:
+        """The program's outputs with the local errors of the ops ``inject`` (indices) added; None past
+        the deadline."""
+        changed: dict[int, Any] = {}
+        for op in self.program.ops:
+            touched = any(not isinstance(r, Literal) and r in changed for r in op.inputs)
+            if op.info.index not in inject and not touched:
+                continue
+            if time.monotonic() > deadline:
+                return None
+            ins = [changed[r] if not isinstance(r, Literal) and r in changed else self._base_value(r) for r in op.inputs]
+            outs = self._run(op, ins) if touched else [self._base_value(v) if v is not None else None
+                                                       for v in op.outputs]
+            if op.info.index in inject:
+                own = self._baseline_on_path_inputs(op)
+                outs = [_add_local(o, self.path[v], r) if v is not None and v in self.path else o
+                        for o, v, r in zip(outs, op.outputs, own)]
+            for vid, out in zip(op.outputs, outs):
+                if vid is None or not _numeric(self.program, vid):
+                    continue
+                if not _bitwise(out, self._base_value(vid)):
+                    changed[vid] = out
+        return [r.val if isinstance(r, Literal) else changed.get(r, None) for r in self.program.out_ids]
+
+
+def _add_local(replayed: Any, path: Any, own: Any) -> np.ndarray:
+    """``replayed`` plus the op's local error ``path - own`` (``own``: the baseline's result on the path's
+    inputs); where that error is not a finite number (NaN against a number, an integer or bool flipped),
+    the path's own value."""
+    from ..pytree import host
+
+    replayed, path, own = host(replayed), host(path), host(own)
+    if replayed.shape != path.shape or own.shape != path.shape:
+        return path
+    if path.dtype.kind in "fc" or path.dtype.kind == "V":
+        with np.errstate(invalid="ignore", over="ignore"):
+            delta = as_wide(path) - as_wide(own)
+            moved = as_wide(replayed) + delta
+            out = moved.astype(path.dtype)
+        keep_path = ~np.isfinite(delta) | ~np.isfinite(moved)
+        return np.where(keep_path, path, out).astype(path.dtype)
+    return np.where(path != own, path, replayed).astype(path.dtype)
+
+
+def _numeric(program: FlatProgram, vid: int) -> bool:
+    from .program import is_numeric
+
+    return is_numeric(program.avals[vid])
+
+
+def _bitwise(a: Any, b: Any) -> bool:
+    from ..pytree import host
+
+    a, b = host(a), host(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any], path_values: dict[int, Any],
+          base_args: dict[int, Any], path_args: dict[int, Any], step: Callable[[Op, list[Any]], Sequence[Any]], base_out: Sequence[np.ndarray],
+          path_out: Sequence[np.ndarray], names: Sequence[str], method: str, drift: Sequence[Any] = (),
+          seconds: float = SECONDS) -> Blame | None:
+    """Divide the difference between ``path_out`` and ``base_out`` (flat outputs, named ``names``) among
+    the local divergences ``local`` (``LocalDivergence``s, program order) by injecting each one's values
+    (``path_values``) into the baseline's replay (``step`` runs one op the baseline's way on given
+    inputs; ``base_values`` and ``base_args`` are the baseline's own values, ``path_args`` the path's
+    inputs of the program where they differ, as in a loop body). None where nothing differs."""
+    from ..pytree import host
+
+    start = time.monotonic()
+    deadline = start + seconds
+    base_out = [host(x) for x in base_out]
+    path_out = [host(x) for x in path_out]
+    differing = [j for j, (p, b) in enumerate(zip(path_out, base_out)) if reproduced(b, b, p) is not None]
+    if not differing or not local:
+        return None
+    replay = _Replay(program, base_values, path_values, base_args, path_args, step)
+    ops = {op.info.index: op for op in program.ops}
+    # Units: a divergence at the top level is its op; those inside a loop are the loop op, injected whole.
+    units: dict[int, list[int]] = {}
+    for k, d in enumerate(local):
+        units.setdefault(d.top_index, []).append(k)
+    notes: list[str] = []
+    blocked = [u for u in units if u not in ops or not replay.injectable(ops[u])]
+    for u in blocked:
+        units.pop(u)
+    if blocked:
+        notes.append(f"{len(blocked)} divergences could not be injected (their values were not captured)")
+    if not units:
+        return None
+
+    def shares(inject: set[int]) -> dict[int, float] | None:
+        outs = replay.outputs(inject, deadline)
+        if outs is None:
+            return None
+        got = {}
+        for j in differing:
+            r = outs[j] if outs[j] is not None else base_out[j]
+            got[j] = reproduced(host(r), base_out[j], path_out[j]) or 0.0
+        return got
+
+    def total(s: dict[int, float]) -> float:
+        return sum(s.values()) / len(s)
+
+    everything = shares(set(units))
+    if everything is None:
+        return None
+    together = total(everything)
+    order = sorted(units, key=lambda u: (not any(not local[k].within_noise_bound for k in units[u]),
+                                         -max(local[k].max_ulp for k in units[u])))
+    alone: dict[int, dict[int, float]] = {}
+    for u in order[:MAX_ALONE]:
+        if len(units) == 1:
+            alone[u] = everything
+            break
+        s = shares({u})
+        if s is None:
+            break
+        alone[u] = s
+    needed: dict[int, float] = {}
+    # Leave-one-out where the shares alone fall short of all of them together: divergences that act together.
+    if len(units) > 1 and sum(total(s) for s in alone.values()) < together - CARRIES:
+        for u in order[:MAX_ALONE]:
+            s = shares(set(units) - {u})
+            if s is None:
+                break
+            needed[u] = max(0.0, together - total(s))
+    if len(alone) < len(units):
+        notes.append(f"{len(units) - len(alone)} of {len(units)} divergences were not replayed alone "
+                     f"({'more than ' + str(MAX_ALONE) if len(order) > MAX_ALONE else 'time budget spent'}): "
+                     "they are counted only among all of them together")
+    name = {j: names[j] if j < len(names) else f"out[{j}]" for j in differing}
+    carriers = []
+    for u in order:
+        a = total(alone[u]) if u in alone else 0.0
+        n = needed.get(u, 0.0)
+        if max(a, n) < CARRIES:
+            continue
+        per = tuple(sorted(((name[j], round(s, 4)) for j, s in alone.get(u, {}).items() if s >= CARRIES),
+                           key=lambda x: -x[1]))
+        carriers.append(Carrier(units[u][0], u, round(a, 4), round(n, 4), per))
+    carriers.sort(key=lambda c: -c.share)
+    carried = {k for c in carriers for k in units[c.top_index]}
+    noise = tuple(k for k in range(len(local)) if k not in carried and any(k in ks for ks in units.values()))
+    acting = tuple(c.divergence for c in carriers if c.alone < CARRIES <= c.needed)
+    amplifier = None
+    if together >= 0.5 and not carriers:
+        amplifier = _amplifier(program, drift, base_values, min(d.top_index for d in local))
+    with np.errstate(invalid="ignore", over="ignore"):
+        gaps = {j: np.abs(as_wide(path_out[j]) - as_wide(base_out[j]))[ulp_distance(path_out[j], base_out[j]) != 0]
+                for j in differing}
+        sizes = tuple(sorted(((name[j], float(np.where(np.isnan(g), np.inf, g).max(initial=0.0)))
+                              for j, g in gaps.items()), key=lambda x: -x[1]))
+    if together < 0.5:
+        notes.append(f"all local divergences injected together reproduce {together:.0%} of the output difference: "
+                     "the rest comes from ops that could not be checked, or from how the path runs the program "
+                     "as a whole")
+    return Blame(method, sizes, round(together, 4), tuple(carriers), noise, acting, amplifier,
+                 len(units) - len(alone), tuple(notes), round(time.monotonic() - start, 3))
+
+
+# Recognised ill-conditioned forms at an amplifying subtraction, and their well-conditioned forms.
+def _pattern(program: FlatProgram, op: Op) -> tuple[str, str] | None:
+    producers = {vid: o for o in program.ops for vid in o.outputs if vid is not None}
+
+    def made_by(ref: Any, depth: int = 4) -> set[str]:
+        seen: set[str] = set()
+        todo = [(ref, 0)]
+        while todo:
+            r, k = todo.pop()
+            o = producers.get(r) if not isinstance(r, Literal) else None
+            if o is None or k > depth:
+                continue
+            seen.add(o.info.primitive)
+            todo.extend((x, k + 1) for x in o.inputs)
+        return seen
+
+    if op.info.primitive == "sub" and len(op.inputs) == 2:
+        left, right = made_by(op.inputs[0]), made_by(op.inputs[1])
+        squares = {"integer_pow", "square", "mul"}
+        if "reduce_sum" in left and left & squares and "reduce_sum" in right and right & squares:
+            return ("one-pass variance, mean(x²) − mean(x)²",
+                    "compute the variance in two passes, mean((x − mean(x))²) (flax: use_fast_variance=False)")
+    if op.info.primitive == "log" and op.inputs and {"exp", "reduce_sum"} <= made_by(op.inputs[0]):
+        return ("log of a sum of exponentials without a shift", "shift by the maximum first: jax.nn.logsumexp")
+    return None
+
+
+def _amplifier(program: FlatProgram, drift: Sequence[Any], base_values: dict[int, Any], first: int) -> Amplifier | None:
+    """The op downstream of the first divergence whose output's relative difference grows most over its
+    inputs' (``drift``: the path-vs-baseline difference at each op's output)."""
+    rel = {d.index: d.max_rel for d in drift}
+    best: tuple[float, Op, float, float] | None = None
+    for op in program.ops:
+        i = op.info.index
+        if i <= first or i not in rel:
+            continue
+        feeding = [rel.get(int(o[2:].split(":")[0]), 0.0) for o in op.info.operands if o.startswith("op")]
+        before, after = max(feeding, default=0.0), rel[i]
+        if before <= 0 or not math.isfinite(after):
+            continue
+        gain = after / before
+        if gain >= AMPLIFIES and (best is None or gain > best[0]):
+            best = (gain, op, before, after)
+    if best is None:
+        return None
+    gain, op, before, after = best
+    condition = None
+    if op.info.primitive in ("add", "sub") and all(not isinstance(r, Literal) and r in base_values for r in op.inputs):
+        a, b = (as_wide(np.asarray(base_values[r])) for r in op.inputs)
+        out = a - b if op.info.primitive == "sub" else a + b
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kappa = (np.abs(a) + np.abs(b)) / np.abs(out)
+        kappa = kappa[np.isfinite(kappa)]
+        condition = float(kappa.max()) if kappa.size else None
+    pattern = _pattern(program, op)
+    return Amplifier(op.info.index, op.info.primitive, op.info.user_source or op.info.source or "unknown line",
+                     float(gain), float(before), float(after), condition, pattern[0] if pattern else None,
+                     pattern[1] if pattern else None)
+
+
+def blame_localization(program: FlatProgram, loc: Any, path_vals: Any, base_vals: Any, flat_args: Sequence[Any],
+                       path_out: Sequence[np.ndarray], base_out: Sequence[np.ndarray],
+                       seconds: float = SECONDS) -> Any:
+    """``loc`` (a ``Localization`` of the case's own program) with its ``blame`` measured: the baseline
+    of ``loc`` replays the rest of the program one op at a time (eager stands in for a baseline that
+    runs whole programs only). Blame is extra: where it fails, ``loc`` is returned with a note."""
+    import dataclasses
+
+    import jax
+
+    from ..pytree import host, named_leaves
+    from .localizer import _baseline_replay, _is_key, replayable
+
+    if not loc.local:
+        return loc
+    baseline = loc.baseline if replayable(loc.baseline) else "eager"
+    method = ("the baseline's own implementation, op by op" if baseline == loc.baseline else
+              f"eager's implementation op by op ({loc.baseline} runs whole programs only)")
+    args = {vid: a if _is_key(a) else host(a) for vid, a in zip(program.arg_ids, flat_args)}
+    base_args, path_args = {**args, **base_vals.args}, {**args, **path_vals.args}
+    try:
+        names = [n for n, _ in named_leaves(jax.tree_util.tree_unflatten(program.out_tree, range(len(base_out))),
+                                            "out")]
+    except Exception:  # an output structure that does not unflatten from positions: plain positions
+        names = [f"out[{j}]" for j in range(len(base_out))]
+    try:
+        found = blame(program, loc.local, base_vals.values, path_vals.values, base_args, path_args,
+                      lambda op, ins: _baseline_replay(baseline, op, ins), base_out, path_out, names, method,
+                      loc.drift, seconds)
+    except Exception as e:
+        return dataclasses.replace(loc, notes=loc.notes + (f"blame could not be measured ({type(e).__name__}: "
+                                                           f"{str(e).splitlines()[0] if str(e) else ''})",))
+    return dataclasses.replace(loc, blame=found)

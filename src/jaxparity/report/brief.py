@@ -1,0 +1,205 @@
+"""The short explanation of one path, written from the result model: what a reader needs first.
+
+One line each, in this order: the triage (is this within the model's own rounding noise, or a real
+divergence and by how much), the divergence that carries the output error (with its share, its op and
+the user's line), who is right on that op's own inputs, the cause with its evidence, and each fix as
+its re-run showed it (verified, narrows by how much, or not). Everything else (every op that departs,
+every cause tested, the drift layer by layer, the candidate semantics) is in ``--verbose``, the JSON
+and the HTML report.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .format import advice, explaining_cause, fmt, readable, short_title
+
+__all__ = ["blame_line", "brief", "fix_lines", "triage"]
+
+
+def _floor(leaf: Any) -> float | None:
+    err = leaf.baseline_error_vs_f64
+    return None if err is None else float(err.max_abs)
+
+
+def triage(p: Any, baseline: str, lead: Any = None) -> str | None:
+    """One sentence: the path's difference from the baseline against the model's own rounding noise (the
+    baseline's distance to the f64 ideal, output by output); None where the path did not run. ``lead``:
+    the divergence that carries the difference; where the path departs there from what the program
+    declares, a difference of the noise's size is still not called noise."""
+    leaves = [lf for lf in getattr(p, "leaves", ()) if lf.diff is not None and not lf.diff.bitwise_equal]
+    if not leaves:
+        return None
+    nan = [lf for lf in leaves if lf.diff.nan_mismatch]
+    if nan:
+        lf = nan[0]
+        return (f"a real divergence: {lf.name} has NaN or inf where {baseline} has numbers, or the reverse "
+                f"({lf.diff.n_differ} of {lf.diff.size} elements differ)")
+    huge = [lf for lf in leaves if not math.isfinite(lf.diff.max_abs)]
+    if huge:
+        lf = huge[0]
+        return (f"a real divergence: {lf.name} has inf where {baseline} has a finite value, or the reverse "
+                f"({lf.diff.n_differ} of {lf.diff.size} elements differ)")
+    floors = [(lf, _floor(lf)) for lf in leaves]
+    if any(f is None for _, f in floors):
+        worst = max(leaves, key=lambda lf: lf.diff.max_abs)
+        return (f"{worst.name} differs from {baseline} by up to {fmt(worst.diff.max_abs)}; no noise floor to judge it "
+                "by (run the f64 path for the model's own rounding noise)")
+    ratio = {id(lf): (lf.diff.max_abs / f if f > 0 else float("inf")) for lf, f in floors}
+    lf, floor = max(floors, key=lambda x: ratio[id(x[0])])
+    r = ratio[id(lf)]
+    measured = (f"{lf.name} differs from {baseline} by up to {fmt(lf.diff.max_abs)}, {baseline} itself is up to "
+                f"{fmt(floor)} from the f64 ideal (max abs; f64 does not round where the program casts)")
+    if r <= 1:
+        departs = lead is not None and (lead.declared_side == "baseline" or lead.unrounded is not None)
+        if departs:
+            return (f"no larger than the model's own rounding noise, but not noise: {p.spec} departs from the "
+                    f"program's declared rounding at the op below; {measured}")
+        return f"within the model's own rounding noise: {measured}"
+    if floor == 0:
+        return f"a real divergence: {measured}: {baseline} is exact here, so any difference is real"
+    return f"a real divergence, {r:.3g}× the model's own rounding noise: {measured}"
+
+
+def _where(d: Any) -> str:
+    op = d.op
+    loops = "".join(f"{f.describe()}: " for f in d.within)
+    stack = f" in {op.name_stack}" if op.name_stack else ""
+    return f"{loops}#{op.index} {op.primitive}{stack} ({op.user_source or op.source or 'unknown line'})"
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}" if x < 0.995 else "100%" if x >= 0.9995 else f"{x:.1%}"
+
+
+def blame_line(loc: Any) -> list[str]:
+    """Where the output error comes from: the carrier(s) with their share, the divergences that carry
+    none, or the amplifier where many small ones carry it only together; the first op departing from
+    the baseline where blame was not measured."""
+    if loc is None:
+        return []
+    b = loc.blame
+    if b is None:
+        d = loc.lead
+        if d is None:
+            return []
+        return [f"first departs on its own at {_where(d)}"]
+    size = ", ".join(f"{name}: up to {fmt(v)}" for name, v in b.outputs[:2])
+    lines = []
+    if b.carriers:
+        for c in b.carriers[:2]:
+            d = loc.local[c.divergence]
+            how = (f"carries {_pct(c.alone)} of the output difference ({size})" if c.alone >= c.needed else
+                   f"is needed for {_pct(c.needed)} of the output difference ({size}) together with others")
+            lines.append(f"{_where(d)} {how}")
+        if b.acting_together:
+            ops = ", ".join(f"#{loc.local[k].op.index} {loc.local[k].op.primitive}" for k in b.acting_together)
+            lines.append(f"{ops} matter only together: each alone carries almost none of it, leaving one out loses it")
+        if len(b.carriers) > 2:
+            lines.append(f"{len(b.carriers) - 2} more divergences carry smaller shares (--verbose)")
+    elif b.amplifier is not None:
+        a = b.amplifier
+        cond = f"; its inputs are up to {a.condition:.3g} times larger than its result (cancellation)" if a.condition else ""
+        lines.append(f"no single divergence carries it: {len(loc.local)} small ones do together ({_pct(b.together)}), "
+                     f"amplified by #{a.index} {a.primitive} ({a.where}), which turns relative differences of "
+                     f"{a.before:.2g} into {a.after:.2g}{cond}: the program is ill-conditioned there")
+        if a.pattern:
+            lines.append(f"{a.pattern}: {a.remedy} (proposed; not re-run)")
+    else:
+        lines.append(f"no divergence found carries the output difference: together they reproduce {_pct(b.together)} "
+                     "of it")
+    if b.noise:
+        lines.append(f"{len(b.noise)} other op{'s' if len(b.noise) > 1 else ''} depart{'s' if len(b.noise) == 1 else ''} "
+                     "on their own but carry none of it (noise)")
+    return lines
+
+
+def _fix_state(fix: Any) -> str:
+    ev = fix.evidence or ""
+    if fix.verified:
+        return "✓ verified"
+    if ": narrows" in ev:
+        return "◐ narrows"
+    return "✗ not verified"
+
+
+def fix_lines(e: Any) -> list[str]:
+    """Each fix as its re-run showed it, one line each."""
+    lines = []
+    for f in e.fixes:
+        what = (f"the model change round_like_declared(fn) on {f.spec.removesuffix(' [fixed model]')}"
+                if f.kind == "model change" and f.spec else f"{f.kind} {f.spec or f.description}")
+        lines.append(f"{_fix_state(f)}: {what}: {readable(_rerun_words(f))}")
+    return lines
+
+
+_BEFORE = re.compile(r"in (\d+) elements \(max (\d+) ULP\)")
+_AFTER = re.compile(r"differs in (\d+) \(max (\d+) ULP\)|still differs from \S+ in (\d+) elements \(max (\d+) ULP")
+
+
+def _rerun_words(f: Any) -> str:
+    """What the fix's re-run showed, from its numbers: parity, or how many elements and ULP before and after."""
+    if f.verified:
+        return "parity restored"
+    before, after = _BEFORE.search(f.evidence), _AFTER.search(f.evidence)
+    if before is None or after is None:
+        return f.evidence
+    n0, u0 = before.groups()
+    n1, u1 = (g for g in after.groups() if g is not None)
+    verdict = "narrows, not parity" if ": narrows" in f.evidence else "no closer"
+    return f"{verdict}: {n0} → {n1} elements differ, max {u0} → {u1} ULP"
+
+
+def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
+    """(label, text) lines of the short explanation of ``e`` (a ``PathExplanation``); ``p``: its
+    ``PathResult`` for the triage."""
+    lines: list[tuple[str, str]] = []
+    loc = e.localization
+    t = triage(p, e.baseline, loc.lead if loc is not None else None) if p is not None else None
+    if t:
+        lines.append(("triage", t))
+    if loc is not None and loc.perturbed and loc.cone:
+        lines.append(("where", f"only while ops #{loc.cone[0].index}..#{loc.cone[-1].index} are compiled together: "
+                      "observing their values one by one removes the difference"))
+    for text in blame_line(loc):
+        lines.append(("where", text))
+    d = loc.lead if loc is not None else None
+    if d is not None:
+        if d.detail:
+            lines.append(("", d.detail))
+        if d.elements is not None:
+            lines.append(("who", readable(d.elements.describe(e.path, e.baseline, d.within_noise_bound,
+                                                             d.unrounded is not None))))
+    main = explaining_cause(e.causes, d)
+    if main is None:
+        lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)"))
+    else:
+        state = {"confirmed": "confirmed", "partly": "partly", "noise": "expected rounding noise"}[main.status]
+        evidence = main.evidence
+        if main.proof is not None:  # the re-run is said on the fix's line
+            cut = evidence.find("; " + main.proof.evidence[:40])
+            evidence = evidence[:cut] if cut > 0 else evidence
+        title = re.sub(r" \(e\.g\. .*\)$", "", main.title)
+        lines.append(("cause", f"{title} ({state}): {readable(evidence)}"))
+    if main is not None and main.fix and any(f.verified for f in e.fixes) and not main.fix.startswith("nothing") \
+            and not any(f.kind == "model change" and f.verified for f in e.fixes):
+        lines.append(("fix", main.fix))  # the cause's own fix, in words; its re-runs below
+    for text in fix_lines(e):
+        lines.append(("fix", text))
+    real = t is not None and t.startswith("a real divergence")
+    for line in advice(e):  # the fix or workaround of a cause that no re-run above shows
+        head, _, rest = line.partition(": ")
+        if real and rest.startswith("nothing is wrong"):
+            rest = (f"not rounding noise: {e.path} differs from {e.baseline} beyond the model's own rounding noise "
+                    f"(triage above), which {short_title(main.title) if main else 'this cause'} does not account for; "
+                    "compare with a tolerance only once the divergence that carries it is understood")
+        label, _, which = head.partition(" for ")
+        lines.append((label.lower(), f"(for {which}) {rest}" if which else rest))
+    return lines
+
+
+def width_of(labels: Sequence[str]) -> int:
+    return max((len(x) for x in labels), default=0)

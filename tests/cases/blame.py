@@ -1,0 +1,72 @@
+"""Cases for blame (``localize.blame``): which local divergences carry the output difference.
+
+Each culprit line carries a `# planted: <what>` comment; the tests find the line number from it.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def _normal(shape, seed=0):
+    return jnp.asarray(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def make_small_ahead_of_matmul():
+    """A 1 ULP divide (jit: x * (1/3)) ahead of a bf16 matmul whose rounding jit elides: the matmul's
+    own divergence carries the output difference, the divide's is erased by the bf16 cast."""
+
+    def fn(a, b, w):
+        t = a / 3.0 + b  # planted: blame small op
+        y = jnp.dot(t.astype(jnp.bfloat16), w.astype(jnp.bfloat16)).astype(jnp.float32)  # planted: blame matmul
+        return y * 2.0
+
+    return fn, (_normal((16, 32)), _normal((16, 32), seed=1), _normal((32, 8), seed=2))
+
+
+def _two_together(fn_for):
+    """Scalar-ish inputs and a threshold where eager's x1/3 * x2/3 stays at or below it, jit's (both
+    divides rewritten to x * (1/3), each 1 ULP off) goes above, and neither 1 ULP change alone does."""
+    def parts(x1, x2):
+        return x1 / 3.0, x2 / 3.0
+
+    x1, x2 = np.random.default_rng(0).standard_normal((2, 4096)).astype(np.float32)
+    e1, e2 = (np.asarray(v) for v in parts(x1, x2))
+    j1, j2 = (np.asarray(v) for v in jax.jit(parts)(x1, x2))
+    above = (e1 != j1) & (e2 != j2) & (j1 * j2 > np.maximum(np.maximum(e1 * e2, e1 * j2), j1 * e2))
+    for i in np.flatnonzero(above)[:20]:
+        a, b = x1[i:i + 1], x2[i:i + 1]
+        thr = np.nextafter(j1[i] * j2[i], np.float32(-np.inf))
+        fn = fn_for(thr)
+        # the (1,)-shaped program must behave as the search assumed: both divides 1 ULP off, the
+        # product of either one alone at or below the threshold, eager 0 and jit 1 at the output
+        k1, k2 = (np.asarray(v) for v in jax.jit(parts)(a, b))
+        if ((k1, k2) == (j1[i], j2[i]) and np.asarray(fn(a, b))[0] == 0.0
+                and np.asarray(jax.jit(fn)(a, b))[0] == 1.0):
+            return fn, (jnp.asarray(a), jnp.asarray(b))
+    raise AssertionError("no inputs found where the two 1 ULP divides cross the threshold only together")
+
+
+def make_only_together():
+    """Two 1 ULP divides that flip a threshold only together. A sum t1 + t2 would not do: jit contracts
+    x1 * (1/3) + x2 * (1/3) into an FMA, so the add diverges on its own; a product has no FMA."""
+
+    def fn_for(thr):
+        def fn(x1, x2):
+            t1 = x1 / 3.0  # planted: together first
+            t2 = x2 / 3.0  # planted: together second
+            return jnp.where(t1 * t2 > thr, 1.0, 0.0)
+
+        return fn
+
+    return _two_together(fn_for)
+
+
+def make_cancellation():
+    """A one-pass variance of values with a large mean: jit's reduction differs from eager's by a few
+    ULP, and the cancellation in mean(x²) − mean(x)² makes that a large output difference."""
+
+    def fn(x):
+        return jnp.mean(x * x, -1) - jnp.mean(x, -1) ** 2  # planted: one-pass variance
+
+    return fn, (_normal((16, 4096)) + 1000.0,)
