@@ -206,15 +206,15 @@ def _to_explain(result: ComparisonResult, paths: Sequence[str] | None = None) ->
 
 def explain_result(result: ComparisonResult, paths: Sequence[str] | None = None) -> ComparisonResult:
     """``result`` with explanations of its diverging paths, computed in this process."""
-    from .explain.explainer import explain_or_report
+    from .explain.explainer import explain_paths
 
     if result._source is None or result._source["case"] is None:
         raise ValueError("this result holds no function to re-run here: use compare() in this process, or "
                          "`jaxparity explain` / compare_case(..., explain=True)")
     case, runs = result._source["case"], result._source["runs"]
     base = [a for _, a in runs[result.baseline].outputs]
-    found = [explain_or_report(case.fn, case.args, p, result.baseline, [a for _, a in runs[p].outputs], base)
-             for p in _to_explain(result, paths)]
+    found = explain_paths(case.fn, case.args, [(p, [a for _, a in runs[p].outputs]) for p in _to_explain(result, paths)],
+                          result.baseline, base)
     return dataclasses.replace(result, explanations=tuple(found))
 
 
@@ -285,7 +285,8 @@ def _same_arrays(a: dict | None, b: dict) -> bool:
 
 
 def _closer(path_err: Any, base_err: Any) -> str:
-    a, b = (path_err.mean_abs, path_err.max_abs), (base_err.mean_abs, base_err.max_abs)
+    """Which side is nearer the f64 ideal, by max abs error (the table's measure), then mean abs error."""
+    a, b = (path_err.max_abs, path_err.mean_abs), (base_err.max_abs, base_err.mean_abs)
     return "tie" if a == b else ("path" if a < b else "baseline")
 
 

@@ -58,14 +58,14 @@ def main(fd: int) -> None:
             assert case is not None, "arrays before load"
             conn.send(("arrays", [(name, host(x)) for name, x in argument_leaves(case.args)]))
         elif message[0] == "explain":
-            from ..explain.explainer import explain_or_report
+            from ..explain.explainer import explain_paths
 
             assert case is not None, "explain before load"
             _, paths, baseline, base_out = message
             base = [a for _, a in base_out]
             try:
-                found = [explain_or_report(case.fn, case.args, spec, baseline, [a for _, a in outs], base)
-                         for spec, outs in paths]
+                found = explain_paths(case.fn, case.args, [(spec, [a for _, a in outs]) for spec, outs in paths],
+                                      baseline, base)
             except Exception as e:  # report, keep the comparison
                 import traceback
 

@@ -23,7 +23,8 @@ from .causes import CAUSES, COMPILED, RUNTIMES, Cause
 from .op_evidence import OP_RULES, decide
 from .verdicts import CauseVerdict, Fix, Status
 
-__all__ = ["CauseVerdict", "Fix", "PathExplanation", "explain_path", "with_xla_option"]
+__all__ = ["CauseVerdict", "Fix", "PathExplanation", "explain_path", "explain_paths", "share_across",
+           "with_xla_option"]
 
 @dataclass(frozen=True)
 class PathExplanation:
@@ -39,6 +40,8 @@ class PathExplanation:
     # When the closest fix restores parity only partly: that fix applied, and what remains explained
     # the same way (a chain: cause 1 -> remainder -> cause 2 ...).
     remainder: PathExplanation | None = None
+    # Another explained path whose outputs are bit for bit this path's: they share the mechanism.
+    same_values: str | None = None
 
     @property
     def confirmed(self) -> tuple[CauseVerdict, ...]:
@@ -556,6 +559,45 @@ def _captured(program: FlatProgram, spec: str, flat_args: Sequence[Any], notes: 
         notes.append(f"per-op values of {spec} could not be captured ({type(e).__name__}: {_first_line(e)}): "
                      "explained from the outputs only")
         return None
+
+
+def explain_paths(fn: Callable[..., Any], args: tuple, paths: Sequence[tuple[str, Sequence[np.ndarray]]],
+                  baseline: str, base_out: Sequence[np.ndarray]) -> list[PathExplanation]:
+    """Each path of ``paths`` ((spec, flat outputs)) explained against ``baseline``, then reasoned across:
+    paths whose outputs are the same bit for bit say so, and one whose own experiments found no cause
+    takes the cause another such path confirmed ("iree gives jit's values: FMA contraction, as jit")."""
+    found = [explain_or_report(fn, args, spec, baseline, outs, base_out) for spec, outs in paths]
+    return share_across(found, [outs for _, outs in paths])
+
+
+def share_across(found: Sequence[PathExplanation], outputs: Sequence[Sequence[np.ndarray]]) -> list[PathExplanation]:
+    """``found`` with ``same_values`` set where two paths' outputs are identical, and a path left
+    without a cause (unknown, or only the catch-all of another lowering) given the other's."""
+    from ..report.format import explaining_cause
+
+    out = list(found)
+    for j, e in enumerate(out):
+        first = next((i for i in range(j) if _identical(outputs[i], outputs[j])), None)
+        if first is None:
+            continue
+        other = out[first]
+        shared = dataclasses.replace(e, same_values=other.path)
+        mine = explaining_cause(e.causes, e.localization.lead if e.localization is not None else None)
+        theirs = explaining_cause(other.causes, other.localization.lead if other.localization is not None else None)
+        catch_all = mine is None or mine.cause in ("unknown", "other-lowering")
+        if catch_all and theirs is not None and theirs.cause not in ("unknown", "other-lowering"):
+            adopted = CauseVerdict(theirs.cause, theirs.title, "confirmed", f"{other.path}'s explanation",
+                                   f"{e.path} gives {other.path}'s values bit for bit, and on {other.path}: "
+                                   f"{theirs.evidence}", theirs.fix)
+            shared = dataclasses.replace(shared, causes=(adopted,) + tuple(c for c in e.causes if c.cause != "unknown"))
+        out[j] = shared
+    return out
+
+
+def _identical(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(np.asarray(x).dtype == np.asarray(y).dtype and np.asarray(x).shape ==
+                                    np.asarray(y).shape and np.asarray(x).tobytes() == np.asarray(y).tobytes()
+                                    for x, y in zip(a, b))
 
 
 def explain_or_report(fn: Callable[..., Any], args: tuple, path: str, baseline: str, path_out: Sequence[np.ndarray],

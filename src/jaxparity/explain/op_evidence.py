@@ -261,7 +261,7 @@ def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdic
         if d.unrounded is not None or any(m.reproduces_path for m in d.semantics):
             continue  # excess precision or a fused multiply-add: a known mechanism, not a wrong result
         wrong = ev.wrong_side()
-        far = max(ev.path_ulp, ev.baseline_ulp) >= FAR_ULP
+        far = max(ev.path_ulp, ev.baseline_ulp) >= FAR_ULP and not within_input_scale(d, wrong)
         if wrong not in ("path", "baseline") or not (ev.exact_op or far):
             continue
         who, other = (path, baseline) if wrong == "path" else (baseline, path)
@@ -275,6 +275,36 @@ def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdic
         return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against the reference result of "
                             f"{_where(d)}", f"{what}: {off}: {who} is wrong here{shared}", cause.fix)
     return None
+
+
+SCALE_EPS = 64  # unit roundoffs of the inputs' scale: an op's error bound where its result is near zero
+
+
+def within_input_scale(d: Any, wrong: str | None) -> bool:
+    """The wrong side's distance from the correct result at the example element is within a few unit
+    roundoffs of the scale of the op's inputs: near zero, a result far in ULP (measured against a tiny
+    or exactly zero value) is still within the op's error bound, not wrong code."""
+    import math
+
+    import ml_dtypes
+    import numpy as np
+
+    ex = d.elements.example if d.elements is not None else None
+    if ex is None or wrong not in ("path", "baseline") or not d.op.outputs:
+        return False
+    try:
+        dtype = np.dtype(d.op.outputs[0].split("[", 1)[0])
+        got, correct = float(ex.path if wrong == "path" else ex.baseline), float(ex.correct)
+        scale = max([abs(float(x)) for x in ex.inputs if isinstance(x, (int, float))] + [abs(correct)])
+    except (TypeError, ValueError):
+        return False
+    if dtype.kind not in "fV" or not all(map(math.isfinite, (got, correct, scale))):
+        return False
+    try:
+        eps = float(ml_dtypes.finfo(dtype).eps)
+    except ValueError:
+        return False
+    return abs(got - correct) <= SCALE_EPS * eps * scale
 
 
 _RANDOM = {"random_bits", "threefry2x32", "random_split", "random_fold_in", "random_seed", "random_wrap",

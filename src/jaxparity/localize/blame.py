@@ -39,6 +39,7 @@ __all__ = ["Amplifier", "Blame", "Carrier", "blame", "reproduced"]
 CARRIES = 0.05  # a share (alone, or needed among all) of at least this much of the output difference carries it
 MAX_ALONE = 24  # units replayed one by one; the others only together ("the rest")
 SECONDS = 30.0  # budget of the replays; past it the remaining units are left unmeasured (said in the notes)
+SMALL_ULP = 64  # a carrier this close to the baseline on its own inputs: what makes it large is looked for
 AMPLIFIES = 1e3  # relative difference grown at least this many times across one op: an amplifier
 
 
@@ -99,7 +100,7 @@ class Blame:
         return self.together >= 0.5 and not self.carriers
 
 
-def reproduced(replayed: np.ndarray, base: np.ndarray, target: np.ndarray) -> float | None:
+def reproduced(replayed: np.ndarray, base: np.ndarray, target: np.ndarray, clip: bool = True) -> float | None:
     """The share of ``target - base`` that ``replayed`` reproduces, in [0, 1]; None where target and base
     agree. Finite elements: 1 - |replayed - target|^2 / |base - target|^2 summed over the differing
     elements (least squares); elements where a side is NaN or inf: reproduced when the replay has the
@@ -124,8 +125,8 @@ def reproduced(replayed: np.ndarray, base: np.ndarray, target: np.ndarray) -> fl
         nf = differ & ~finite
         n_nf = int(nf.sum())
         same_class = (np.isnan(r[nf]) & np.isnan(t[nf])) | (r[nf] == t[nf])
-        share = (max(share_f, 0.0) * n_f + float(same_class.sum())) / (n_f + n_nf)
-    return float(min(max(share, 0.0), 1.0))
+        share = ((max(share_f, 0.0) if clip else share_f) * n_f + float(same_class.sum())) / (n_f + n_nf)
+    return float(min(max(share, 0.0), 1.0)) if clip else float(min(share, 1.0))
 
 
 class _Replay:
@@ -271,26 +272,47 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
         return None
 
     def shares(inject: set[int]) -> dict[int, float] | None:
+        """Per differing output, the share reproduced with ``inject``'s local errors (raw: may be negative)."""
         outs = replay.outputs(inject, deadline)
         if outs is None:
             return None
         got = {}
         for j in differing:
             r = outs[j] if outs[j] is not None else base_out[j]
-            got[j] = reproduced(host(r), base_out[j], path_out[j]) or 0.0
+            got[j] = reproduced(host(r), base_out[j], path_out[j], clip=False) or 0.0
         return got
 
     def total(s: dict[int, float]) -> float:
+        return max(0.0, sum(max(v, 0.0) for v in s.values()) / len(s))
+
+    def raw(s: dict[int, float]) -> float:
         return sum(s.values()) / len(s)
 
     everything = shares(set(units))
     if everything is None:
         return None
     together = total(everything)
-    order = sorted(units, key=lambda u: (not any(not local[k].within_noise_bound for k in units[u]),
-                                         -max(local[k].max_ulp for k in units[u])))
+    order = sorted(units)  # program order
+    # Which units to replay alone: all of them where they are few; else group testing: the units in
+    # MAX_ALONE chunks of consecutive ops, each chunk injected together, and the members of the chunks
+    # that carry (or that all together need) replayed alone.
+    candidates = order
+    if len(order) > MAX_ALONE:
+        size = math.ceil(len(order) / MAX_ALONE)
+        chunks = [order[i:i + size] for i in range(0, len(order), size)]
+        carrying = []
+        for chunk in chunks:
+            s = shares(set(chunk))
+            if s is None:
+                break
+            lost = shares(set(units) - set(chunk))
+            if lost is None:
+                break
+            if total(s) >= CARRIES or together - total(lost) >= CARRIES:
+                carrying.append(chunk)
+        candidates = [u for chunk in carrying for u in chunk][:4 * MAX_ALONE]
     alone: dict[int, dict[int, float]] = {}
-    for u in order[:MAX_ALONE]:
+    for u in candidates:
         if len(units) == 1:
             alone[u] = everything
             break
@@ -301,31 +323,37 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     needed: dict[int, float] = {}
     # Leave-one-out where the shares alone fall short of all of them together: divergences that act together.
     if len(units) > 1 and sum(total(s) for s in alone.values()) < together - CARRIES:
-        for u in order[:MAX_ALONE]:
+        for u in [u for u in candidates if u in alone]:
             s = shares(set(units) - {u})
             if s is None:
                 break
             needed[u] = max(0.0, together - total(s))
-    if len(alone) < len(units):
-        notes.append(f"{len(units) - len(alone)} of {len(units)} divergences were not replayed alone "
-                     f"({'more than ' + str(MAX_ALONE) if len(order) > MAX_ALONE else 'time budget spent'}): "
-                     "they are counted only among all of them together")
+    measured = set(alone) | set(needed)
+    if len(measured) < len(units):
+        notes.append(f"{len(units) - len(measured)} of {len(units)} divergences were not replayed alone "
+                     f"({'their group of ops carries none of the difference' if len(order) > MAX_ALONE else 'time budget spent'}):"
+                     " they are counted among all of them together")
     name = {j: names[j] if j < len(names) else f"out[{j}]" for j in differing}
     carriers = []
+    offsetting = set()
     for u in order:
         a = total(alone[u]) if u in alone else 0.0
         n = needed.get(u, 0.0)
         if max(a, n) < CARRIES:
             continue
-        per = tuple(sorted(((name[j], round(s, 4)) for j, s in alone.get(u, {}).items() if s >= CARRIES),
+        if u in alone and raw(alone[u]) < -CARRIES:
+            offsetting.add(u)  # alone it moves the outputs the other way: others offset it, it is no threshold
+        per = tuple(sorted(((name[j], round(max(v, 0.0), 4)) for j, v in alone.get(u, {}).items() if v >= CARRIES),
                            key=lambda x: -x[1]))
         carriers.append(Carrier(units[u][0], u, round(a, 4), round(n, 4), per))
     carriers.sort(key=lambda c: -c.share)
     carried = {k for c in carriers for k in units[c.top_index]}
-    noise = tuple(k for k in range(len(local)) if k not in carried and any(k in ks for ks in units.values()))
-    acting = tuple(c.divergence for c in carriers if c.alone < CARRIES <= c.needed)
+    noise = tuple(k for u in order if u in measured for k in units[u] if k not in carried)
+    acting = tuple(c.divergence for c in carriers if c.alone < CARRIES <= c.needed and c.top_index not in offsetting)
     amplifier = None
-    if together >= 0.5 and not carriers:
+    # Small local errors that carry a large output difference: the op that amplifies them is named too.
+    small = not carriers or local[carriers[0].divergence].max_ulp <= SMALL_ULP
+    if together >= 0.5 and small:
         amplifier = _amplifier(program, drift, base_values, min(d.top_index for d in local))
     with np.errstate(invalid="ignore", over="ignore"):
         gaps = {j: np.abs(as_wide(path_out[j]) - as_wide(base_out[j]))[ulp_distance(path_out[j], base_out[j]) != 0]
@@ -337,7 +365,7 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
                      "the rest comes from ops that could not be checked, or from how the path runs the program "
                      "as a whole")
     return Blame(method, sizes, round(together, 4), tuple(carriers), noise, acting, amplifier,
-                 len(units) - len(alone), tuple(notes), round(time.monotonic() - start, 3))
+                 len(units) - len(measured), tuple(notes), round(time.monotonic() - start, 3))
 
 
 # Recognised ill-conditioned forms at an amplifying subtraction, and their well-conditioned forms.

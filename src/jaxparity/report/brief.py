@@ -100,6 +100,14 @@ def blame_line(loc: Any) -> list[str]:
             lines.append(f"{ops} matter only together: each alone carries almost none of it, leaving one out loses it")
         if len(b.carriers) > 2:
             lines.append(f"{len(b.carriers) - 2} more divergences carry smaller shares (--verbose)")
+        if b.amplifier is not None:
+            a = b.amplifier
+            cond = f"; its inputs are up to {a.condition:.3g} times its result (cancellation)" if a.condition else ""
+            lines.append(f"a small local error made large by #{a.index} {a.primitive} ({a.where}), which turns "
+                         f"relative differences of {a.before:.2g} into {a.after:.2g}{cond}: the program is "
+                         "ill-conditioned there")
+            if a.pattern:
+                lines.append(f"{a.pattern}: {a.remedy} (proposed; not re-run)")
     elif b.amplifier is not None:
         a = b.amplifier
         cond = f"; its inputs are up to {a.condition:.3g} times larger than its result (cancellation)" if a.condition else ""
@@ -112,8 +120,8 @@ def blame_line(loc: Any) -> list[str]:
         lines.append(f"no divergence found carries the output difference: together they reproduce {_pct(b.together)} "
                      "of it")
     if b.noise:
-        lines.append(f"{len(b.noise)} other op{'s' if len(b.noise) > 1 else ''} depart{'s' if len(b.noise) == 1 else ''} "
-                     "on their own but carry none of it (noise)")
+        lines.append(f"{len(b.noise)} other ops depart on their own but carry none of it (noise)" if len(b.noise) > 1
+                     else "1 other op departs on its own but carries none of it (noise)")
     return lines
 
 
@@ -126,10 +134,13 @@ def _fix_state(fix: Any) -> str:
     return "✗ not verified"
 
 
-def fix_lines(e: Any) -> list[str]:
-    """Each fix as its re-run showed it, one line each."""
+def fix_lines(e: Any, main: Any = None) -> list[str]:
+    """Each fix as its re-run showed it, one line each: the verified ones, and the explaining cause's
+    (``main``) own re-run where it did not verify (a fix is offered only for the cause confirmed)."""
     lines = []
     for f in e.fixes:
+        if not f.verified and (main is None or f is not main.proof):
+            continue
         what = (f"the model change round_like_declared(fn) on {f.spec.removesuffix(' [fixed model]')}"
                 if f.kind == "model change" and f.spec else f"{f.kind} {f.spec or f.description}")
         lines.append(f"{_fix_state(f)}: {what}: {readable(_rerun_words(f))}")
@@ -158,6 +169,8 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     ``PathResult`` for the triage."""
     lines: list[tuple[str, str]] = []
     loc = e.localization
+    if not e.causes:  # explaining failed: its summary says why
+        return [("", e.summary)]
     t = triage(p, e.baseline, loc.lead if loc is not None else None) if p is not None else None
     if t:
         lines.append(("triage", t))
@@ -174,8 +187,10 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
             lines.append(("who", readable(d.elements.describe(e.path, e.baseline, d.within_noise_bound,
                                                              d.unrounded is not None))))
     main = explaining_cause(e.causes, d)
-    if main is None:
-        lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)"))
+    if main is None or main.cause == "unknown":
+        amplified = loc is not None and loc.blame is not None and loc.blame.amplifier is not None
+        lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)" +
+                      ("; the small local error above is amplified by the program itself" if amplified else "")))
     else:
         state = {"confirmed": "confirmed", "partly": "partly", "noise": "expected rounding noise"}[main.status]
         evidence = main.evidence
@@ -187,7 +202,9 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     if main is not None and main.fix and any(f.verified for f in e.fixes) and not main.fix.startswith("nothing") \
             and not any(f.kind == "model change" and f.verified for f in e.fixes):
         lines.append(("fix", main.fix))  # the cause's own fix, in words; its re-runs below
-    for text in fix_lines(e):
+    if e.same_values:
+        lines.append(("same", f"{e.path} gives {e.same_values}'s values bit for bit"))
+    for text in fix_lines(e, main):
         lines.append(("fix", text))
     real = t is not None and t.startswith("a real divergence")
     for line in advice(e):  # the fix or workaround of a cause that no re-run above shows

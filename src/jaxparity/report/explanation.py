@@ -157,7 +157,10 @@ def group_explanations(explanations: Any) -> list[tuple[Any, list[Any]]]:
     keys: list[tuple | None] = []
     for e in explanations:
         key = _divergence_key(e)
-        if key is not None and key in keys:
+        host = next((k for k, (g, _) in enumerate(groups) if g.path == getattr(e, "same_values", None)), None)
+        if host is not None:  # the same values bit for bit: one explanation
+            groups[host][1].append(e)
+        elif key is not None and key in keys:
             groups[keys.index(key)][1].append(e)
         else:
             groups.append((e, []))

@@ -50,6 +50,8 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 td.wrap{overflow-wrap:anywhere;max-width:420px}
 dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:8px 0}
 dl.meta dt{font-weight:600;color:var(--muted)}dl.meta dd{margin:0;overflow-wrap:anywhere}
+dl.brief{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:8px 0}
+dl.brief dt{font-weight:600}dl.brief dd{margin:0;overflow-wrap:anywhere}
 .banner{padding:8px 12px;border-radius:6px;font-weight:600;margin:12px 0}
 .banner.pass{background:var(--okbg);color:var(--ok)}.banner.fail{background:var(--badbg);color:var(--bad)}
 .verdict-baseline{background:var(--soft);font-weight:600}
@@ -358,10 +360,10 @@ def _table(tid: str, caption: str, cols: list[str], rows: list[list[str]], num: 
     return f'<h3>{_e(caption)}</h3><table{idattr}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _explanation_group(e: Any, same: list[Any]) -> str:
+def _explanation_group(e: Any, same: list[Any], result: Any = None) -> str:
     """One explanation in full, then a short section per path with the same divergence (its own
     anchor and fixes, a link to the full one)."""
-    out = [_explanation(e)]
+    out = [_explanation(e, result)]
     for o in same:
         fixes = "".join(f"<li>{_e(f.kind)}: {'✓ verified' if f.verified else '✗ not verified'} "
                         f"<code>{_e(f.spec or '')}</code></li>" for f in o.fixes)
@@ -372,17 +374,41 @@ def _explanation_group(e: Any, same: list[Any]) -> str:
     return "".join(out)
 
 
-def _explanation(e: Any) -> str:
-    html = _explanation_one(e)
+def _explanation(e: Any, result: Any = None) -> str:
+    html = _explanation_one(e, result)
     if e.remainder is not None:  # a partial fix applied: what remains, explained the same way
         html += _explanation(e.remainder)
     return html
 
 
-def _explanation_one(e: Any) -> str:
+def brief_html(e: Any, result: Any = None) -> str:
+    """The short explanation (``report.brief``) as a definition list: the same lines as the terminal."""
+    from .brief import brief
+
+    p = next((x for x in result.paths if x.spec == e.path), None) if result is not None else None
+    rows = "".join(f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in brief(e, p))
+    return f'<dl class="brief">{rows}</dl>'
+
+
+def _blame_table(e: Any, sid: str) -> str:
+    b = e.localization.blame if e.localization is not None else None
+    if b is None or not b.carriers:
+        return ""
+    rows = []
+    for c in b.carriers:
+        d = e.localization.local[c.divergence]
+        rows.append([str(d.op.index), f"<code>{_e(_op(d.op))}</code>", f"<code>{_e(_where(d.op))}</code>",
+                     f"{c.alone:.0%}", f"{c.needed:.0%}"])
+    return _table(f"blame-{sid}", f"what carries the output difference (replayed with {b.method}; all together: "
+                  f"{b.together:.0%}; {len(b.noise)} divergences carry none)", ["#", "op", "line", "alone", "needed"],
+                  rows, {0, 3, 4})
+
+
+def _explanation_one(e: Any, result: Any = None) -> str:
     sid = _slug(e.path)
     out = [f'<section class="explanation" id="explain-{sid}"><h2>Why <code>{_e(e.path)}</code> differs from '
-           f'<code>{_e(e.baseline)}</code></h2><p class="explain-summary">{_e(e.summary)}</p>']
+           f'<code>{_e(e.baseline)}</code></h2>{brief_html(e, result)}<p class="explain-summary">{_e(e.summary)}</p>',
+           _blame_table(e, sid)]
     loc = e.localization
     if loc is not None and loc.perturbed and loc.cone:
         rows = [[str(o.index), f"<code>{_e(_op(o))}</code>", _e(o.name_stack), f"<code>{_e(_where(o))}</code>"]
@@ -499,7 +525,7 @@ def render_html_report(result: ComparisonResult) -> str:
         _summary(result),
         _drift_chart(list(result.explanations)),
         _histograms(result),
-        *(_explanation_group(e, same) for e, same in group_explanations(result.explanations)),
+        *(_explanation_group(e, same, result) for e, same in group_explanations(result.explanations)),
         _values(result),
         f'<footer class="note" style="margin-top:32px">jaxparity report, schema v{result.schema_version}</footer>',
     ]

@@ -29,11 +29,17 @@ def render_html(result: ComparisonResult) -> str:
             "</tr>"
         )
     colour = "#1a7f37" if result.passed else "#cf222e"
+    from .explanation import group_explanations
+    from .html import brief_html
+
+    explained = "".join(f"<h4>why <code>{escape(', '.join([e.path, *(o.path for o in same)]))}</code> "
+                        f"{'differ' if same else 'differs'} from <code>{escape(e.baseline)}</code></h4>"
+                        + brief_html(e, result) for e, same in group_explanations(result.explanations))
     return (
         f"<div><b>jaxparity</b> <code>{escape(result.case)}</code> — baseline <code>{escape(result.baseline)}</code>, "
         f"tolerance {escape(result.tolerance.describe())}"
         "<table><thead><tr><th>path</th><th>verdict</th><th>max ULP</th><th>max abs</th><th>differ</th>"
         "<th>error vs f64</th><th style='text-align:left'>finding</th></tr></thead><tbody>"
         + "".join(rows)
-        + f"</tbody></table><p style='color:{colour};font-weight:600'>{escape(summary_line(result))}</p></div>"
+        + f"</tbody></table>{explained}<p style='color:{colour};font-weight:600'>{escape(summary_line(result))}</p></div>"
     )
