@@ -71,7 +71,8 @@ def test_two_divergences_that_cross_a_threshold_only_together_are_named_together
 
 
 def test_a_one_pass_variance_is_blamed_on_the_reduction_that_the_cancellation_amplifies():
-    """jit's sum of squares is a few ULP off and alone carries the whole variance difference."""
+    """jit's sum of squares is a few ULP off and alone carries the whole variance difference; the
+    subtraction that amplifies it is named with its condition and the two-pass form."""
     loc = localization("make_cancellation")
     if not loc.local:
         pytest.skip("eager and jit sum in the same order on this CPU")
@@ -80,13 +81,58 @@ def test_a_one_pass_variance_is_blamed_on_the_reduction_that_the_cancellation_am
     lead = loc.local[b.lead.divergence]
     # On this CPU (XLA, x: 16 x 4096) the only local divergence is the reduce_sum of x * x, 2 ULP
     # and within the reduction-noise bound; the mean's division by 4096 is exact on both paths. The
-    # subtraction turns those 2 ULP of mean(x²) ~ 1e6 into ~0.1 of a variance ~ 1. With one
-    # divergence carrying everything, blame names it and seeks no amplifier (it does only when no
-    # carrier is found), so the one-pass-variance pattern is not reported here.
+    # subtraction turns those 2 ULP of mean(x²) ~ 1e6 into ~0.1 of a variance ~ 1: blame names the
+    # reduction as the carrier and, its local error being small, the subtraction that amplifies it.
     assert (lead.op.primitive, line(lead.op)) == ("reduce_sum", planted_line("one-pass variance"))
     assert lead.within_noise_bound and lead.max_ulp <= 8
     feeding = {o.split(":")[0] for o in lead.op.operands}
     assert [op.primitive for op in loc.program if f"op{op.index}" in feeding] == ["mul"]
     assert b.lead.alone >= 0.9 and b.together >= 0.9
     assert b.outputs[0][1] >= 0.01  # amplified: a few ULP at the reduction, ~1e6 ULP at the output
-    assert b.amplifier is None
+    a = b.amplifier
+    assert a is not None and (a.primitive, a.where.rsplit("/", 1)[-1]) == ("sub", planted_line("one-pass variance"))
+    assert a.condition is not None and a.condition > 1e5 and a.gain > 1e5
+    assert a.pattern.startswith("one-pass variance") and "two passes" in a.remedy
+
+
+def test_the_short_explanation_leads_with_the_triage_and_the_carrier_in_about_15_lines():
+    """The default explanation: the triage first, then the carrier with its share and line, the cause, and
+    each fix as its re-run showed it; the tables only with --verbose."""
+    from jaxparity.report.terminal import render_text
+
+    case = load_case(f"{CASES}:make_small_ahead_of_matmul")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "f64"]).explain()
+    text = render_text(result, width=80)
+    why = text[text.index("why jit differs"):].splitlines()
+    assert why[1].startswith(("triage a real divergence", "triage not noise")), why
+    flat = " ".join(" ".join(why).split())
+    assert re.search(rf"#\d+ convert_element_type \(\S*{planted_line('blame matmul')}\) carries 100% of the output", flat)
+    assert "✓ compile option jit:xla_allow_excess_precision=false: parity restored" in flat
+    assert len([ln for ln in why if ln.strip()]) <= 18, "\n".join(why)
+    assert "causes, each tested" not in text and "which semantics reproduce" not in text
+    verbose = render_text(result, width=80, verbose=True)
+    assert "causes, each tested" in verbose and " ".join(verbose.split()).count("carries 100% of the output") == 1
+
+
+def test_paths_with_the_same_values_share_one_explanation():
+    """jit and export give the same values bit for bit: export says so and is explained with jit."""
+    from jaxparity.report.explanation import group_explanations
+
+    case = load_case(f"{CASES}:make_small_ahead_of_matmul")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "export"]).explain()
+    jit, export = result.explanations
+    assert export.same_values == "jit" and jit.same_values is None
+    ((shown, same),) = group_explanations(result.explanations)
+    assert shown.path == "jit" and [o.path for o in same] == ["export"]
+
+
+def test_a_rerun_is_judged_once_narrows_only_when_nothing_grows():
+    """One judgement of a re-run for the cause's status and every sentence: fewer elements but a larger
+    distance is no closer (ViT: 5 ULP became 6), never 'narrows'."""
+    from jaxparity.explain.explainer import NARROWS, narrowing
+
+    assert narrowing((10, 5), (0, 0), True) == ": parity restored"
+    assert narrowing((10, 5), (4, 5), True) == NARROWS
+    assert narrowing((10, 5), (4, 6), True) == ": no closer"
+    assert narrowing((10, 5), (10, 5), False) == ": no change"
+    assert narrowing((10, 5), (12, 3), True) == ": no closer"

@@ -14,6 +14,8 @@ An experiment is one of a few kinds:
 - ``partition``: a path sharded over a mesh (``jit:mesh=8``) diverges at a reduction whose partial sums
   the compiled program combines with a collective (all-reduce, reduce-scatter): named from the
   optimized HLO, and judged against the reduction's error bound.
+- ``option-diff``: the path is the baseline's runtime with other options (``jit:jax_threefry_partitionable=false``
+  against ``jit``): those options are the difference, said first; the op's own evidence names the mechanism.
 - ``op-evidence``: decided on the diverging ops' own evidence only (``explain/op_evidence.py``): subnormal
   handling reproduced on the op's inputs, implementation-defined casts, the order of equal keys, two
   accurate math libraries, amplification by a discontinuous op, wrong code.
@@ -119,8 +121,8 @@ CAUSES: tuple[Cause, ...] = (
         options=(("xla_backend_optimization_level", "0"),),
         candidates=("fma-contraction",),
         op_check="fma",
-        fix="accept it within a tolerance (it is usually more accurate), or compile with "
-        "xla_backend_optimization_level=0 (much slower)",
+        fix="compile with xla_backend_optimization_level=0 (much slower), or, where the path is the side nearer "
+        "the f64 ideal (a fused multiply-add rounds once), accept it within a tolerance",
     ),
     Cause(
         id="fast-math",
@@ -300,6 +302,18 @@ CAUSES: tuple[Cause, ...] = (
         op_check="identity-rewrite",
         fix="write the identity in the model where it is meant (x instead of log(exp(x))), or compile with "
         "xla_disable_hlo_passes=algsimp to keep the declared overflow",
+    ),
+    Cause(
+        id="path-option",
+        title="an option of the path (the only difference between the two paths)",
+        description="The path is the baseline's runtime with one or more options set otherwise (a JAX config "
+        "option, an XLA compile option or serving flag): that option changes the numbers.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="option-diff",
+        fix="run both with the same setting of that option, or choose which setting is meant",
     ),
     Cause(
         id="wrong-code",

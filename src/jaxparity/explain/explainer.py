@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..localize.blame import blame_localization
-from ..localize.localizer import Localization, localize, output_cone
+from ..localize.localizer import Localization, localize, output_cone, replayable
 from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
 from ..metrics import ulp_distance
@@ -83,6 +83,8 @@ class _Context:
     localization: Localization | None
     fingerprint: Any
     runs: dict[str, list[np.ndarray] | str]  # spec -> outputs, or the error message
+    base_vals: Any = None  # the baseline's per-op values of the case: a re-run is judged at the op it names
+    flat_args: Sequence[Any] = ()
 
     def run(self, spec: str, fn: Callable[..., Any] | None = None) -> list[np.ndarray] | str:
         """Outputs of ``spec`` (flattened), or why it failed; each distinct run happens once."""
@@ -125,7 +127,9 @@ def narrowing(before: tuple[int, int], after: tuple[int, int], changed: bool) ->
     return ": no change" if not changed else ": no closer"
 
 
-def _recompile(cause: Cause, ctx: _Context) -> CauseVerdict:
+def _recompile(cause: Cause, ctx: _Context, at_op: bool = True) -> CauseVerdict:
+    """Re-run the path with the cause's flags; where that does not restore parity and ``at_op``, judge the
+    cause at the op that carries the error (``_at_the_op``)."""
     spec = ctx.path
     for key, value in cause.options:
         spec = with_xla_option(spec, key, value)
@@ -139,8 +143,40 @@ def _recompile(cause: Cause, ctx: _Context) -> CauseVerdict:
             f"{spec} differs in {after[0]} (max {after[1]} ULP)")
     result = narrowing(before, after, changed)
     status: Status = {": parity restored": "confirmed", NARROWS: "partly"}.get(result, "refuted")  # type: ignore[assignment]
+    if status != "confirmed" and at_op:  # judged at the op it names: the flag may fix that op and leave noise elsewhere
+        at_op = _at_the_op(cause, ctx, spec)
+        if at_op is not None:
+            d, gone = at_op
+            proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
+                        False, seen + result)
+            return CauseVerdict(cause.id, cause.title, "confirmed", f"the values of {_short(d)} re-run with {spec}",
+                                gone, cause.fix, proof)
     return CauseVerdict(cause.id, cause.title, status, f"re-ran {spec}", seen + result,
                         cause.fix if status != "refuted" else None)
+
+
+def _at_the_op(cause: Cause, ctx: _Context, spec: str) -> tuple[Any, str] | None:
+    """Where a flag's whole-program re-run does not restore parity: does the divergence that carries the
+    output error (``Localization.lead``) stop departing on its own under the flag? Then the cause is
+    confirmed at that op (the rest is another divergence), with what the re-run showed; None otherwise."""
+    loc = ctx.localization
+    d = loc.lead if loc is not None else None
+    if d is None or d.within or ctx.base_vals is None or not replayable(ctx.baseline):
+        return None
+    if cause.primitives is not None and d.op.primitive not in cause.primitives:
+        return None
+    try:
+        again = localize(ctx.program, op_values(ctx.program, spec, ctx.flat_args), ctx.base_vals, ctx.flat_args,
+                         ctx.baseline)
+    except Exception:  # no per-op values under the flag: the whole-program re-run stands
+        return None
+    if any(x.op.index == d.op.index and not x.within for x in again.local):
+        return None
+    where = d.op.user_source or d.op.source or "unknown line"
+    return d, (f"with {spec}, #{d.op.index} {d.op.primitive} ({where}) no longer departs from {ctx.baseline} on its "
+               f"own inputs ({d.n_differ} of {d.size} elements did without it); {len(again.local)} other op"
+               f"{'s' if len(again.local) != 1 else ''} still depart{'s' if len(again.local) == 1 else ''}, "
+               "so the whole program does not reach parity with it")
 
 
 # Beyond this many ULP at an output, a difference is not called rounding noise, whatever the local
@@ -267,7 +303,7 @@ def _op_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
 def _flag_proof(cause: Cause, ctx: _Context, unless: str = "") -> tuple[Fix, str]:
     """The whole-program re-run with the cause's flags, as the proof (or not) of its fix, for a cause
     already decided on an op's own evidence; and what the re-run showed."""
-    rerun = _recompile(cause, ctx)
+    rerun = _recompile(cause, ctx, at_op=False)
     restored = rerun.status == "confirmed"
     spec = rerun.experiment.removeprefix("re-ran ")
     proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
@@ -350,7 +386,21 @@ def _partitioned(cause: Cause, ctx: _Context) -> CauseVerdict:
     return CauseVerdict(cause.id, cause.title, status, what, "; ".join(t for _, t in parts), cause.fix)
 
 
+def _option_diff(cause: Cause, ctx: _Context) -> CauseVerdict:
+    """The path is the baseline's runtime with other options: those options are the difference."""
+    (kind, mine), (base_kind, theirs) = parse_spec(ctx.path), parse_spec(ctx.baseline)
+    what = f"the specs of {ctx.path} and {ctx.baseline}"
+    if kind != base_kind or mine == theirs:
+        return CauseVerdict(cause.id, cause.title, "not run", what, "the paths differ by more than options")
+    keys = sorted(set(mine) | set(theirs))
+    differ = "; ".join(f"{k}={mine.get(k, 'default')} on {ctx.path}, {theirs.get(k, 'default')} on {ctx.baseline}"
+                       for k in keys if mine.get(k) != theirs.get(k))
+    return CauseVerdict(cause.id, cause.title, "confirmed", what, f"the two paths run the same runtime and differ only "
+                        f"in {differ}: that setting changes the numbers", cause.fix)
+
+
 _EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
+    "option-diff": _option_diff,
     "partition": _partitioned,
     "op-evidence": _no_op_evidence,
     "recompile": _recompile,
@@ -420,7 +470,7 @@ def explain_path(
     device = jax.default_backend() if kind in ("jit", "export", "eager") else "cpu"
     dtypes = {str(a.dtype) for a in program.avals.values() if hasattr(a, "dtype")}
     ctx = _Context(fn, tuple(args), path, baseline, list(path_out), list(base_out), device, program, dtypes,
-                   localization, fp, {})
+                   localization, fp, {}, base_vals if path_vals is not None else None, flat_args)
 
     causes: list[CauseVerdict] = []
     explained_by: str | None = None
@@ -454,12 +504,12 @@ def explain_path(
         causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",
                                    "no known cause's experiment restored parity or reproduced the numbers"))
     fixes = _fixes(ctx, causes)
-    summary = _summary(ctx, causes, fixes)
+    from ..report.brief import sentences
+
     remainder = _peel(ctx, causes, fixes, evidence, depth)
-    if remainder is not None:
-        summary += (f" What remains with {remainder.path} applied: " + remainder.summary)
-    return PathExplanation(path, baseline, summary, localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes),
-                           remainder)
+    found = PathExplanation(path, baseline, "", localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes),
+                            remainder)
+    return dataclasses.replace(found, summary=sentences(found))
 
 
 def _name_the_pass(causes: list[CauseVerdict]) -> list[CauseVerdict]:
@@ -729,61 +779,3 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
                              f"still differs from {ctx.baseline} in {n} elements (max {worst} ULP; before: "
                              f"{before[0]}, max {before[1]} ULP){result}")))
     return fixes
-
-
-def _where(d: Any) -> str:
-    op = d.op
-    src = op.user_source or op.source or "unknown line"
-    made = f", created at {op.source}" if op.source and op.source != op.user_source else ""
-    stack = f" in {op.name_stack}" if op.name_stack else ""
-    loops = "".join(f"{f.describe()}: " for f in d.within)
-    return f"{loops}#{op.index} {op.primitive} {', '.join(op.inputs)} -> {', '.join(op.outputs)}{stack} ({src}{made})"
-
-
-def _summary(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix]) -> str:
-    from ..report.format import explaining_cause, fix_label, fix_note, is_rerun, readable, short_title
-
-    parts = []
-    loc = ctx.localization
-    if loc is not None and loc.perturbed and loc.cone:
-        ops = ", ".join(f"#{o.index} {o.primitive}" for o in loc.cone)
-        lines = sorted({o.user_source or o.source or "?" for o in loc.cone})
-        parts.append(f"{ctx.path} departs from {ctx.baseline} only while these ops are compiled together: {ops} "
-                     f"({', '.join(lines)}); observing their values one by one removes the difference")
-    elif loc is not None and loc.lead is not None:
-        first = loc.lead
-        parts.append(f"{ctx.path} first departs from {ctx.baseline} on its own at {'' if first.within else 'op '}{_where(first)}"
-                     + (f": {first.detail}" if first.detail else ""))
-        if first.elements is not None:
-            parts.append(first.elements.describe(ctx.path, ctx.baseline, first.within_noise_bound,
-                                                   first.unrounded is not None))
-    found = [c for c in causes if c.status in ("confirmed", "partly", "noise") and c.cause != "unknown"]
-    main = explaining_cause(found, loc.lead if loc is not None else None)
-    if main is not None and any(c.status == "noise" for c in found) and not any(c.status == "confirmed" for c in found):
-        parts.append("the differences are expected rounding noise of reductions, not a bug")
-    elif main is not None:
-        parts.append(f"cause: {main.title} ({main.status}: {main.evidence})")
-        # A whole-program re-run (a pass or flag turned off) confirmed alongside a cause the op's own values
-        # show: the re-run is how the path comes to do it, and the proof, not a second cause.
-        proven = is_rerun(main) or (main.proof is not None and main.proof.verified)  # its own re-run proves it
-        proofs = [] if proven else [c for c in found if c.experiment.startswith("re-ran ") and c.status == "confirmed"][:1]
-        for c in proofs:
-            parts.append(f"the re-run {c.experiment.removeprefix('re-ran ')} restores parity: the "
-                         f"{short_title(c.title)} it turns off (confirmed by it) is how {ctx.path} comes to do this, "
-                         "not a second cause")
-        others = [c for c in found if c is not main and c not in proofs]
-        if others:
-            parts.append("also confirmed: " + "; ".join(f"{c.title} ({c.status}: {c.evidence})" for c in others))
-    else:
-        parts.append("cause unknown: no known cause's experiment restored parity")
-    if main is not None and main.fix:
-        parts.append(f"{fix_label(main)}: {main.fix}{fix_note(main, fixes)}")
-    said = (None, None) if main is None else (main.proof, main.fix)  # the explaining cause's own fix, said above
-    good = [f for f in fixes if f.verified and f is not said[0] and (not said[1] or f.description != said[1])]
-    if good:
-        verified = main is not None and "(verified" in parts[-1]
-        parts.append(("another verified fix: " if verified else "verified fix: ") + "; or ".join(
-            "the model change round_like_declared(fn)" if f.kind == "model change" else f"{f.kind} {f.spec}"
-            for f in good))
-    # Sentences after the first start with a capital (the first starts with the path's name, as written).
-    return readable(". ".join([parts[0]] + [p[:1].upper() + p[1:] for p in parts[1:]]) + ".")

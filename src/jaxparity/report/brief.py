@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .format import advice, explaining_cause, fmt, readable, short_title
+from .format import advice, explaining_cause, fmt, is_rerun, readable, short_title
 
-__all__ = ["blame_line", "brief", "fix_lines", "triage"]
+__all__ = ["blame_line", "brief", "fix_lines", "sentences", "triage"]
 
 
 def _floor(leaf: Any) -> float | None:
@@ -51,13 +51,13 @@ def triage(p: Any, baseline: str, lead: Any = None) -> str | None:
     ratio = {id(lf): (lf.diff.max_abs / f if f > 0 else float("inf")) for lf, f in floors}
     lf, floor = max(floors, key=lambda x: ratio[id(x[0])])
     r = ratio[id(lf)]
-    measured = (f"{lf.name} differs from {baseline} by up to {fmt(lf.diff.max_abs)}, {baseline} itself is up to "
-                f"{fmt(floor)} from the f64 ideal (max abs; f64 does not round where the program casts)")
+    measured = (f"{lf.name} differs from {baseline} by up to {fmt(lf.diff.max_abs)}, {baseline} is {fmt(floor)} from "
+                "the f64 ideal (max abs; f64 ignores the program's casts)")
     if r <= 1:
         departs = lead is not None and (lead.declared_side == "baseline" or lead.unrounded is not None)
         if departs:
-            return (f"no larger than the model's own rounding noise, but not noise: {p.spec} departs from the "
-                    f"program's declared rounding at the op below; {measured}")
+            return (f"not noise, though no larger than the model's own: {p.spec} departs from the declared "
+                    f"rounding at the op below; {measured}")
         return f"within the model's own rounding noise: {measured}"
     if floor == 0:
         return f"a real divergence: {measured}: {baseline} is exact here, so any difference is real"
@@ -75,7 +75,7 @@ def _pct(x: float) -> str:
     return f"{x:.0%}" if x < 0.995 else "100%" if x >= 0.9995 else f"{x:.1%}"
 
 
-def blame_line(loc: Any) -> list[str]:
+def blame_line(loc: Any, notes: Sequence[str] = ()) -> list[str]:
     """Where the output error comes from: the carrier(s) with their share, the divergences that carry
     none, or the amplifier where many small ones carry it only together; the first op departing from
     the baseline where blame was not measured."""
@@ -88,13 +88,26 @@ def blame_line(loc: Any) -> list[str]:
             return []
         return [f"first departs on its own at {_where(d)}"]
     size = ", ".join(f"{name}: up to {fmt(v)}" for name, v in b.outputs[:2])
+    every = {name for name, _ in b.outputs}
     lines = []
     if b.carriers:
         for c in b.carriers[:2]:
             d = loc.local[c.divergence]
-            how = (f"carries {_pct(c.alone)} of the output difference ({size})" if c.alone >= c.needed else
-                   f"is needed for {_pct(c.needed)} of the output difference ({size}) together with others")
+            mine = {name for name, _ in c.outputs}
+            if c.alone >= c.needed and mine and mine != every and len(every) > 1:  # some outputs only
+                how = "carries " + ", ".join(f"{_pct(v)} of {name}'s difference (up to {fmt(dict(b.outputs)[name])})"
+                                            for name, v in c.outputs[:2])
+            elif c.alone >= c.needed:
+                how = f"carries {_pct(c.alone)} of the output difference ({size})"
+            else:
+                how = f"is needed for {_pct(c.needed)} of the output difference ({size}) together with others"
             lines.append(f"{_where(d)} {how}")
+        carried = {name for c in b.carriers for name, _ in c.outputs}
+        for name, v in b.outputs:
+            if name not in carried and b.carriers and any(c.alone >= c.needed for c in b.carriers):
+                lines.append(f"no local divergence found carries {name}'s difference (up to {fmt(v)})" +
+                             ("; returning every intermediate changed the outputs, so it may arise only inside "
+                              "a fusion" if any("returning every intermediate" in n for n in notes) else ""))
         if b.acting_together:
             ops = ", ".join(f"#{loc.local[k].op.index} {loc.local[k].op.primitive}" for k in b.acting_together)
             lines.append(f"{ops} matter only together: each alone carries almost none of it, leaving one out loses it")
@@ -126,12 +139,8 @@ def blame_line(loc: Any) -> list[str]:
 
 
 def _fix_state(fix: Any) -> str:
-    ev = fix.evidence or ""
-    if fix.verified:
-        return "✓ verified"
-    if ": narrows" in ev:
-        return "◐ narrows"
-    return "✗ not verified"
+    """✓ restores parity, ◐ narrows the difference, ✗ does neither (the words after it say which)."""
+    return "✓" if fix.verified else "◐" if ": narrows" in (fix.evidence or "") else "✗"
 
 
 def fix_lines(e: Any, main: Any = None) -> list[str]:
@@ -143,7 +152,7 @@ def fix_lines(e: Any, main: Any = None) -> list[str]:
             continue
         what = (f"the model change round_like_declared(fn) on {f.spec.removesuffix(' [fixed model]')}"
                 if f.kind == "model change" and f.spec else f"{f.kind} {f.spec or f.description}")
-        lines.append(f"{_fix_state(f)}: {what}: {readable(_rerun_words(f))}")
+        lines.append(f"{_fix_state(f)} {what}: {readable(_rerun_words(f))}")
     return lines
 
 
@@ -170,29 +179,31 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     lines: list[tuple[str, str]] = []
     loc = e.localization
     if not e.causes:  # explaining failed: its summary says why
-        return [("", e.summary)]
+        return [("", e.summary or f"{e.path} could not be explained")]
     t = triage(p, e.baseline, loc.lead if loc is not None else None) if p is not None else None
     if t:
         lines.append(("triage", t))
     if loc is not None and loc.perturbed and loc.cone:
         lines.append(("where", f"only while ops #{loc.cone[0].index}..#{loc.cone[-1].index} are compiled together: "
                       "observing their values one by one removes the difference"))
-    for text in blame_line(loc):
-        lines.append(("where", text))
+    where = blame_line(loc, e.notes)
+    noise = [x for x in where if x.endswith("(noise)")]
+    lines += [("where", x) for x in where if x not in noise]
     d = loc.lead if loc is not None else None
+    main = explaining_cause(e.causes, d)
     if d is not None:
-        if d.detail:
+        if d.detail and not (main is not None and "never rounded" in main.evidence):  # else the cause says it
             lines.append(("", d.detail))
+        lines += [("", x) for x in noise]
         if d.elements is not None:
             lines.append(("who", readable(d.elements.describe(e.path, e.baseline, d.within_noise_bound,
                                                              d.unrounded is not None))))
-    main = explaining_cause(e.causes, d)
     if main is None or main.cause == "unknown":
         amplified = loc is not None and loc.blame is not None and loc.blame.amplifier is not None
         lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)" +
                       ("; the small local error above is amplified by the program itself" if amplified else "")))
     else:
-        state = {"confirmed": "confirmed", "partly": "partly", "noise": "expected rounding noise"}[main.status]
+        state = {"confirmed": "confirmed", "partly": "partly", "noise": "expected rounding noise, not a bug"}[main.status]
         evidence = main.evidence
         if main.proof is not None:  # the re-run is said on the fix's line
             cut = evidence.find("; " + main.proof.evidence[:40])
@@ -200,7 +211,7 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         title = re.sub(r" \(e\.g\. .*\)$", "", main.title)
         lines.append(("cause", f"{title} ({state}): {readable(evidence)}"))
     if main is not None and main.fix and any(f.verified for f in e.fixes) and not main.fix.startswith("nothing") \
-            and not any(f.kind == "model change" and f.verified for f in e.fixes):
+            and not is_rerun(main) and not any(f.kind == "model change" and f.verified for f in e.fixes):
         lines.append(("fix", main.fix))  # the cause's own fix, in words; its re-runs below
     if e.same_values:
         lines.append(("same", f"{e.path} gives {e.same_values}'s values bit for bit"))
@@ -220,3 +231,20 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
 
 def width_of(labels: Sequence[str]) -> int:
     return max((len(x) for x in labels), default=0)
+
+
+_LEADS = {"cause": "Cause: ", "fix": "Fix: ", "workaround": "Workaround: ", "what to do": "What to do: "}
+
+
+def sentences(e: Any) -> str:
+    """The short explanation as prose (``PathExplanation.summary``: the JSON's and the pytest message's):
+    the lines of ``brief`` without the triage, which needs the comparison; what remains after a partial
+    fix follows, explained the same way."""
+    parts = []
+    for label, text in brief(e):
+        text = _LEADS.get(label, "") + text
+        parts.append(text[:1].upper() + text[1:])
+    said = f"{e.path} against {e.baseline}: " + " ".join(p if p.endswith(".") else p + "." for p in parts)
+    if e.remainder is not None:
+        said += f" What remains with {e.remainder.path} applied: " + e.remainder.summary
+    return readable(said)

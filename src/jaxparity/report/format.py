@@ -330,7 +330,7 @@ def advice(e: Any) -> list[str]:
         return []
     shown = {f.description for f in e.fixes}
     others = [c for c in e.causes if c.status in ("confirmed", "partly", "noise") and c is not main
-              and not is_rerun(c) and c.cause != "unknown"]
+              and not is_rerun(c) and c.cause not in ("unknown", "path-option")]
     lines = []
     for c in [main, *others]:
         if not c.fix or c.fix in shown:
