@@ -172,7 +172,7 @@ def test_report_renders_in_headless_chromium(two_explained, seed):
             box = page.locator("#drift-svg").bounding_box()
             assert box is not None and box["width"] > 600 and box["height"] > 150
             assert "✓ verified" in page.inner_text("#fix-jit-0")
-            assert "first departs from eager" in page.inner_text("#explain-jit")
+            assert "carries 100% of the output difference" in page.inner_text("#explain-jit")
             # nothing beyond the file itself was requested
             assert [u for u in requests if not u.startswith("file://")] == []
             # no horizontal overflow of the page at a laptop width

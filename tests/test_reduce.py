@@ -12,6 +12,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from jaxparity.paths import parse_spec
+
 from jaxparity.case import load_case
 from jaxparity.cli import main
 from jaxparity.reduce import ReduceError, reduce_case
@@ -119,6 +121,13 @@ def test_planted_cause_reduces_to_a_script_that_reproduces_and_is_fixed(case, ba
         assert red.fixed_restores, red.notes
         rc, out = run_script(red.script, tmp_path, "--fixed")
         assert rc == 0 and " 0 of " in out
+        # the bug report recommends a fix only where its re-run restored parity on the whole case
+        whole = [f for f in red.explanation.fixes if f.spec and red.script.fixed and f.kind != "model change"
+                 and any(f"{k}={v}" in red.script.fixed for k, v in parse_spec(f.spec)[1].items())]
+        if whole and not whole[0].verified:
+            assert "so it is not a fix for the model" in red.markdown and "applies the fix (" not in red.markdown
+        elif whole:
+            assert "applies the fix (" in red.markdown
 
 
 @pytest.mark.slow

@@ -111,6 +111,16 @@ def docstring(expl: Any, d: Any, region: Region, baseline: str, path: str, case:
     return "\n".join(wrapped)
 
 
+def _whole_case(expl: Any, fixed: str) -> Any | None:
+    """The explanation's fix (its re-run on the whole case) whose options ``--fixed`` applies."""
+    for f in expl.fixes:
+        if f.spec and "[" not in f.spec and f.kind != "model change":
+            options = [f"{k}={v}" for k, v in parse_spec(f.spec)[1].items()]
+            if options and any(o in fixed for o in options):
+                return f
+    return None
+
+
 def markdown(red: Any, case: str, name: str) -> str:
     """A bug-report draft: title, what differs, the cause and its evidence, the pass, versions, the script."""
     expl = red.explanation
@@ -131,7 +141,13 @@ def markdown(red: Any, case: str, name: str) -> str:
     if wrong is not None:
         lines += ["", f"The differing result is wrong code, not rounding: {wrong.evidence}."]
     if red.script.fixed:
-        lines += ["", f"`python {name} --fixed` applies the fix ({red.script.fixed}) and exits 0."]
+        whole = _whole_case(expl, red.script.fixed)
+        if whole is None or whole.verified:
+            lines += ["", f"`python {name} --fixed` applies the fix ({red.script.fixed}) and exits 0."]
+        else:  # it restores the reduced region, not the model: never recommended as the model's fix
+            lines += ["", f"`python {name} --fixed` applies {red.script.fixed} and exits 0 on this reproducer; on "
+                      f"the whole case the same change does not restore parity ({whole.spec}: "
+                      f"{whole.evidence.rsplit('; ', 1)[-1]}), so it is not a fix for the model."]
     lines += ["", "## Versions", "", f"{versions(red.baseline, red.path)}; CPU {cpu_features()}; Python "
               f"{platform.python_version()}", "", "## Reproducer", "",
               f"Found in `{case}` at {red.where}; reduced by jaxparity (`jaxparity reduce`).", "", "```python",

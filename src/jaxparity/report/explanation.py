@@ -182,10 +182,10 @@ def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
         grid.add_row(label, Text(text))
     for o in same:
         for fix in o.fixes:
-            mark = "✓ verified" if fix.verified else "✗ not verified"
-            grid.add_row("fix", Text(f"{o.path}: {mark}: {fix.kind} {fix.spec or fix.description}"))
+            if fix.verified:  # as the shown path's: only fixes that restore parity
+                grid.add_row("fix", Text(f"{o.path}: ✓ {fix.kind} {fix.spec or fix.description}: parity restored"))
     for note in e.notes:
-        if note.startswith(("explaining failed", "per-op values of")):
+        if note.startswith(("explaining failed", "per-op values of", "explained on")):
             grid.add_row("note", Text(note, style="dim"))
     parts: list[Any] = [Text(f"why {who} {'differ' if same else 'differs'} from {e.baseline}", style="bold underline"),
                         grid]
