@@ -32,6 +32,7 @@ import numpy as np
 from jax.extend.core import Literal
 
 from ..metrics import as_wide, ulp_distance
+from ..rounding import is_float_dtype
 from .program import FlatProgram, Op
 
 __all__ = ["Amplifier", "Blame", "Carrier", "blame", "reproduced"]
@@ -106,7 +107,8 @@ def reproduced(replayed: np.ndarray, base: np.ndarray, target: np.ndarray, clip:
     elements (least squares); elements where a side is NaN or inf: reproduced when the replay has the
     target's value class (NaN, +inf, -inf); the two parts weighted by their counts of elements."""
     target, base, replayed = np.asarray(target), np.asarray(base), np.asarray(replayed)
-    if target.shape != base.shape or replayed.shape != target.shape or target.dtype.kind not in "fciub":
+    numeric = target.dtype.kind in "fciub" or is_float_dtype(target.dtype)  # bf16, fp8: kind 'V'
+    if target.shape != base.shape or replayed.shape != target.shape or not numeric:
         return None
     differ = ulp_distance(target, base) != 0
     if not differ.any():
@@ -293,46 +295,61 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
         return None
     together = total(everything)
     order = sorted(units)  # program order
-    # Which units to replay alone: all of them where they are few; else group testing: the units in
-    # MAX_ALONE chunks of consecutive ops, each chunk injected together, and the members of the chunks
-    # that carry (or that all together need) replayed alone.
-    candidates = order
-    if len(order) > MAX_ALONE:
-        size = math.ceil(len(order) / MAX_ALONE)
-        chunks = [order[i:i + size] for i in range(0, len(order), size)]
-        carrying = []
-        for chunk in chunks:
-            s = shares(set(chunk))
-            if s is None:
-                break
-            lost = shares(set(units) - set(chunk))
-            if lost is None:
-                break
-            if total(s) >= CARRIES or together - total(lost) >= CARRIES:
-                carrying.append(chunk)
-        candidates = [u for chunk in carrying for u in chunk][:4 * MAX_ALONE]
+    # Which units to replay alone, largest first: ranked by their first-order share (one backward pass
+    # through the program), then, where those replayed fall short of all of them together, by group
+    # testing: the rest in chunks of consecutive ops, each chunk injected together, the members of the
+    # chunks that carry replayed alone. A threshold that no gradient sees is found by the chunks.
+    linear = (_first_order(program, {u: ops[u] for u in order}, replay, base_args, base_out, path_out, differing)
+              if len(order) > MAX_ALONE else None)
+    if linear is not None:
+        order_alone = sorted(order, key=lambda u: -abs(linear.get(u, 0.0)))
+    else:
+        order_alone = order
     alone: dict[int, dict[int, float]] = {}
-    for u in candidates:
-        if len(units) == 1:
-            alone[u] = everything
-            break
-        s = shares({u})
-        if s is None:
-            break
-        alone[u] = s
+
+    def replay_alone(candidates: Sequence[int]) -> bool:
+        for u in candidates:
+            if u in alone:
+                continue
+            if len(units) == 1:
+                alone[u] = everything
+                return True
+            many = len(units) > MAX_ALONE  # a few are all replayed; of many, those that can matter
+            if many and sum(total(x) for x in alone.values()) >= together - CARRIES and len(alone) >= 2:
+                return True  # what is measured already accounts for all of them together
+            if many and linear is not None and abs(linear.get(u, 0.0)) < CARRIES / 10 and alone:
+                return False  # the rest carry nothing to first order
+            got = shares({u})
+            if got is None:
+                return True
+            alone[u] = got
+        return False
+
+    spent = replay_alone(order_alone[:MAX_ALONE] if len(order) > MAX_ALONE and linear is None else order_alone)
+    if not spent and sum(total(x) for x in alone.values()) < together - CARRIES and len(order) > len(alone):
+        rest = [u for u in order if u not in alone]
+        size = max(1, math.ceil(len(rest) / MAX_ALONE))
+        for chunk in (rest[i:i + size] for i in range(0, len(rest), size)):
+            got = shares(set(chunk))
+            if got is None:
+                break
+            if total(got) >= CARRIES and replay_alone(chunk):
+                break
     needed: dict[int, float] = {}
     # Leave-one-out where the shares alone fall short of all of them together: divergences that act together.
     if len(units) > 1 and sum(total(s) for s in alone.values()) < together - CARRIES:
-        for u in [u for u in candidates if u in alone]:
+        for u in list(alone)[:MAX_ALONE]:
             s = shares(set(units) - {u})
             if s is None:
                 break
             needed[u] = max(0.0, together - total(s))
     measured = set(alone) | set(needed)
     if len(measured) < len(units):
-        notes.append(f"{len(units) - len(measured)} of {len(units)} divergences were not replayed alone "
-                     f"({'their group of ops carries none of the difference' if len(order) > MAX_ALONE else 'time budget spent'}):"
-                     " they are counted among all of them together")
+        why = ("time budget spent" if time.monotonic() > deadline else
+               "their first-order share is below 1% and what was replayed accounts for all of them together"
+               if linear is not None else "their group of ops carries none of the difference")
+        notes.append(f"{len(units) - len(measured)} of {len(units)} divergences were not replayed alone ({why}): "
+                     "they are counted among all of them together")
     name = {j: names[j] if j < len(names) else f"out[{j}]" for j in differing}
     carriers = []
     offsetting = set()
@@ -366,6 +383,77 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
                      "as a whole")
     return Blame(method, sizes, round(together, 4), tuple(carriers), noise, acting, amplifier,
                  len(units) - len(measured), tuple(notes), round(time.monotonic() - start, 3))
+
+
+def _first_order(program: FlatProgram, units: dict[int, Op], replay: _Replay, base_args: dict[int, Any],
+                 base_out: Sequence[np.ndarray], path_out: Sequence[np.ndarray],
+                 differing: Sequence[int]) -> dict[int, float] | None:
+    """Each unit's first-order share of the output difference: the projection of its local error, carried
+    to the outputs by the program's derivative, onto the difference (one backward pass, op by op, from
+    every differing float output at once). None where the program cannot be differentiated (a while
+    loop, integer outputs only): the units are then replayed in program order."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..pytree import host
+    from .values import _bind
+
+    floats = [j for j in differing if np.asarray(path_out[j]).dtype.kind == "f" or
+              np.asarray(path_out[j]).dtype.name in ("bfloat16", "float16")]
+    if not floats:
+        return None
+    deltas: dict[int, list[Any]] = {}
+    for u, op in units.items():
+        own = replay._baseline_on_path_inputs(op)
+        row = []
+        for vid, o in zip(op.outputs, own):
+            p = replay.path.get(vid) if vid is not None else None
+            if p is None or o is None or not jnp.issubdtype(np.asarray(p).dtype, jnp.floating):
+                row.append(None)
+                continue
+            with np.errstate(invalid="ignore", over="ignore"):
+                d = as_wide(host(p)) - as_wide(host(o))
+            row.append(np.where(np.isfinite(d), d, 0.0))
+        deltas[u] = row
+    args = [base_args[vid] for vid in program.arg_ids]
+
+    def run(eps: dict[int, list[Any]]) -> list[Any]:
+        values: dict[int, Any] = dict(program.consts)
+        values.update(zip(program.arg_ids, args))
+        for op in program.ops:
+            outs = list(_bind(op, [r.val if isinstance(r, Literal) else values[r] for r in op.inputs]))
+            if op.info.index in eps:
+                outs = [o + e.astype(o.dtype) if e is not None else o for o, e in zip(outs, eps[op.info.index])]
+            for vid, out in zip(op.outputs, outs):
+                if vid is not None:
+                    values[vid] = out
+        outs = program.outputs(values)
+        return [outs[j] for j in floats]
+
+    eps = {u: [None if d is None else jnp.zeros(d.shape, _dtype(program, vid)) for d, vid in zip(row, units[u].outputs)]
+           for u, row in deltas.items()}
+    try:
+        gaps = []
+        for j in floats:
+            with np.errstate(invalid="ignore", over="ignore"):
+                gap = as_wide(host(path_out[j])) - as_wide(host(base_out[j]))
+            gap = np.where(np.isfinite(gap), gap, 0.0)
+            norm = float((gap ** 2).sum())
+            gaps.append(jnp.asarray(gap / norm if norm > 0 else gap, np.asarray(path_out[j]).dtype))
+        # One compiled backward pass: op by op it costs ~5 ms an op, compiled a fraction of that (the
+        # derivative need not be the baseline's bit for bit: it only ranks what is replayed exactly).
+        (grads,) = jax.jit(lambda e, c: jax.vjp(run, e)[1](c))(eps, gaps)
+    except Exception:  # not differentiable here (a while loop, an integer-only op...): program order instead
+        return None
+    out = {}
+    for u, row in deltas.items():
+        out[u] = sum(float(np.sum(as_wide(host(g)) * d)) for g, d in zip(grads[u], row) if d is not None and g is not None)
+        out[u] /= len(floats)
+    return out
+
+
+def _dtype(program: FlatProgram, vid: int | None) -> Any:
+    return program.avals[vid].dtype if vid is not None else np.float32
 
 
 # Recognised ill-conditioned forms at an amplifying subtraction, and their well-conditioned forms.

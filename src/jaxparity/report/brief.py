@@ -53,8 +53,13 @@ def triage(p: Any, baseline: str, lead: Any = None) -> str | None:
     r = ratio[id(lf)]
     measured = (f"{lf.name} differs from {baseline} by up to {fmt(lf.diff.max_abs)}, {baseline} is {fmt(floor)} from "
                 "the f64 ideal (max abs; f64 ignores the program's casts)")
+    departs = lead is not None and (lead.declared_side == "baseline" or lead.unrounded is not None)
+    if 1 < r < 2:
+        size = f"about the size of the model's own rounding noise ({r:.2f}×)"
+        if departs:
+            return f"{size}, but not noise: {p.spec} departs from the declared rounding at the op below; {measured}"
+        return f"{size}: {measured}"
     if r <= 1:
-        departs = lead is not None and (lead.declared_side == "baseline" or lead.unrounded is not None)
         if departs:
             return (f"not noise, though no larger than the model's own: {p.spec} departs from the declared "
                     f"rounding at the op below; {measured}")
