@@ -316,7 +316,8 @@ def _widened_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
     of the declared narrow dtype, so the narrow result feeding it was never rounded. Confirmed there;
     the flag re-run then proves the fix (None where no op shows it: the re-run decides)."""
     loc = ctx.localization
-    hits = [d for d in (loc.local if loc else ()) if d.unrounded is not None and d.detail]
+    ranked = (loc.ranked + [d for d in loc.local if d.within_noise_bound]) if loc else []  # the carrier first
+    hits = [d for d in ranked if d.unrounded is not None and d.detail]
     if not hits:
         return None
     d = hits[0]
@@ -778,4 +779,27 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
                              f"{target} on the fixed model " + ("equals " + ctx.baseline if n == 0 else
                              f"still differs from {ctx.baseline} in {n} elements (max {worst} ULP; before: "
                              f"{before[0]}, max {before[1]} ULP){result}")))
-    return fixes
+    return [_with_cost(ctx, f) for f in fixes]
+
+
+MIN_TIMED = 1e-3  # seconds a call must take for its run time to be compared
+
+
+def _with_cost(ctx: _Context, fix: Fix) -> Fix:
+    """A verified fix with its run-time cost: the fixed path (or fixed model) against the path as it was,
+    each warm, where the path can time a call apart from compiling it (jit, export)."""
+    if not fix.verified or not fix.spec:
+        return fix
+    spec, model = fix.spec.removesuffix(" [fixed model]"), fix.spec.endswith(" [fixed model]")
+    try:
+        from ..fixes import round_like_declared
+        from ..paths.staging import reused
+
+        fixed_fn = reused("fixed model", (id(ctx.fn),), ctx.fn, lambda: round_like_declared(ctx.fn)) if model else ctx.fn
+        after = make_path(spec).run_seconds(fixed_fn, ctx.args)
+        before = make_path(ctx.path).run_seconds(ctx.fn, ctx.args) if after is not None else None
+    except Exception:  # the cost is extra: a fix stays verified without it
+        return fix
+    if after is None or not before or before < MIN_TIMED:
+        return fix  # a call this short is timing noise, not a cost
+    return dataclasses.replace(fix, cost=round(after / before - 1, 3))

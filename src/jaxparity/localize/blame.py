@@ -90,6 +90,7 @@ class Blame:
     unmeasured: int = 0  # divergences not replayed alone (over MAX_ALONE, or past the time budget)
     notes: tuple[str, ...] = ()
     seconds: float = 0.0
+    why_unmeasured: str = ""  # why the unmeasured divergences were not replayed alone
 
     @property
     def lead(self) -> Carrier | None:
@@ -344,6 +345,7 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
                 break
             needed[u] = max(0.0, together - total(s))
     measured = set(alone) | set(needed)
+    why = ""
     if len(measured) < len(units):
         why = ("time budget spent" if time.monotonic() > deadline else
                "their first-order share is below 1% and what was replayed accounts for all of them together"
@@ -382,7 +384,7 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
                      "the rest comes from ops that could not be checked, or from how the path runs the program "
                      "as a whole")
     return Blame(method, sizes, round(together, 4), tuple(carriers), noise, acting, amplifier,
-                 len(units) - len(measured), tuple(notes), round(time.monotonic() - start, 3))
+                 len(units) - len(measured), tuple(notes), round(time.monotonic() - start, 3), why)
 
 
 def _first_order(program: FlatProgram, units: dict[int, Op], replay: _Replay, base_args: dict[int, Any],

@@ -139,3 +139,8 @@ class Path(ABC):
     @abstractmethod
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         """Execute ``fn(*args)`` this path's way and return its outputs (a pytree of arrays)."""
+
+    def run_seconds(self, fn: Callable[..., Any], args: tuple, budget: float = 1.0) -> float | None:
+        """Seconds one warm call takes on this path, where it can be measured apart from compiling or
+        converting (a fix's run-time cost); None where each run is a fresh process or conversion."""
+        return None

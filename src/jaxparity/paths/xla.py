@@ -99,6 +99,24 @@ class _CompiledPath(Path):
         return out if reusing() else jax.block_until_ready(out)
 
 
+    def run_seconds(self, fn: Callable[..., Any], args: tuple, budget: float = 1.0) -> float | None:
+        """Seconds one call of ``fn`` takes once compiled with this path's options (the median of up to 15
+        calls within ``budget``): what a fix costs at run time, measured where it runs."""
+        import time
+
+        import jax
+
+        compiled = jax.jit(fn).trace(*args).lower().compile(compiler_options=self.compiler_options())
+        jax.block_until_ready(compiled(*args))  # warm
+        times: list[float] = []
+        start = time.perf_counter()
+        while len(times) < 15 and (len(times) < 3 or time.perf_counter() - start < budget):
+            t = time.perf_counter()
+            jax.block_until_ready(compiled(*args))
+            times.append(time.perf_counter() - t)
+        return sorted(times)[len(times) // 2]
+
+
 class JitPath(_CompiledPath):
     name = "jit"
     summary = "jax.jit on the local device: one XLA program, fused and optimized (mesh=N: sharded over N devices)"

@@ -140,6 +140,8 @@ def blame_line(loc: Any, notes: Sequence[str] = ()) -> list[str]:
     if b.noise:
         lines.append(f"{len(b.noise)} other ops depart on their own but carry none of it (noise)" if len(b.noise) > 1
                      else "1 other op departs on its own but carries none of it (noise)")
+    if b.unmeasured:
+        lines.append(f"{b.unmeasured} more were not replayed alone: {b.why_unmeasured}")
     return lines
 
 
@@ -157,7 +159,8 @@ def fix_lines(e: Any, main: Any = None) -> list[str]:
             continue
         what = (f"the model change round_like_declared(fn) on {f.spec.removesuffix(' [fixed model]')}"
                 if f.kind == "model change" and f.spec else f"{f.kind} {f.spec or f.description}")
-        lines.append(f"{_fix_state(f)} {what}: {readable(_rerun_words(f))}")
+        cost = "" if f.cost is None else f"; run time {f.cost:+.0%} (warm, against {e.path} without it)"
+        lines.append(f"{_fix_state(f)} {what}: {readable(_rerun_words(f))}{cost}")
     return lines
 
 
