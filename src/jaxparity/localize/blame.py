@@ -550,4 +550,38 @@ def blame_localization(program: FlatProgram, loc: Any, path_vals: Any, base_vals
     except Exception as e:
         return dataclasses.replace(loc, notes=loc.notes + (f"blame could not be measured ({type(e).__name__}: "
                                                            f"{str(e).splitlines()[0] if str(e) else ''})",))
-    return dataclasses.replace(loc, blame=found)
+    loc = dataclasses.replace(loc, blame=found)
+    return _carriers_with_evidence(program, loc, path_vals, path_args, baseline) if found is not None else loc
+
+
+def _carriers_with_evidence(program: FlatProgram, loc: Any, path_vals: Any, path_args: dict[int, Any],
+                            baseline: str) -> Any:
+    """Element evidence (who is right, an example) for the carriers the localizer gave none (it gives
+    it to the first local divergences in program order; a carrier can come much later)."""
+    import dataclasses
+
+    from ..interpreter import evaluate_eqn
+    from ..pytree import host
+    from .localizer import _baseline_replay, _elements
+
+    local = list(loc.local)
+    for c in loc.blame.carriers[:2]:
+        d = local[c.divergence]
+        if d.elements is not None or d.within:
+            continue
+        op = program.ops[d.op.index]
+        try:
+            ins = [r.val if isinstance(r, Literal) else path_vals.values.get(r, path_args.get(r, program.consts.get(r)))
+                   for r in op.inputs]
+            if any(x is None for x in ins):
+                continue
+            replayed = [host(x) for x in _baseline_replay(baseline, op, ins)]
+            k = next(i for i, v in enumerate(op.outputs) if v is not None and v in path_vals.values and
+                     not _bitwise(path_vals.values[v], replayed[i]))
+            declared = host(evaluate_eqn(op.eqn, ins, mode="declared")[k])
+        except Exception:  # evidence is extra
+            continue
+        evidence = _elements(op, ins, host(path_vals.values[op.outputs[k]]), replayed[k], declared, k)
+        if evidence is not None:
+            local[c.divergence] = dataclasses.replace(d, elements=evidence)
+    return dataclasses.replace(loc, local=tuple(local))

@@ -102,6 +102,8 @@ def blame_line(loc: Any, notes: Sequence[str] = ()) -> list[str]:
             if c.alone >= c.needed and mine and mine != every and len(every) > 1:  # some outputs only
                 how = "carries " + ", ".join(f"{_pct(v)} of {name}'s difference (up to {fmt(dict(b.outputs)[name])})"
                                             for name, v in c.outputs[:2])
+            elif c.alone >= c.needed and d.within:  # a loop is injected whole: its share, not the op's alone
+                how = f"is where its loop departs; the loop carries {_pct(c.alone)} of the output difference ({size})"
             elif c.alone >= c.needed:
                 how = f"carries {_pct(c.alone)} of the output difference ({size})"
             else:
@@ -119,21 +121,10 @@ def blame_line(loc: Any, notes: Sequence[str] = ()) -> list[str]:
         if len(b.carriers) > 2:
             lines.append(f"{len(b.carriers) - 2} more divergences carry smaller shares (--verbose)")
         if b.amplifier is not None:
-            a = b.amplifier
-            cond = f"; its inputs are up to {a.condition:.3g} times its result (cancellation)" if a.condition else ""
-            lines.append(f"a small local error made large by #{a.index} {a.primitive} ({a.where}), which turns "
-                         f"relative differences of {a.before:.2g} into {a.after:.2g}{cond}: the program is "
-                         "ill-conditioned there")
-            if a.pattern:
-                lines.append(f"{a.pattern}: {a.remedy} (proposed; not re-run)")
+            lines += _amplified(b.amplifier, "a small local error made large")
     elif b.amplifier is not None:
-        a = b.amplifier
-        cond = f"; its inputs are up to {a.condition:.3g} times larger than its result (cancellation)" if a.condition else ""
-        lines.append(f"no single divergence carries it: {len(loc.local)} small ones do together ({_pct(b.together)}), "
-                     f"amplified by #{a.index} {a.primitive} ({a.where}), which turns relative differences of "
-                     f"{a.before:.2g} into {a.after:.2g}{cond}: the program is ill-conditioned there")
-        if a.pattern:
-            lines.append(f"{a.pattern}: {a.remedy} (proposed; not re-run)")
+        lines += _amplified(b.amplifier, f"no single divergence carries it: {len(loc.local)} small ones do together "
+                            f"({_pct(b.together)}), amplified")
     else:
         lines.append(f"no divergence found carries the output difference: together they reproduce {_pct(b.together)} "
                      "of it")
@@ -142,6 +133,16 @@ def blame_line(loc: Any, notes: Sequence[str] = ()) -> list[str]:
                      else "1 other op departs on its own but carries none of it (noise)")
     if b.unmeasured:
         lines.append(f"{b.unmeasured} more were not replayed alone: {b.why_unmeasured}")
+    return lines
+
+
+def _amplified(a: Any, head: str) -> list[str]:
+    """The amplifier's line (``head`` "by #6 sub ..."), and its well-conditioned form where one is known."""
+    cond = f"; its inputs are up to {a.condition:.3g} times its result (cancellation)" if a.condition else ""
+    lines = [f"{head} by #{a.index} {a.primitive} ({a.where}), which turns relative differences of {a.before:.2g} "
+             f"into {a.after:.2g}{cond}: the program is ill-conditioned there"]
+    if a.pattern:
+        lines.append(f"{a.pattern}: {a.remedy} (proposed; not re-run)")
     return lines
 
 
@@ -195,7 +196,7 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines.append(("where", f"only while ops #{loc.cone[0].index}..#{loc.cone[-1].index} are compiled together: "
                       "observing their values one by one removes the difference"))
     where = blame_line(loc, e.notes)
-    noise = [x for x in where if x.endswith("(noise)")]
+    noise = [x for x in where if x.endswith("(noise)") or " more were not replayed alone" in x]  # what carries none
     lines += [("where", x) for x in where if x not in noise]
     d = loc.lead if loc is not None else None
     main = explaining_cause(e.causes, d)
