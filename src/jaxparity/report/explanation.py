@@ -183,7 +183,9 @@ def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
     for o in same:
         for fix in o.fixes:
             if fix.verified:  # as the shown path's: only fixes that restore parity
-                grid.add_row("fix", Text(f"{o.path}: ✓ {fix.kind} {fix.spec or fix.description}: parity restored"))
+                what = (f"the model change round_like_declared(fn) on {o.path}" if fix.kind == "model change" else
+                        f"{fix.kind} {fix.spec or fix.description}")
+                grid.add_row("fix", Text(f"{o.path}: ✓ {what}: parity restored"))
     for note in e.notes:
         if note.startswith(("explaining failed", "per-op values of", "explained on")):
             grid.add_row("note", Text(note, style="dim"))
