@@ -136,3 +136,32 @@ def test_a_rerun_is_judged_once_narrows_only_when_nothing_grows():
     assert narrowing((10, 5), (4, 6), True) == ": no closer"
     assert narrowing((10, 5), (10, 5), False) == ": no change"
     assert narrowing((10, 5), (12, 3), True) == ": no closer"
+
+
+def test_a_fast_variance_layernorm_on_tflite_is_ill_conditioned_and_its_two_pass_form_is_verified_there():
+    """flax's LayerNorm(use_fast_variance=True) converted to TFLite: both sides sum within the bound, the
+    one-pass variance amplifies it (the amplifier is that subtraction, not x − mean whose elements near zero
+    have a large relative difference), and the two-pass form, re-run on TFLite, eager and f64, brings TFLite
+    within the rewritten program's own rounding noise: the fix is verified on the path, said in one line."""
+    from jaxparity.report.terminal import render_text
+
+    case = load_case(f"{CASES}:make_fast_variance_layernorm")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "tflite", "f64"]).explain()
+    (p,) = [p for p in result.paths if p.spec == "tflite"]
+    assert p.status == "ok", p.message
+    (e,) = result.explanations
+    a = e.localization.blame.amplifier
+    assert a is not None and a.primitive == "sub" and a.pattern.startswith("one-pass variance")
+    assert a.condition > 1e5 and line(e.localization.program[a.index]) == planted_line("fast variance")
+    sub_inputs = {o.split(":")[0] for o in e.localization.program[a.index].operands}
+    assert [op.primitive for op in e.localization.program if f"op{op.index}" in sub_inputs] == ["div", "square"]
+    (cause,) = [c for c in e.causes if c.cause == "ill-conditioned"]
+    assert cause.status == "confirmed", cause
+    (fix,) = [f for f in e.fixes if f.spec == "tflite [well-conditioned model]"]
+    assert fix.verified and "use_fast_variance=False" in fix.description
+    before, after = (float(x) for x in re.search(r"falls from (\S+) to (\S+) \(max abs\)", fix.evidence).groups())
+    assert after < before / 100, fix.evidence
+    text = " ".join(render_text(result, width=80).split())
+    assert "✓ compute the variance in two passes" in text and "(proposed; not re-run)" not in text
+    assert "half or more of eager's digits are rounding error" in text
+    assert "report it to the runtime's maintainers" not in text  # neither side is wrong

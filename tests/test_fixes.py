@@ -261,7 +261,7 @@ def test_f32_function_unchanged():
 
 # ------------------------------------------------------------------------ details
 def test_dtypes_bits():
-    from jaxparity.fixes import _bits
+    from jaxparity.fixes.rounding import _bits
 
     assert _bits(jnp.bfloat16) == (8, 7)
     assert _bits(jnp.float16) == (5, 10)
@@ -369,3 +369,50 @@ def test_write_fixed_case_errors(tmp_path):
         write_fixed_case("model.txt", tmp_path / "x.py")
     with pytest.raises(CaseError, match="no such file"):
         write_fixed_case(str(tmp_path / "missing.py"), tmp_path / "x.py")
+
+
+# ------------------------------------------------------------------ well_conditioned
+def test_well_conditioned_computes_a_one_pass_variance_in_two_passes_under_every_transform():
+    """mean(x²) − mean(x)² becomes mean((x − mean(x))²): equal to the two-pass variance eagerly, under
+    jit and through jax.export; rewrites() lists the site; ``at`` restricts it to a line."""
+    from jaxparity.fixes import rewrites, well_conditioned
+
+    def var(x):
+        return jnp.mean(x * x, -1) - jnp.mean(x, -1) ** 2
+
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((4, 512)).astype(np.float32) + 1000.0)
+    exact = np.var(np.asarray(x, np.float64), -1)
+    fixed = well_conditioned(var)
+    two_pass = np.asarray(jnp.mean((x - jnp.mean(x, -1, keepdims=True)) ** 2, -1))
+    np.testing.assert_array_equal(np.asarray(fixed(x)), two_pass)
+    np.testing.assert_array_equal(np.asarray(jax.jit(fixed)(x)), np.asarray(jax.jit(lambda x: jnp.mean(
+        (x - jnp.mean(x, -1, keepdims=True)) ** 2, -1))(x)))
+    exported = jax.export.export(jax.jit(fixed))(x)
+    assert np.abs(np.asarray(exported.call(x)) - exact).max() < 1e-3 < np.abs(np.asarray(var(x)) - exact).max()
+    (site,) = rewrites(var, (x,))
+    assert site.startswith("one-pass variance at test_fixes.py:")
+    here = site.split(" at ")[1]
+    assert rewrites(var, (x,), at=[here]) == [site] and rewrites(var, (x,), at=["elsewhere.py:1"]) == []
+
+
+def test_well_conditioned_shifts_a_log_sum_exp_and_leaves_other_programs_alone():
+    """log(Σ exp(x)) overflows at x = 100 in float32; its shifted form does not, and its gradient is the
+    softmax. A program with no recognised form computes what it computed."""
+    from jaxparity.fixes import rewrites, well_conditioned
+
+    def lse(x):
+        return jnp.log(jnp.sum(jnp.exp(x), -1))
+
+    x = jnp.asarray([[100.0, 101.0, 102.0], [1.0, 2.0, 3.0], [-jnp.inf, -jnp.inf, -jnp.inf]])
+    assert np.isinf(np.asarray(lse(x))[0])
+    got = np.asarray(well_conditioned(lse)(x))
+    np.testing.assert_allclose(got, np.asarray(jax.nn.logsumexp(x, -1)), rtol=1e-6)
+    g = jax.grad(lambda v: well_conditioned(lse)(v).sum())(x[:2])
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.nn.softmax(x[:2], -1)), rtol=1e-6)
+    assert [s.split(" at ")[0] for s in rewrites(lse, (x,))] == ["unshifted log-sum-exp"]
+
+    def plain(x):
+        return jnp.tanh(x) * 2.0 - jnp.mean(x)
+
+    assert rewrites(plain, (x[:2],)) == []
+    np.testing.assert_array_equal(np.asarray(well_conditioned(plain)(x[:2])), np.asarray(plain(x[:2])))

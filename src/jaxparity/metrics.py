@@ -377,6 +377,9 @@ class ReferenceError:
     # larger component, each rounded to the component dtype): 0 means the array holds the best
     # value its dtype can represent. None for integer and bool arrays (their distance is max_abs).
     max_ulp: int | None
+    # The largest finite |ideal| of the array: the scale an error of max_abs is judged against (a
+    # baseline as far from f64 as the values are large has lost its digits). None where not measured.
+    ideal_scale: float | None = None
 
 
 def reference_error(x: np.ndarray, ideal: np.ndarray) -> ReferenceError:
@@ -402,8 +405,12 @@ def reference_error(x: np.ndarray, ideal: np.ndarray) -> ReferenceError:
         rounded.real, rounded.imag = wide.real, wide.imag
         ulps = ulp_distance(x, rounded)
         max_ulp = int(np.where(ulps < 0, np.iinfo(np.int64).max, ulps).max(initial=0))
+    with np.errstate(invalid="ignore"):
+        size = np.abs(as_wide(ideal)).reshape(-1)
+    size = size[np.isfinite(size)]
     return ReferenceError(
         max_abs=float(err.max(initial=0.0)),
         mean_abs=float(err.mean()) if err.size else 0.0,
         max_ulp=max_ulp,
+        ideal_scale=float(size.max(initial=0.0)) if kind in ("float", "complex") else None,
     )

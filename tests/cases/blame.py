@@ -70,3 +70,20 @@ def make_cancellation():
         return jnp.mean(x * x, -1) - jnp.mean(x, -1) ** 2  # planted: one-pass variance
 
     return fn, (_normal((16, 4096)) + 1000.0,)
+
+
+def make_fast_variance_layernorm():
+    """flax's LayerNorm with use_fast_variance=True on activations whose mean is large against their
+    spread: its one-pass variance turns the 1 ULP differences of two summation orders into a large
+    output difference, on every runtime that sums in another order."""
+    import flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            h = nn.Dense(64)(x) * 0.1 + 500.0
+            h = nn.LayerNorm(use_fast_variance=True)(h)  # planted: fast variance
+            return nn.Dense(8)(h)
+
+    model, x = Block(), _normal((8, 32))
+    return model.apply, (model.init(jax.random.key(0), x), x)

@@ -14,6 +14,10 @@ An experiment is one of a few kinds:
 - ``partition``: a path sharded over a mesh (``jit:mesh=8``) diverges at a reduction whose partial sums
   the compiled program combines with a collective (all-reduce, reduce-scatter): named from the
   optimized HLO, and judged against the reduction's error bound.
+- ``well-conditioned``: blame found many small divergences amplified by an op of a recognised
+  ill-conditioned form (a one-pass variance): that form is rewritten in its well-conditioned one
+  (``jaxparity.fixes.well_conditioned``) and the path, the baseline and f64 re-run on it; confirmed when
+  the two paths then agree within the fixed program's own rounding noise.
 - ``option-diff``: the path is the baseline's runtime with other options (``jit:jax_threefry_partitionable=false``
   against ``jit``): those options are the difference, said first; the op's own evidence names the mechanism.
 - ``op-evidence``: decided on the diverging ops' own evidence only (``explain/op_evidence.py``): subnormal
@@ -256,6 +260,21 @@ CAUSES: tuple[Cause, ...] = (
         op_check="amplification",
         fix="make the model robust at the threshold (compare with a margin, round after a tolerance), or fix the "
         "upstream difference",
+    ),
+    Cause(
+        id="ill-conditioned",
+        title="an ill-conditioned form that amplifies rounding noise (e.g. a one-pass variance)",
+        description="The program computes a value as the small difference of large quantities (a one-pass "
+        "variance mean(x²) − mean(x)²) or in a form that overflows (the log of a sum of exponentials): "
+        "rounding differences within every op's error bound, such as two summation orders, become a large "
+        "difference in the output. Neither side is wrong; the program is ill-conditioned there.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=COMPILED + RUNTIMES + ("eager", "declared", "f64"),
+        experiment="well-conditioned",
+        fix="compute it in its well-conditioned form: a two-pass variance (flax: use_fast_variance=False), a "
+        "shifted log-sum-exp (jax.nn.logsumexp); jaxparity.fixes.well_conditioned(fn) rewrites the program so",
     ),
     Cause(
         id="rng-config",

@@ -17,7 +17,7 @@ from ..localize.blame import blame_localization
 from ..localize.localizer import Localization, localize, output_cone, replayable
 from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
-from ..metrics import ulp_distance
+from ..metrics import as_wide, ulp_distance
 from ..paths import make_path, parse_spec
 from .causes import CAUSES, COMPILED, RUNTIMES, Cause
 from .op_evidence import OP_RULES, decide
@@ -85,12 +85,19 @@ class _Context:
     runs: dict[str, list[np.ndarray] | str]  # spec -> outputs, or the error message
     base_vals: Any = None  # the baseline's per-op values of the case: a re-run is judged at the op it names
     flat_args: Sequence[Any] = ()
+    # The model changes tried, by label ("fixed model": round_like_declared(fn)); a Fix's spec names one
+    # as "PATH [LABEL]".
+    models: dict[str, Callable[..., Any]] = dataclasses.field(default_factory=dict)
 
-    def run(self, spec: str, fn: Callable[..., Any] | None = None) -> list[np.ndarray] | str:
-        """Outputs of ``spec`` (flattened), or why it failed; each distinct run happens once."""
+    def run(self, spec: str, fn: Callable[..., Any] | None = None, label: str = "fixed model"
+            ) -> list[np.ndarray] | str:
+        """Outputs of ``spec`` (flattened), or why it failed; each distinct run happens once. ``fn``: a
+        model change of the case's function, named ``label``."""
         from ..execution.inprocess import run_in_process
 
-        key = spec if fn is None else f"{spec} [fixed model]"
+        if fn is not None:
+            self.models[label] = fn
+        key = spec if fn is None else f"{spec} [{label}]"
         if key not in self.runs:
             r = run_in_process(make_path(spec), fn or self.fn, self.args)
             self.runs[key] = [a for _, a in r.outputs] if r.status == "ok" and r.outputs else f"{r.status}: {r.message}"
@@ -387,6 +394,71 @@ def _partitioned(cause: Cause, ctx: _Context) -> CauseVerdict:
     return CauseVerdict(cause.id, cause.title, status, what, "; ".join(t for _, t in parts), cause.fix)
 
 
+def _max_gap(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> list[float]:
+    """Per output, the largest absolute difference (inf where one side is NaN/inf and the other not)."""
+    gaps = []
+    for x, y in zip(a, b):
+        x, y = as_wide(np.asarray(x)), as_wide(np.asarray(y))
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.abs(x - y)
+        same = (x == y) | (np.isnan(x) & np.isnan(y))
+        d = np.where(same, 0.0, np.where(np.isfinite(d), d, np.inf))
+        gaps.append(float(d.max(initial=0.0)))
+    return gaps
+
+
+WELL_CONDITIONED = "well-conditioned model"
+
+
+def _well_conditioned(cause: Cause, ctx: _Context) -> CauseVerdict:
+    """Where blame found small divergences amplified by a recognised ill-conditioned form: rewrite that form
+    (``fixes.well_conditioned``), re-run the path, the baseline and f64 on it, and judge the remaining
+    difference against the fixed program's own rounding noise (the baseline's distance to f64)."""
+    from ..fixes import rewrites, well_conditioned
+    from ..paths.staging import reused
+
+    blame = ctx.localization.blame if ctx.localization is not None else None
+    amp = blame.amplifier if blame is not None else None
+    if amp is None or amp.pattern is None:
+        return CauseVerdict(cause.id, cause.title, "not run", "", "no small divergence is amplified by a recognised "
+                            "ill-conditioned form")
+    at = [amp.where] if ":" in amp.where else None
+    what = f"rewrote #{amp.index} {amp.primitive} ({amp.where}) in its well-conditioned form"
+    try:
+        sites = rewrites(ctx.fn, ctx.args, at=at)
+    except Exception as e:
+        return CauseVerdict(cause.id, cause.title, "not run", what, f"the program could not be rewritten ({_first_line(e)})")
+    if not sites:
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"{amp.pattern} is not written in a form the "
+                            "rewrite recognises there (masked or cross-device means are not)")
+    fixed = reused(WELL_CONDITIONED, (id(ctx.fn), amp.where), ctx.fn, lambda: well_conditioned(ctx.fn, at=at))
+    what += f" ({len(sites)} site{'s' if len(sites) > 1 else ''}: {sites[0]}); ran {ctx.path}, {ctx.baseline} and f64 on it"
+    mine, theirs, ideal = (ctx.run(spec, fixed, WELL_CONDITIONED) for spec in (ctx.path, ctx.baseline, "f64"))
+    ideal_before = ctx.run("f64")
+    failed = next((f"{spec}: {o}" for spec, o in zip((ctx.path, ctx.baseline, "f64"), (mine, theirs, ideal))
+                   if isinstance(o, str)), None)
+    if failed is not None:
+        return CauseVerdict(cause.id, cause.title, "not run", what, f"the rewritten program failed ({failed})")
+    before, worst = max(_max_gap(ctx.path_out, ctx.base_out)), max(_max_gap(mine, theirs))
+    # Rounding noise: the path is then about as far from f64 as the baseline is (a factor 2), output by output.
+    mine_err, base_err = _max_gap(mine, ideal), _max_gap(theirs, ideal)
+    within = all(m <= 2 * b for m, b in zip(mine_err, base_err))
+    were = ""
+    if not isinstance(ideal_before, str):
+        were = (f" (were {max(_max_gap(ctx.path_out, ideal_before)):.3g} and "
+                f"{max(_max_gap(ctx.base_out, ideal_before)):.3g})")
+    words = (f"on {ctx.path} the difference from {ctx.baseline} falls from {before:.3g} to {worst:.3g} (max abs); "
+             f"{ctx.path} is then {max(mine_err):.3g} and {ctx.baseline} {max(base_err):.3g} from the f64 ideal{were}"
+             f": {'within' if within else 'beyond'} the rewritten program's own rounding noise")
+    status = "confirmed" if within and worst < before else "partly" if worst < before / 2 else "refuted"
+    remedy = (amp.remedy or "its well-conditioned form") + ", or wrap the model in jaxparity.fixes.well_conditioned(fn)"
+    proof = Fix("model change", remedy, f"{ctx.path} [{WELL_CONDITIONED}]", status == "confirmed",
+                words + (NARROWS if status == "partly" else ""))
+    return CauseVerdict(cause.id, cause.title, status, what, f"{amp.pattern} amplifies the small divergences; "
+                        f"{proof.evidence}", cause.fix if status != "refuted" else None,
+                        proof if status != "refuted" else None)
+
+
 def _option_diff(cause: Cause, ctx: _Context) -> CauseVerdict:
     """The path is the baseline's runtime with other options: those options are the difference."""
     (kind, mine), (base_kind, theirs) = parse_spec(ctx.path), parse_spec(ctx.baseline)
@@ -402,6 +474,7 @@ def _option_diff(cause: Cause, ctx: _Context) -> CauseVerdict:
 
 _EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
     "option-diff": _option_diff,
+    "well-conditioned": _well_conditioned,
     "partition": _partitioned,
     "op-evidence": _no_op_evidence,
     "recompile": _recompile,
@@ -569,7 +642,8 @@ def _peel(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix], evidence:
         return None
     specs = [v.experiment.removeprefix("re-ran ") for v in causes
              if v.status == "partly" and v.experiment.startswith("re-ran ")]
-    specs += [v.proof.spec for v in causes if v.proof is not None and not v.proof.verified and v.proof.spec]
+    specs += [v.proof.spec for v in causes if v.proof is not None and not v.proof.verified and v.proof.spec
+              and "[" not in v.proof.spec]  # a model change is not a path to explain
     before = _distance(ctx.path_out, ctx.base_out)[0]
     best: tuple[int, str, list[np.ndarray]] | None = None
     for spec in dict.fromkeys(specs):
@@ -790,12 +864,9 @@ def _with_cost(ctx: _Context, fix: Fix) -> Fix:
     each warm, where the path can time a call apart from compiling it (jit, export)."""
     if not fix.verified or not fix.spec:
         return fix
-    spec, model = fix.spec.removesuffix(" [fixed model]"), fix.spec.endswith(" [fixed model]")
+    spec, _, label = fix.spec.partition(" [")
+    fixed_fn = ctx.models.get(label.removesuffix("]"), ctx.fn) if label else ctx.fn
     try:
-        from ..fixes import round_like_declared
-        from ..paths.staging import reused
-
-        fixed_fn = reused("fixed model", (id(ctx.fn),), ctx.fn, lambda: round_like_declared(ctx.fn)) if model else ctx.fn
         after = make_path(spec).run_seconds(fixed_fn, ctx.args)
         before = make_path(ctx.path).run_seconds(ctx.fn, ctx.args) if after is not None else None
     except Exception:  # the cost is extra: a fix stays verified without it

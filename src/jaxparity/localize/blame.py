@@ -69,8 +69,8 @@ class Amplifier:
     primitive: str
     where: str  # the user's line (or where the op was created)
     gain: float  # relative difference out / relative difference in
-    before: float  # max relative difference of its inputs
-    after: float  # max relative difference of its output
+    before: float  # largest norm-wise relative difference of its inputs (OpDrift.rel_norm)
+    after: float  # norm-wise relative difference of its output
     condition: float | None  # for add/sub: max (|a| + |b|) / |a ± b| on the baseline's values (cancellation)
     pattern: str | None  # a recognised ill-conditioned form ("one-pass variance"), where one is
     remedy: str | None  # its well-conditioned form
@@ -487,8 +487,10 @@ def _pattern(program: FlatProgram, op: Op) -> tuple[str, str] | None:
 
 def _amplifier(program: FlatProgram, drift: Sequence[Any], base_values: dict[int, Any], first: int) -> Amplifier | None:
     """The op downstream of the first divergence whose output's relative difference grows most over its
-    inputs' (``drift``: the path-vs-baseline difference at each op's output)."""
-    rel = {d.index: d.max_rel for d in drift}
+    inputs' (``drift``: the path-vs-baseline difference at each op's output). Measured norm-wise: an op
+    such as ``x − mean(x)`` has elements near zero whose relative difference is large while the value as
+    a whole barely moves; the op that amplifies the output error moves the whole value."""
+    rel = {d.index: d.rel_norm for d in drift}
     best: tuple[float, Op, float, float] | None = None
     for op in program.ops:
         i = op.info.index

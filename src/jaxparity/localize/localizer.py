@@ -110,6 +110,9 @@ class OpDrift:
     max_abs: float
     max_rel: float
     max_ulp: int
+    # ‖path − baseline‖ / ‖baseline‖ over the finite elements: how much the whole value moved, which a
+    # few elements near zero (a large relative difference, a small absolute one) do not dominate
+    rel_norm: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -426,7 +429,7 @@ def _record_drift(op: Op, p_outs: list[np.ndarray], b_outs: list[np.ndarray], dr
     floats = [(p, b) for p, b in zip(p_outs, b_outs) if (is_float_dtype(p.dtype) or p.dtype.kind == "c") and p.size]
     if not floats:
         return
-    max_abs = max_rel = 0.0
+    max_abs = max_rel = rel_norm = 0.0
     max_ulp = 0
     for p, b in floats:
         ulps = ulp_distance(p, b)
@@ -434,7 +437,12 @@ def _record_drift(op: Op, p_outs: list[np.ndarray], b_outs: list[np.ndarray], dr
             d = np.abs(as_wide(p) - as_wide(b))
             d = np.where(ulps == 0, 0.0, d)
             rel = d / np.fmax(np.abs(as_wide(b)), 1e-30)
+            finite = np.isfinite(d) & np.isfinite(as_wide(b))
+            scale = float(np.sqrt(np.sum(np.abs(as_wide(b)[finite]) ** 2)))
+            moved = float(np.sqrt(np.sum(d[finite] ** 2)))
         max_abs = max(max_abs, float(np.nan_to_num(d, nan=np.inf).max()))
         max_rel = max(max_rel, float(np.nan_to_num(rel, nan=np.inf).max()))
         max_ulp = max(max_ulp, int(np.where(ulps < 0, 0, ulps).max()))
-    drift.append(OpDrift(op.info.index, op.info.name_stack, max_abs, max_rel, max_ulp))
+        if scale > 0:
+            rel_norm = max(rel_norm, moved / scale)
+    drift.append(OpDrift(op.info.index, op.info.name_stack, max_abs, max_rel, max_ulp, rel_norm))

@@ -25,11 +25,12 @@ def _floor(leaf: Any) -> float | None:
     return None if err is None else float(err.max_abs)
 
 
-def triage(p: Any, baseline: str, lead: Any = None) -> str | None:
+def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> str | None:
     """One sentence: the path's difference from the baseline against the model's own rounding noise (the
     baseline's distance to the f64 ideal, output by output); None where the path did not run. ``lead``:
     the divergence that carries the difference; where the path departs there from what the program
-    declares, a difference of the noise's size is still not called noise."""
+    declares, a difference of the noise's size is still not called noise. ``amplified``: blame found an op
+    that amplifies small differences; where the noise floor is then large against the values, that is said."""
     leaves = [lf for lf in getattr(p, "leaves", ()) if lf.diff is not None and not lf.diff.bitwise_equal]
     if not leaves:
         return None
@@ -54,6 +55,7 @@ def triage(p: Any, baseline: str, lead: Any = None) -> str | None:
     measured = (f"{lf.name} differs from {baseline} by up to {fmt(lf.diff.max_abs)}, {baseline} is {fmt(floor)} from "
                 "the f64 ideal (max abs; f64 ignores the program's casts)")
     departs = lead is not None and (lead.declared_side == "baseline" or lead.unrounded is not None)
+    measured += _digits_lost(lf, floor, baseline) if amplified else ""
     if 1 < r < 2:
         size = f"about the size of the model's own rounding noise ({r:.2f}×)"
         if departs:
@@ -69,6 +71,23 @@ def triage(p: Any, baseline: str, lead: Any = None) -> str | None:
     return f"a real divergence, {r:.3g}× the model's own rounding noise: {measured}"
 
 
+def _digits_lost(leaf: Any, floor: float, baseline: str) -> str:
+    """'; that noise is itself large ...' where the baseline's error against f64 is over the square root of
+    the output dtype's unit roundoff of the values' size: half the digits or more are rounding error."""
+    import ml_dtypes
+    import numpy as np
+
+    scale = getattr(leaf.baseline_error_vs_f64, "ideal_scale", None)
+    try:
+        eps = float(ml_dtypes.finfo(np.dtype(leaf.dtype)).eps)
+    except Exception:  # not a float output (complex: its component's digits are not judged here)
+        return ""
+    if not scale or floor <= math.sqrt(eps) * scale:
+        return ""
+    return (f"; that noise is itself large: on values up to {fmt(scale)}, half or more of {baseline}'s digits are "
+            "rounding error, so the program is ill-conditioned in this precision (see below)")
+
+
 def _where(d: Any) -> str:
     op = d.op
     loops = "".join(f"{f.describe()}: " for f in d.within)
@@ -80,10 +99,11 @@ def _pct(x: float) -> str:
     return f"{x:.0%}" if x < 0.995 else "100%" if x >= 0.9995 else f"{x:.1%}"
 
 
-def blame_line(loc: Any, notes: Sequence[str] = ()) -> list[str]:
+def blame_line(loc: Any, notes: Sequence[str] = (), tested: bool = False) -> list[str]:
     """Where the output error comes from: the carrier(s) with their share, the divergences that carry
     none, or the amplifier where many small ones carry it only together; the first op departing from
-    the baseline where blame was not measured."""
+    the baseline where blame was not measured. ``tested``: the amplifier's well-conditioned form was
+    re-run (the cause's line says how it went), so it is not proposed here."""
     if loc is None:
         return []
     b = loc.blame
@@ -121,10 +141,10 @@ def blame_line(loc: Any, notes: Sequence[str] = ()) -> list[str]:
         if len(b.carriers) > 2:
             lines.append(f"{len(b.carriers) - 2} more divergences carry smaller shares (--verbose)")
         if b.amplifier is not None:
-            lines += _amplified(b.amplifier, "a small local error made large")
+            lines += _amplified(b.amplifier, "a small local error made large", tested)
     elif b.amplifier is not None:
         lines += _amplified(b.amplifier, f"no single divergence carries it: {len(loc.local)} small ones do together "
-                            f"({_pct(b.together)}), amplified")
+                            f"({_pct(b.together)}), amplified", tested)
     else:
         lines.append(f"no divergence found carries the output difference: together they reproduce {_pct(b.together)} "
                      "of it")
@@ -136,14 +156,28 @@ def blame_line(loc: Any, notes: Sequence[str] = ()) -> list[str]:
     return lines
 
 
-def _amplified(a: Any, head: str) -> list[str]:
+def _amplified(a: Any, head: str, tested: bool = False) -> list[str]:
     """The amplifier's line (``head`` "by #6 sub ..."), and its well-conditioned form where one is known."""
     cond = f"; its inputs are up to {a.condition:.3g} times its result (cancellation)" if a.condition else ""
     lines = [f"{head} by #{a.index} {a.primitive} ({a.where}), which turns relative differences of {a.before:.2g} "
              f"into {a.after:.2g}{cond}: the program is ill-conditioned there"]
-    if a.pattern:
+    if a.pattern and not tested:
         lines.append(f"{a.pattern}: {a.remedy} (proposed; not re-run)")
     return lines
+
+
+# A model change's spec is "PATH [LABEL]"; the label names the transform of jaxparity.fixes it ran.
+_MODEL_CHANGES = {"fixed model": "round_like_declared(fn)", "well-conditioned model": "well_conditioned(fn)"}
+
+
+def model_change(fix: Any, path: str | None = None) -> str | None:
+    """'the model change well_conditioned(fn) on tflite' for a model change that was run; None otherwise."""
+    if fix.kind != "model change" or not fix.spec or " [" not in fix.spec:
+        return None
+    spec, _, label = fix.spec.partition(" [")
+    if label == "well-conditioned model]":  # the model-side change in words; the re-run says the path
+        return fix.description
+    return f"the model change {_MODEL_CHANGES.get(label.removesuffix(']'), label)} on {path or spec}"
 
 
 def _fix_state(fix: Any) -> str:
@@ -155,13 +189,13 @@ def fix_lines(e: Any, main: Any = None) -> list[str]:
     """Each fix as its re-run showed it, one line each: the verified ones, and the explaining cause's
     (``main``) own re-run where it did not verify (a fix is offered only for the cause confirmed)."""
     lines = []
-    for f in e.fixes:
+    own = main.proof if main is not None and main.proof is not None and main.proof not in e.fixes else None
+    for f in [*e.fixes, *([own] if own is not None else [])]:
         if not f.verified and (main is None or f is not main.proof):
             continue
-        what = (f"the model change round_like_declared(fn) on {f.spec.removesuffix(' [fixed model]')}"
-                if f.kind == "model change" and f.spec else f"{f.kind} {f.spec or f.description}")
+        what = model_change(f) or f"{f.kind} {f.spec or f.description}"
         cost = "" if f.cost is None else f"; run time {f.cost:+.0%} (warm, against {e.path} without it)"
-        lines.append(f"{_fix_state(f)} {what}: {readable(_rerun_words(f))}{cost}")
+        lines.append(f"{_fix_state(f)} {what}: {readable(rerun_words(f))}{cost}")
     return lines
 
 
@@ -169,10 +203,10 @@ _BEFORE = re.compile(r"in (\d+) elements \(max (\d+) ULP\)")
 _AFTER = re.compile(r"differs in (\d+) \(max (\d+) ULP\)|still differs from \S+ in (\d+) elements \(max (\d+) ULP")
 
 
-def _rerun_words(f: Any) -> str:
+def rerun_words(f: Any) -> str:
     """What the fix's re-run showed, from its numbers: parity, or how many elements and ULP before and after."""
     if f.verified:
-        return "parity restored"
+        return f.evidence if "within the rewritten program's own rounding noise" in f.evidence else "parity restored"
     before, after = _BEFORE.search(f.evidence), _AFTER.search(f.evidence)
     if before is None or after is None:
         return f.evidence
@@ -189,13 +223,15 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     loc = e.localization
     if not e.causes:  # explaining failed: its summary says why
         return [("", e.summary or f"{e.path} could not be explained")]
-    t = triage(p, e.baseline, loc.lead if loc is not None else None) if p is not None else None
+    amplified = loc is not None and loc.blame is not None and loc.blame.amplifier is not None
+    t = triage(p, e.baseline, loc.lead if loc is not None else None, amplified) if p is not None else None
     if t:
         lines.append(("triage", t))
     if loc is not None and loc.perturbed and loc.cone:
         lines.append(("where", f"only while ops #{loc.cone[0].index}..#{loc.cone[-1].index} are compiled together: "
                       "observing their values one by one removes the difference"))
-    where = blame_line(loc, e.notes)
+    tested = any(c.cause == "ill-conditioned" and c.status != "not run" for c in e.causes)
+    where = blame_line(loc, e.notes, tested)
     noise = [x for x in where if x.endswith("(noise)") or " more were not replayed alone" in x]  # what carries none
     lines += [("where", x) for x in where if x not in noise]
     d = loc.lead if loc is not None else None
@@ -208,7 +244,6 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
             lines.append(("who", readable(d.elements.describe(e.path, e.baseline, d.within_noise_bound,
                                                              d.unrounded is not None))))
     if main is None or main.cause == "unknown":
-        amplified = loc is not None and loc.blame is not None and loc.blame.amplifier is not None
         lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)" +
                       ("; the small local error above is amplified by the program itself" if amplified else "")))
     else:

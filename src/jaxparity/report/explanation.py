@@ -171,7 +171,7 @@ def group_explanations(explanations: Any) -> list[tuple[Any, list[Any]]]:
 def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
     """The short explanation (``report.brief``): triage, the divergence that carries the error, who is
     right, the cause, each fix as its re-run showed it; ``same``: paths explained alike, named in the title."""
-    from .brief import brief
+    from .brief import rerun_words, brief, model_change
 
     who = ", ".join([e.path, *(o.path for o in same)])
     p = next((x for x in result.paths if x.spec == e.path), None) if result is not None else None
@@ -183,9 +183,9 @@ def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
     for o in same:
         for fix in o.fixes:
             if fix.verified:  # as the shown path's: only fixes that restore parity
-                what = (f"the model change round_like_declared(fn) on {o.path}" if fix.kind == "model change" else
-                        f"{fix.kind} {fix.spec or fix.description}")
-                grid.add_row("fix", Text(f"{o.path}: ✓ {what}: parity restored"))
+                what = model_change(fix, o.path)
+                head = f"✓ {what}" if what else f"{o.path}: ✓ {fix.kind} {fix.spec or fix.description}"
+                grid.add_row("fix", Text(f"{head}: {rerun_words(fix)}"))
     for note in e.notes:
         if note.startswith(("explaining failed", "per-op values of", "explained on")):
             grid.add_row("note", Text(note, style="dim"))

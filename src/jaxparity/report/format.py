@@ -310,7 +310,9 @@ def fix_note(cause: Any, fixes: Sequence[Any] = ()) -> str:
     proof = cause.proof if cause.proof is not None and cause.proof.verified else \
         next((f for f in fixes if f.verified and f.description == cause.fix), None)
     if proof is not None:
-        return f" (verified: {proof.spec} restores parity)" if proof.spec else " (verified by a re-run)"
+        done = ("brings the paths within rounding noise" if "within the rewritten program's own rounding noise" in
+                proof.evidence else "restores parity")
+        return f" (verified: {proof.spec} {done})" if proof.spec else " (verified by a re-run)"
     if cause.proof is not None:
         how = "only narrows the difference" if ": narrows" in cause.proof.evidence else "did not restore parity"
         return f" (re-running with it, {cause.proof.spec}, {how})"
@@ -333,8 +335,9 @@ def advice(e: Any) -> list[str]:
               and not is_rerun(c) and c.cause not in ("unknown", "path-option")]
     lines = []
     for c in [main, *others]:
-        if not c.fix or c.fix in shown:
-            continue
+        if not c.fix or c.fix in shown or (c.proof is not None and (c.proof in e.fixes or c is main) and
+                                           c.proof.spec and "[" in c.proof.spec):
+            continue  # a model change that was run: its re-run's line says it
         shown.add(c.fix)
         label = fix_label(c)
         head = label[:1].upper() + label[1:] + ("" if c is main else f" for {short_title(c.title)}")

@@ -45,7 +45,7 @@ convolution (even ``reduce_precision`` of a bare bf16 parameter survives), and t
 equality with eager for jit, export and the SavedModel. (XLA's GPU pipeline, per its source, turns
 that rewrite on only after its last ``SimplifyFPConversions``, the pass that removes
 f32->bf16->f32 convert pairs, so the roundings it could drop are real no-ops; not run here.)
-Set ``ROUND_IN_F32 = True`` to emit ``convert -> reduce_precision -> convert`` in float32
+Set ``jaxparity.fixes.rounding.ROUND_IN_F32 = True`` to emit ``convert -> reduce_precision -> convert`` in float32
 instead, whose operand is never narrow.
 
 Limitations:
@@ -91,6 +91,7 @@ from jax._src import source_info_util as _source_info  # noqa: E402
 from jax._src.core import Tracer as _Tracer  # noqa: E402
 
 __all__ = ["ROUND_IN_F32", "inserted_roundings", "round_like_declared", "write_fixed_case"]
+
 
 # Emit the rounding as convert(f32) -> reduce_precision -> convert(narrow) instead of a
 # reduce_precision on the narrow value. Not needed with jaxlib 0.9.2 (see the module docstring).
@@ -245,6 +246,11 @@ class _Rewriter:
         return new
 
     # -- evaluation
+    def plan(self, jaxpr: Any) -> dict[int, Callable[[Callable[[Any], Any]], list[Any]]]:
+        """Equations (by position in ``jaxpr``) computed otherwise: each maps to a function of the
+        environment's reader that returns the equation's outputs. None here; see ``conditioning``."""
+        return {}
+
     def eval_jaxpr(self, jaxpr: Any, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
         env: dict[Any, Any] = {}
         env.update(zip(jaxpr.constvars, consts))
@@ -253,12 +259,13 @@ class _Rewriter:
         def read(v: Any) -> Any:
             return v.val if isinstance(v, jcore.Literal) else env[v]
 
-        for eqn in jaxpr.eqns:
+        plans = self.plan(jaxpr)
+        for k, eqn in enumerate(jaxpr.eqns):
             invals = [read(v) for v in eqn.invars]
             name_stack = _source_info.current_name_stack() + eqn.source_info.name_stack
             with _source_info.user_context(eqn.source_info.traceback, name_stack=name_stack), \
                     eqn.ctx.manager:
-                outs = self.eval_eqn(eqn, invals)
+                outs = plans[k](read) if k in plans else self.eval_eqn(eqn, invals)
             for v, o in zip(eqn.outvars, outs):
                 env[v] = o  # a DropVar is never read again
         return [read(v) for v in jaxpr.outvars]
@@ -355,29 +362,14 @@ def _trace_key(leaves: Sequence[Any]) -> Hashable | None:
     return tuple(key)
 
 
-def round_like_declared(fn: Callable, *, only: Collection[str] | None = None) -> Callable:
-    """``fn`` with ``lax.reduce_precision`` after every equation whose declared output is a narrow
-    float, so compiled paths (jit, export, jax2tf/TF Serving) round where the program says.
-
-    The result takes and returns the same pytrees as ``fn`` and computes the same jaxpr; eagerly
-    its outputs equal ``fn``'s bit for bit (eager already rounds each result). It can be called
-    eagerly or under ``jax.jit``/``jax.export``/``jax2tf.convert``.
-
-    ``only`` restricts where roundings go: a collection of primitive names
-    (``{"conv_general_dilated", "dot_general"}``) and/or source locations written
-    ``"FILE:LINE"`` (``"model.py:21"``; FILE may be a basename or any path suffix; it matches if
-    any user frame of the equation's traceback, flax's own files included, is at that line).
-    ``None`` (default) rounds everywhere; an empty collection inserts nothing.
-
-    Array leaves of the arguments are traced; other leaves (Python scalars, strings) are static.
-    The traced jaxpr is cached per pytree structure, shapes, dtypes and static values.
-    """
-    only_set = _normalize_only(only)
-    rewriter = _Rewriter(only_set)
+def rewritten(fn: Callable, rewriter: _Rewriter) -> Callable:
+    """``fn`` re-emitted equation by equation through ``rewriter`` (under the caller's trace: eagerly,
+    under ``jax.jit``, ``jax.export`` or ``jax2tf``). Array leaves of the arguments are traced, other
+    leaves are static; the traced jaxpr is cached per pytree structure, shapes, dtypes and static values."""
     cache: dict[Hashable, tuple[jcore.ClosedJaxpr, Any]] = {}
 
     @functools.wraps(fn)
-    def rounded(*args: Any, **kwargs: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
         dynamic = [i for i, x in enumerate(leaves) if _is_dynamic(x)]
         key = _trace_key(leaves)
@@ -401,6 +393,28 @@ def round_like_declared(fn: Callable, *, only: Collection[str] | None = None) ->
         outs = rewriter.eval_jaxpr(closed.jaxpr, closed.consts, [leaves[i] for i in dynamic])
         return jax.tree_util.tree_unflatten(out_tree, outs)
 
+    return call
+
+
+def round_like_declared(fn: Callable, *, only: Collection[str] | None = None) -> Callable:
+    """``fn`` with ``lax.reduce_precision`` after every equation whose declared output is a narrow
+    float, so compiled paths (jit, export, jax2tf/TF Serving) round where the program says.
+
+    The result takes and returns the same pytrees as ``fn`` and computes the same jaxpr; eagerly
+    its outputs equal ``fn``'s bit for bit (eager already rounds each result). It can be called
+    eagerly or under ``jax.jit``/``jax.export``/``jax2tf.convert``.
+
+    ``only`` restricts where roundings go: a collection of primitive names
+    (``{"conv_general_dilated", "dot_general"}``) and/or source locations written
+    ``"FILE:LINE"`` (``"model.py:21"``; FILE may be a basename or any path suffix; it matches if
+    any user frame of the equation's traceback, flax's own files included, is at that line).
+    ``None`` (default) rounds everywhere; an empty collection inserts nothing.
+
+    Array leaves of the arguments are traced; other leaves (Python scalars, strings) are static.
+    The traced jaxpr is cached per pytree structure, shapes, dtypes and static values.
+    """
+    only_set = _normalize_only(only)
+    rounded = rewritten(fn, _Rewriter(only_set))
     rounded.round_like_declared_only = only_set  # type: ignore[attr-defined]
     return rounded
 
@@ -430,7 +444,7 @@ def write_fixed_case(case_spec: str, out_path: str | os.PathLike, *, only: Colle
     ``"savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false"``), the flag-based alternative.
     Returns the text written.
     """
-    from .case import parse_case_spec
+    from ..case import parse_case_spec
 
     source, factory = parse_case_spec(case_spec)
     only_set = _normalize_only(only)

@@ -1,0 +1,209 @@
+"""A model-side fix for ill-conditioned forms: the program re-emitted with each recognised form computed
+in a well-conditioned one that is equal to it in exact arithmetic.
+
+Recognised forms (matched on the jaxpr, at any depth: inside ``jit``, ``scan``, ``while``, ``cond``):
+
+* **one-pass variance** ``mean(x²) − mean(x)²`` (flax's ``LayerNorm``/``BatchNorm``/``GroupNorm`` with
+  ``use_fast_variance=True``, the default in recent flax): the difference of two nearly equal numbers
+  when ``|mean(x)|`` is large against ``std(x)``. Each mean carries a relative rounding error of a few
+  unit roundoffs ``u``; the difference carries ``u · mean(x²) / var(x)``, so two runtimes that sum in
+  different orders (both within the sum's error bound) give variances that differ in their leading
+  digits. Computed as ``mean((x − mean(x))²)`` (two passes), using the program's own ``mean(x)``.
+* **log-sum-exp without a shift** ``log(Σ exp(x))``: overflows to inf for large ``x`` and loses the small
+  terms' digits. Computed as ``m + log(Σ exp(x − m))`` with ``m = max(x)`` (finite maxima only, as
+  ``jax.nn.logsumexp`` does).
+
+``well_conditioned(fn)`` takes and returns what ``fn`` does and works eagerly and under ``jax.jit``,
+``jax.export`` and ``jax2tf`` (it is built on ``rounding.rewritten``); ``rewrites(fn, args)`` lists what
+it changes for those arguments. Masked or cross-device means (flax's ``mask=``, ``axis_name=``) are not
+recognised and are left as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.extend.core as jcore
+from jax import lax
+
+from .rounding import _normalize_only, _Rewriter, _selected, _where, rewritten
+
+__all__ = ["rewrites", "well_conditioned"]
+
+ONE_PASS_VARIANCE = "one-pass variance"
+UNSHIFTED_LOGSUMEXP = "unshifted log-sum-exp"
+
+
+@dataclass(frozen=True)
+class _Mean:
+    """``scale(reduce_sum(x, axes))``: a mean (or any scaled sum) of ``x`` over ``axes``."""
+
+    x: Any
+    axes: tuple[int, ...]
+    total: Any  # the reduce_sum's output var
+    sum_eqn: Any
+    scale_eqn: Any
+
+
+def _producers(jaxpr: Any) -> dict[Any, tuple[int, Any]]:
+    return {v: (k, e) for k, e in enumerate(jaxpr.eqns) for v in e.outvars if not isinstance(v, jcore.Literal)}
+
+
+def _made(v: Any, producers: dict[Any, tuple[int, Any]]) -> Any | None:
+    if isinstance(v, jcore.Literal):
+        return None
+    hit = producers.get(v)
+    return hit[1] if hit is not None else None
+
+
+def _is_scalar(v: Any) -> bool:
+    return getattr(v.aval, "shape", None) == ()
+
+
+def _mean_of(v: Any, producers: dict[Any, tuple[int, Any]]) -> _Mean | None:
+    e = _made(v, producers)
+    if e is None or e.primitive.name not in ("div", "mul"):
+        return None
+    for k, total in enumerate(e.invars):
+        other = e.invars[1 - k]
+        if e.primitive.name == "div" and k == 1:
+            break  # n / sum is not a mean
+        s = _made(total, producers)
+        if s is not None and s.primitive.name == "reduce_sum" and _is_scalar(other):
+            return _Mean(s.invars[0], tuple(s.params["axes"]), total, s, e)
+    return None
+
+
+def _square_of(v: Any, producers: dict[Any, tuple[int, Any]]) -> Any | None:
+    e = _made(v, producers)
+    if e is None:
+        return None
+    name = e.primitive.name
+    if name == "square" or (name == "integer_pow" and e.params.get("y") == 2):
+        return e.invars[0]
+    if name == "mul" and e.invars[0] is e.invars[1] and not isinstance(e.invars[0], jcore.Literal):
+        return e.invars[0]
+    return None
+
+
+def _variance(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Callable[[Any], Any]], list[Any]] | None:
+    """``sub(mean(x²), mean(x)²)`` → ``mean((x − mean(x))²)`` with the program's own ``mean(x)``."""
+    if eqn.primitive.name != "sub":
+        return None
+    of_squares = _mean_of(eqn.invars[0], producers)
+    mean_var = _square_of(eqn.invars[1], producers)
+    if of_squares is None or mean_var is None:
+        return None
+    x = _square_of(of_squares.x, producers)
+    mean = _mean_of(mean_var, producers)
+    if x is None or mean is None or mean.x is not x or mean.axes != of_squares.axes:
+        return None
+
+    def two_pass(read: Callable[[Any], Any]) -> list[Any]:
+        xs, m = read(x), read(mean_var)
+        kept = tuple(d for d in range(xs.ndim) if d not in of_squares.axes)
+        d = lax.sub(xs, lax.broadcast_in_dim(m, xs.shape, kept))
+        total = of_squares.sum_eqn.primitive.bind(lax.mul(d, d), **of_squares.sum_eqn.params)
+        scale = of_squares.scale_eqn
+        ins = [total if v is of_squares.total else read(v) for v in scale.invars]
+        return [scale.primitive.bind(*ins, **scale.params)]
+
+    return two_pass
+
+
+def _logsumexp(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Callable[[Any], Any]], list[Any]] | None:
+    """``log(reduce_sum(exp(x)))`` → ``m + log(reduce_sum(exp(x − m)))``, ``m`` the finite maximum."""
+    if eqn.primitive.name != "log":
+        return None
+    s = _made(eqn.invars[0], producers)
+    if s is None or s.primitive.name != "reduce_sum":
+        return None
+    e = _made(s.invars[0], producers)
+    if e is None or e.primitive.name != "exp":
+        return None
+    x, axes = e.invars[0], tuple(s.params["axes"])
+
+    def shifted(read: Callable[[Any], Any]) -> list[Any]:
+        xs = read(x)
+        m = lax.reduce_max(xs, axes)
+        m = lax.stop_gradient(lax.select(lax.is_finite(m), m, lax.full_like(m, 0)))
+        kept = tuple(d for d in range(xs.ndim) if d not in axes)
+        total = s.primitive.bind(lax.exp(lax.sub(xs, lax.broadcast_in_dim(m, xs.shape, kept))), **s.params)
+        return [lax.add(lax.log(total), m)]
+
+    return shifted
+
+
+_FORMS = ((ONE_PASS_VARIANCE, _variance), (UNSHIFTED_LOGSUMEXP, _logsumexp))
+
+
+def _subjaxprs(eqn: Any) -> list[Any]:
+    found = []
+    for value in eqn.params.values():
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(v, jcore.ClosedJaxpr):
+                found.append(v.jaxpr)
+            elif isinstance(v, jcore.Jaxpr):
+                found.append(v)
+    return found
+
+
+class _Conditioner(_Rewriter):
+    """Evaluates jaxprs with the recognised forms computed in their well-conditioned forms."""
+
+    def __init__(self, at: frozenset[str] | None, forms: frozenset[str] | None) -> None:
+        super().__init__(frozenset())  # inserts no roundings
+        self.at, self.forms = at, forms
+        self._plans: dict[Any, dict[int, Any]] = {}
+
+    def matches(self, jaxpr: Any) -> list[tuple[int, str, Any]]:
+        producers = _producers(jaxpr)
+        found = []
+        for k, eqn in enumerate(jaxpr.eqns):
+            if not _selected(eqn, self.at):
+                continue
+            for form, match in _FORMS:
+                if self.forms is not None and form not in self.forms:
+                    continue
+                plan = match(eqn, producers)
+                if plan is not None:
+                    found.append((k, form, plan))
+                    break
+        return found
+
+    def plan(self, jaxpr: Any) -> dict[int, Any]:
+        hit = self._plans.get(jaxpr)
+        if hit is None:
+            hit = self._plans[jaxpr] = {k: plan for k, _, plan in self.matches(jaxpr)}
+        return hit
+
+    def listing(self, jaxpr: Any) -> list[str]:
+        lines = [f"{form} at {_where(jaxpr.eqns[k])}" for k, form, _ in self.matches(jaxpr)]
+        for eqn in jaxpr.eqns:
+            for sub in _subjaxprs(eqn):
+                lines += self.listing(sub)
+        return lines
+
+
+def well_conditioned(fn: Callable, *, at: Collection[str] | None = None,
+                     forms: Collection[str] | None = None) -> Callable:
+    """``fn`` with every recognised ill-conditioned form (see the module docstring) computed in its
+    well-conditioned form. ``at`` restricts it to source locations (``"model.py:21"``, matched against
+    every user frame of the op's traceback, as ``round_like_declared``'s ``only``); ``forms`` to some of
+    ``"one-pass variance"``, ``"unshifted log-sum-exp"``. Where nothing is recognised the result computes
+    what ``fn`` computes."""
+    conditioner = _Conditioner(_normalize_only(at), frozenset(forms) if forms is not None else None)
+    fixed = rewritten(fn, conditioner)
+    fixed.well_conditioned_at = conditioner.at  # type: ignore[attr-defined]
+    return fixed
+
+
+def rewrites(fn: Callable, args: Sequence[Any], *, at: Collection[str] | None = None,
+             forms: Collection[str] | None = None) -> list[str]:
+    """What ``well_conditioned(fn, at=at)`` rewrites for these ``args``, one line each:
+    ``'one-pass variance at normalization.py:104 (from model.py:9)'``."""
+    closed = jax.make_jaxpr(fn)(*args)
+    return _Conditioner(_normalize_only(at), frozenset(forms) if forms is not None else None).listing(closed.jaxpr)
