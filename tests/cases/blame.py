@@ -87,3 +87,21 @@ def make_fast_variance_layernorm():
 
     model, x = Block(), _normal((8, 32))
     return model.apply, (model.init(jax.random.key(0), x), x)
+
+
+def make_rounding_only():
+    """A float32 MLP block (Dense, LayerNorm with a two-pass variance, tanh GELU, Dense): another runtime
+    sums in other orders and computes tanh and rsqrt with its own math library; every divergence is
+    rounding, and the difference is the size of the model's own rounding noise."""
+    import flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            h = nn.Dense(128)(x)
+            h = nn.LayerNorm(use_fast_variance=False)(h)
+            h = nn.gelu(h, approximate=True)  # planted: rounding only
+            return nn.Dense(16)(h)
+
+    model, x = Block(), _normal((8, 64))
+    return model.apply, (model.init(jax.random.key(0), x), x)

@@ -444,7 +444,10 @@ def _first_order(program: FlatProgram, units: dict[int, Op], replay: _Replay, ba
             gaps.append(jnp.asarray(gap / norm if norm > 0 else gap, np.asarray(path_out[j]).dtype))
         # One compiled backward pass: op by op it costs ~5 ms an op, compiled a fraction of that (the
         # derivative need not be the baseline's bit for bit: it only ranks what is replayed exactly).
-        (grads,) = jax.jit(lambda e, c: jax.vjp(run, e)[1](c))(eps, gaps)
+        # Compiled without LLVM's expensive passes (ResNet: 2.3 s instead of 2.9 s to compile; the same ranking).
+        backward = jax.jit(lambda e, c: jax.vjp(run, e)[1](c)).lower(eps, gaps).compile(
+            compiler_options={"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True})
+        (grads,) = backward(eps, gaps)
     except Exception:  # not differentiable here (a while loop, an integer-only op...): program order instead
         return None
     out = {}
@@ -567,7 +570,7 @@ def _carriers_with_evidence(program: FlatProgram, loc: Any, path_vals: Any, path
     from .localizer import _baseline_replay, _elements
 
     local = list(loc.local)
-    for c in loc.blame.carriers[:2]:
+    for c in loc.blame.carriers[:8]:  # what the noise verdict reads (explain: _rounding_only)
         d = local[c.divergence]
         if d.elements is not None or d.within:
             continue

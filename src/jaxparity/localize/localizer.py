@@ -326,7 +326,7 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
         except Exception:  # the reference cannot run this op (e.g. an op the interpreter has no rule for)
             side = "unknown"
         elements = None
-        if len(local) < MAX_EVIDENCE:
+        if len(local) < MAX_EVIDENCE or (len(local) < MAX_CHEAP_EVIDENCE and _elementwise_shaped(op, p_ins, p_out)):
             elements = _elements(op, p_ins, p_out, r_out, d_out, positions[k])
         bound, within = None, False
         if op.info.primitive in _REDUCTIONS:
@@ -360,6 +360,14 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
 
 
 MAX_EVIDENCE = 16  # local divergences (in program order) that get element evidence
+# ... and those that get it where it is cheap (inputs shaped as the output: an elementwise op such as rsqrt,
+# whose evidence the noise verdict reads: both sides within a math library's few ULP)
+MAX_CHEAP_EVIDENCE = 256
+
+
+def _elementwise_shaped(op: Op, ins: Sequence[Any], out: Any) -> bool:
+    shape = np.shape(out)
+    return all(np.shape(x) in (shape, ()) for x in ins)
 
 
 def _elements(op: Op, ins: list[Any], p_out: np.ndarray, r_out: np.ndarray, correct: np.ndarray | None,

@@ -253,6 +253,7 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
             cut = evidence.find("; " + main.proof.evidence[:40])
             evidence = evidence[:cut] if cut > 0 else evidence
         title = re.sub(r" \(e\.g\. .*\)$", "", main.title)
+        title = title.removesuffix(" (expected rounding noise)") if main.status == "noise" else title
         lines.append(("cause", f"{title} ({state}): {readable(evidence)}"))
     if main is not None and main.fix and any(f.verified for f in e.fixes) and not main.fix.startswith("nothing") \
             and not is_rerun(main) and not any(f.kind == "model change" and f.verified for f in e.fixes):

@@ -331,8 +331,10 @@ def advice(e: Any) -> list[str]:
     if main is None:
         return []
     shown = {f.description for f in e.fixes}
+    # Rounding noise beside a confirmed cause is not advice: "nothing is wrong" would contradict it.
     others = [c for c in e.causes if c.status in ("confirmed", "partly", "noise") and c is not main
-              and not is_rerun(c) and c.cause not in ("unknown", "path-option")]
+              and not is_rerun(c) and c.cause not in ("unknown", "path-option")
+              and not (c.status == "noise" and main.status != "noise")]
     lines = []
     for c in [main, *others]:
         if not c.fix or c.fix in shown or (c.proof is not None and (c.proof in e.fixes or c is main) and
