@@ -932,21 +932,22 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
     return [_with_cost(ctx, f) for f in fixes]
 
 
-MIN_TIMED = 1e-3  # seconds a call must take for its run time to be compared
-
-
 def _with_cost(ctx: _Context, fix: Fix) -> Fix:
     """A verified fix with its run-time cost: the fixed path (or fixed model) against the path as it was,
-    each warm, where the path can time a call apart from compiling it (jit, export)."""
+    each warm, timed interleaved (``execution.timing``), where the path can time a call apart from
+    compiling it (jit, export). A cost within the timing's own spread is reported as 0."""
+    from ..execution.timing import relative_cost
+
     if not fix.verified or not fix.spec:
         return fix
     spec, _, label = fix.spec.partition(" [")
     fixed_fn = ctx.models.get(label.removesuffix("]"), ctx.fn) if label else ctx.fn
     try:
-        after = make_path(spec).run_seconds(fixed_fn, ctx.args)
-        before = make_path(ctx.path).run_seconds(ctx.fn, ctx.args) if after is not None else None
+        after = make_path(spec).warm_call(fixed_fn, ctx.args)
+        before = make_path(ctx.path).warm_call(ctx.fn, ctx.args) if after is not None else None
+        cost = relative_cost(after, before) if after is not None and before is not None else None
     except Exception:  # the cost is extra: a fix stays verified without it
         return fix
-    if after is None or not before or before < MIN_TIMED:
-        return fix  # a call this short is timing noise, not a cost
-    return dataclasses.replace(fix, cost=round(after / before - 1, 3))
+    if cost is None:
+        return fix  # not timed here, or a call this short is timing noise, not a cost
+    return dataclasses.replace(fix, cost=round(cost.ratio, 3) if cost.measurable else 0.0)

@@ -30,7 +30,8 @@ class Fix:
     verified: bool
     evidence: str
     # Run time with the fix against without, warm, on the path that runs it (+0.43: 43% slower); None
-    # where it was not measured (a serving process or a conversion per run).
+    # where it was not measured (a serving process or a conversion per run); 0.0: within the timing's own
+    # spread (execution.timing), no measurable cost.
     cost: float | None = None
 
 

@@ -140,7 +140,8 @@ class Path(ABC):
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         """Execute ``fn(*args)`` this path's way and return its outputs (a pytree of arrays)."""
 
-    def run_seconds(self, fn: Callable[..., Any], args: tuple, budget: float = 1.0) -> float | None:
-        """Seconds one warm call takes on this path, where it can be measured apart from compiling or
-        converting (a fix's run-time cost); None where each run is a fresh process or conversion."""
+    def warm_call(self, fn: Callable[..., Any], args: tuple) -> Callable[[], Any] | None:
+        """A call of ``fn(*args)`` this path's way, compiled and run once already, that blocks until its
+        result is ready: what a fix's run-time cost is timed with (``execution.timing``). None where each
+        run is a fresh process or conversion."""
         return None

@@ -99,22 +99,14 @@ class _CompiledPath(Path):
         return out if reusing() else jax.block_until_ready(out)
 
 
-    def run_seconds(self, fn: Callable[..., Any], args: tuple, budget: float = 1.0) -> float | None:
-        """Seconds one call of ``fn`` takes once compiled with this path's options (the median of up to 15
-        calls within ``budget``): what a fix costs at run time, measured where it runs."""
-        import time
-
+    def warm_call(self, fn: Callable[..., Any], args: tuple) -> Callable[[], Any] | None:
+        """``fn`` compiled with this path's options, run once: a blocking call for timing a fix's cost."""
         import jax
 
         compiled = jax.jit(fn).trace(*args).lower().compile(compiler_options=self.compiler_options())
-        jax.block_until_ready(compiled(*args))  # warm
-        times: list[float] = []
-        start = time.perf_counter()
-        while len(times) < 15 and (len(times) < 3 or time.perf_counter() - start < budget):
-            t = time.perf_counter()
-            jax.block_until_ready(compiled(*args))
-            times.append(time.perf_counter() - t)
-        return sorted(times)[len(times) // 2]
+        call = lambda: jax.block_until_ready(compiled(*args))  # noqa: E731
+        call()  # warm
+        return call
 
 
 class JitPath(_CompiledPath):

@@ -189,12 +189,17 @@ def fix_lines(e: Any, main: Any = None) -> list[str]:
     """Each fix as its re-run showed it, one line each: the verified ones, and the explaining cause's
     (``main``) own re-run where it did not verify (a fix is offered only for the cause confirmed)."""
     lines = []
-    own = main.proof if main is not None and main.proof is not None and main.proof not in e.fixes else None
+    # The explaining cause's own re-run where it is not among the fixes (a partial one); the fixes carry
+    # their cost, so the same re-run is recognised by its spec.
+    own = main.proof if main is not None and main.proof is not None and all(
+        (f.kind, f.spec) != (main.proof.kind, main.proof.spec) for f in e.fixes) else None
     for f in [*e.fixes, *([own] if own is not None else [])]:
-        if not f.verified and (main is None or f is not main.proof):
+        if not f.verified and (main is None or main.proof is None or (f.kind, f.spec) != (main.proof.kind,
+                                                                                   main.proof.spec)):
             continue
         what = model_change(f) or f"{f.kind} {f.spec or f.description}"
-        cost = "" if f.cost is None else f"; run time {f.cost:+.0%} (warm, against {e.path} without it)"
+        cost = ("" if f.cost is None else f"; no measurable run-time cost (warm, against {e.path} without it)"
+                if f.cost == 0 else f"; run time {f.cost:+.0%} (warm, against {e.path} without it)")
         lines.append(f"{_fix_state(f)} {what}: {readable(rerun_words(f))}{cost}")
     return lines
 

@@ -1,0 +1,53 @@
+"""What a fix costs at run time: two warm calls timed interleaved, side by side in one process.
+
+Timing one call after the other measures whatever else the machine did in between as well (on a busy
+2-core machine a ResNet's fix read −12% in one run and +21% in the next); alternating them, in
+alternating order, exposes both to the same conditions. The result is the ratio of the medians, and
+how much the median of the baseline call itself moves between the two halves of the rounds: a cost
+within that spread is not a measured cost.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Cost", "relative_cost"]
+
+MIN_TIMED = 1e-3  # seconds a call must take for its run time to be compared
+
+
+@dataclass(frozen=True)
+class Cost:
+    ratio: float  # median seconds with the fix / without, minus 1 (+0.43: 43% slower)
+    spread: float  # relative change of the unfixed call's median between the two halves of the rounds
+    rounds: int
+
+    @property
+    def measurable(self) -> bool:
+        return abs(self.ratio) > max(0.03, 2 * self.spread)
+
+
+def relative_cost(after: Callable[[], Any], before: Callable[[], Any], *, budget: float = 2.0,
+                  rounds: int = 16) -> Cost | None:
+    """``after``'s run time against ``before``'s (both warm, blocking), interleaved in alternating order
+    for up to ``rounds`` rounds within ``budget`` seconds (at least 4). None where a call takes under
+    ``MIN_TIMED`` (timer noise, not a cost)."""
+    a: list[float] = []
+    b: list[float] = []
+    start = time.perf_counter()
+    while len(a) < rounds and (len(a) < 4 or time.perf_counter() - start < budget):
+        pair = [(after, a), (before, b)]
+        for call, out in pair if len(a) % 2 == 0 else pair[::-1]:
+            t = time.perf_counter()
+            call()
+            out.append(time.perf_counter() - t)
+    mid = statistics.median(b)
+    if mid < MIN_TIMED:
+        return None
+    half = len(b) // 2
+    first, second = statistics.median(b[:half]), statistics.median(b[half:])
+    return Cost(statistics.median(a) / mid - 1, abs(first - second) / mid, len(a))
