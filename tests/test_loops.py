@@ -116,6 +116,16 @@ def test_excess_precision_from_iteration_k_of_an_nn_scan_stack():
     assert frame.carry_ulp[:FIRST_ACTIVE_LAYER + 1] == (0,) * (FIRST_ACTIVE_LAYER + 1)
     assert max(frame.carry_ulp) > 0
     assert cause(e, "excess-precision").status == "confirmed"
+    # Blame per iteration: the scan carries the output difference; each iteration's own error is injected
+    # alone into eager's loop. The first 3 blocks are exact copies (zero kernels): they add none.
+    c = e.localization.blame.lead
+    assert e.localization.local[c.divergence] is first and c.alone >= 0.9
+    assert 0 < c.iterations_with_error <= 8 - FIRST_ACTIVE_LAYER and c.iterations_measured == c.iterations_with_error
+    assert c.iterations and all(t >= FIRST_ACTIVE_LAYER for t, _ in c.iterations)
+    assert sum(v for _, v in c.iterations) >= 0.3, c.iterations
+    from jaxparity.report.brief import blame_line
+
+    assert f"by iteration: iteration {c.iterations[0][0]} carries" in " ".join(blame_line(e.localization))
 
 
 @slow

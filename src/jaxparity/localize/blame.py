@@ -55,6 +55,11 @@ class Carrier:
     needed: float  # share lost when it is left out of all the divergences injected together (0..1)
     # Per differing output (name, share alone), largest first.
     outputs: tuple[tuple[str, float], ...] = ()
+    # A scan loop injected whole: per execution step, the share its own error carries when only that
+    # iteration's error is injected (largest first, those that carry some of it), and how many were measured.
+    iterations: tuple[tuple[int, float], ...] = ()
+    iterations_measured: int = 0
+    iterations_with_error: int = 0  # iterations that add an error of their own (the others inject nothing)
 
     @property
     def share(self) -> float:
@@ -184,19 +189,24 @@ class _Replay:
                                        else self._run(op, ins))
         return self.own[op.info.index]
 
-    def outputs(self, inject: set[int], deadline: float) -> list[Any] | None:
-        """The program's outputs with the local errors of the ops ``inject`` (indices) added; None past
-        the deadline."""
+    def outputs(self, inject: set[int], deadline: float, replaced: dict[int, list[Any]] | None = None
+                ) -> list[Any] | None:
+        """The program's outputs with the local errors of the ops ``inject`` (indices) added, and the ops of
+        ``replaced`` giving those outputs instead (one iteration's error carried through its loop); None
+        past the deadline."""
         changed: dict[int, Any] = {}
+        replaced = replaced or {}
         for op in self.program.ops:
             touched = any(not isinstance(r, Literal) and r in changed for r in op.inputs)
-            if op.info.index not in inject and not touched:
+            if op.info.index not in inject and op.info.index not in replaced and not touched:
                 continue
             if time.monotonic() > deadline:
                 return None
             ins = [changed[r] if not isinstance(r, Literal) and r in changed else self._base_value(r) for r in op.inputs]
             outs = self._run(op, ins) if touched else [self._base_value(v) if v is not None else None
                                                        for v in op.outputs]
+            if op.info.index in replaced:
+                outs = list(replaced[op.info.index])
             if op.info.index in inject:
                 own = self._baseline_on_path_inputs(op)
                 outs = [_add_local(o, self.path[v], r) if v is not None and v in self.path else o
@@ -244,12 +254,14 @@ def _bitwise(a: Any, b: Any) -> bool:
 def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any], path_values: dict[int, Any],
           base_args: dict[int, Any], path_args: dict[int, Any], step: Callable[[Op, list[Any]], Sequence[Any]], base_out: Sequence[np.ndarray],
           path_out: Sequence[np.ndarray], names: Sequence[str], method: str, drift: Sequence[Any] = (),
-          seconds: float = SECONDS) -> Blame | None:
+          seconds: float = SECONDS, iterations: Callable[[Op], Any] | None = None) -> Blame | None:
     """Divide the difference between ``path_out`` and ``base_out`` (flat outputs, named ``names``) among
     the local divergences ``local`` (``LocalDivergence``s, program order) by injecting each one's values
     (``path_values``) into the baseline's replay (``step`` runs one op the baseline's way on given
     inputs; ``base_values`` and ``base_args`` are the baseline's own values, ``path_args`` the path's
-    inputs of the program where they differ, as in a loop body). None where nothing differs."""
+    inputs of the program where they differ, as in a loop body). ``iterations``: for a scan op, the loop's
+    outputs with one iteration's own error injected, per iteration (``_iteration_injections``): a loop
+    that carries the error is then blamed iteration by iteration. None where nothing differs."""
     from ..pytree import host
 
     start = time.monotonic()
@@ -274,9 +286,9 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     if not units:
         return None
 
-    def shares(inject: set[int]) -> dict[int, float] | None:
+    def shares(inject: set[int], replaced: dict[int, list[Any]] | None = None) -> dict[int, float] | None:
         """Per differing output, the share reproduced with ``inject``'s local errors (raw: may be negative)."""
-        outs = replay.outputs(inject, deadline)
+        outs = replay.outputs(inject, deadline, replaced)
         if outs is None:
             return None
         got = {}
@@ -366,6 +378,9 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
                            key=lambda x: -x[1]))
         carriers.append(Carrier(units[u][0], u, round(a, 4), round(n, 4), per))
     carriers.sort(key=lambda c: -c.share)
+    if iterations is not None:
+        carriers = [_by_iteration(c, ops[c.top_index], iterations, shares, total, deadline) for c in carriers[:2]] + \
+            carriers[2:]
     carried = {k for c in carriers for k in units[c.top_index]}
     noise = tuple(k for u in order if u in measured for k in units[u] if k not in carried)
     acting = tuple(c.divergence for c in carriers if c.alone < CARRIES <= c.needed and c.top_index not in offsetting)
@@ -385,6 +400,121 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
                      "as a whole")
     return Blame(method, sizes, round(together, 4), tuple(carriers), noise, acting, amplifier,
                  len(units) - len(measured), tuple(notes), round(time.monotonic() - start, 3), why)
+
+
+MAX_ITERATIONS = 64  # iterations of a loop blamed one by one, largest own error first
+ITERATION_SECONDS = 3.0  # per loop: each iteration injected replays the rest of the loop
+
+
+def _by_iteration(c: Carrier, op: Op, iterations: Callable[[Op], Any], shares: Callable[..., Any],
+                  total: Callable[[Any], float], deadline: float) -> Carrier:
+    """A carrier that is a scan loop, with the share each iteration's own error carries alone."""
+    import dataclasses
+
+    from .loops.structure import loop_kind
+
+    if loop_kind(op) != "scan":
+        return c
+    found, measured = [], 0
+    stop = min(deadline, time.monotonic() + ITERATION_SECONDS)
+    try:
+        with_error, injections = iterations(op)
+        for t, outs in injections:
+            if time.monotonic() > stop:
+                break
+            got = shares(set(), {op.info.index: outs})
+            if got is None:
+                break
+            measured += 1
+            if total(got) >= CARRIES:
+                found.append((t, round(total(got), 4)))
+    except Exception:  # per-iteration blame is extra: the loop's own share stands
+        return c
+    found.sort(key=lambda x: -x[1])
+    return dataclasses.replace(c, iterations=tuple(found), iterations_measured=measured,
+                               iterations_with_error=with_error)
+
+
+def _iteration_injections(op: Op, baseline: str, path_vals: Any, base_vals: Any, program: FlatProgram,
+                          base_args: dict[int, Any], path_args: dict[int, Any]) -> tuple[int, Any]:
+    """For a scan op: how many iterations add an error of their own, and an iterator of (iteration t, the
+    loop's outputs the baseline computes with only iteration t's own error added), largest error first. Iteration t's own error is the path's results of t minus the
+    baseline's implementation of that one iteration on the path's own carry and inputs; the baseline's
+    loop is chained iteration by iteration (its own implementation of one iteration), and must reproduce
+    the baseline's loop outputs bit for bit without injection, else nothing is yielded."""
+    from ..pytree import host
+    from .loops.descend import replay_iteration
+    from .loops.structure import body_of, carry_impls
+
+    body = body_of(op)
+    p_trace = path_vals.loops.get(op.info.index)
+    trips = body.trips or 0
+    if p_trace is None or not trips or any(i is not None for i in carry_impls(body)):
+        return 0, iter(())
+
+    def read(ref: Any, vals: Any, args: dict[int, Any]) -> Any:
+        if isinstance(ref, Literal):
+            return ref.val
+        for table in (vals.values, args, program.consts):
+            if ref in table:
+                return table[ref]
+        return None
+
+    b_ins = [read(r, base_vals, base_args) for r in op.inputs]
+    p_ins = [read(r, path_vals, path_args) for r in op.inputs]
+    b_outs = [host(base_vals.values[v]) if v is not None and v in base_vals.values else None for v in op.outputs]
+    p_outs = [path_vals.values.get(v) if v is not None else None for v in op.outputs]
+    if any(x is None for x in b_ins) or any(x is None for x in b_outs):
+        return 0, iter(())
+    consts, carry, xs = body.split(b_ins)
+    n = body.n_carry
+
+    def step_inputs(s: int, carry: list[Any]) -> list[Any]:
+        return list(consts) + list(carry) + [np.asarray(host(x))[body.xs_index(s)] for x in xs]
+
+    chain = [list(carry)]  # the carry entering each iteration, the baseline's way
+    ys: list[list[Any]] = []
+    for s in range(trips):
+        outs = replay_iteration(baseline, body, step_inputs(s, chain[-1]))
+        chain.append(outs[:n])
+        ys.append(outs[n:])
+
+    def assemble(start: int, outs_from: list[list[Any]], final: list[Any]) -> list[Any]:
+        stacked = [np.array(host(y), copy=True) for y in b_outs[n:]]
+        for s, row in zip(range(start, trips), outs_from):
+            for k, y in enumerate(row):
+                stacked[k][body.xs_index(s)] = host(y)
+        return [host(x) for x in final] + stacked
+
+    if not all(_bitwise(a, b) for a, b in zip(assemble(0, ys, chain[-1]), b_outs)):
+        return 0, iter(())  # the baseline's loop is not its iterations chained: per-iteration shares would be noise
+    injected = []  # (relative size of the iteration's own error, t, the baseline's results of t with it added)
+    for t in range(min(trips, p_trace.captured)):
+        ins_p = body.iteration_inputs(p_ins, p_trace, t)
+        outs_p = body.iteration_outputs(p_outs, p_trace, t)
+        if ins_p is None or any(o is None for o in outs_p):
+            continue
+        own = replay_iteration(baseline, body, ins_p)
+        if all(_bitwise(a, b) for a, b in zip(outs_p, own)):
+            continue  # this iteration adds no error of its own
+        with np.errstate(invalid="ignore", over="ignore"):
+            moved = sum(float(np.nansum((as_wide(host(a)) - as_wide(host(b))) ** 2)) for a, b in zip(outs_p, own)
+                        if host(a).dtype.kind in "fcV")
+            size = sum(float(np.nansum(as_wide(host(b)) ** 2)) for b in own if host(b).dtype.kind in "fcV")
+        outs = [_add_local(b, p, o) for b, p, o in zip(chain[t + 1] + ys[t], outs_p, own)]
+        injected.append((math.sqrt(moved / size) if size > 0 else math.inf, t, outs))
+    injected.sort(key=lambda x: (-x[0], -x[1]))  # largest own error first; of equal ones, the cheaper later one
+
+    def carried() -> Any:
+        for _, t, outs in injected[:MAX_ITERATIONS]:
+            rows, c = [outs[n:]], outs[:n]
+            for s in range(t + 1, trips):
+                nxt = replay_iteration(baseline, body, step_inputs(s, c))
+                rows.append(nxt[n:])
+                c = nxt[:n]
+            yield t, assemble(t, rows, c)
+
+    return len(injected), carried()
 
 
 def _first_order(program: FlatProgram, units: dict[int, Op], replay: _Replay, base_args: dict[int, Any],
@@ -551,7 +681,8 @@ def blame_localization(program: FlatProgram, loc: Any, path_vals: Any, base_vals
     try:
         found = blame(program, loc.local, base_vals.values, path_vals.values, base_args, path_args,
                       lambda op, ins: _baseline_replay(baseline, op, ins), base_out, path_out, names, method,
-                      loc.drift, seconds)
+                      loc.drift, seconds, lambda op: _iteration_injections(op, baseline, path_vals, base_vals,
+                                                                           program, base_args, path_args))
     except Exception as e:
         return dataclasses.replace(loc, notes=loc.notes + (f"blame could not be measured ({type(e).__name__}: "
                                                            f"{str(e).splitlines()[0] if str(e) else ''})",))
