@@ -153,7 +153,9 @@ def blame_line(loc: Any, notes: Sequence[str] = (), tested: bool = False) -> lis
         lines.append(f"{len(b.noise)} other ops depart on their own but carry none of it (noise)" if len(b.noise) > 1
                      else "1 other op departs on its own but carries none of it (noise)")
     if b.unmeasured:
-        lines.append(f"{b.unmeasured} more were not replayed alone: {b.why_unmeasured}")
+        short = {"their first-order share is below 1% and what was replayed accounts for all of them together":
+                 "first-order share under 1%"}.get(b.why_unmeasured, b.why_unmeasured)
+        lines.append(f"{b.unmeasured} more were not replayed alone ({short}; --verbose)")
     return lines
 
 
@@ -216,8 +218,8 @@ def fix_lines(e: Any, main: Any = None) -> list[str]:
                                                                                    main.proof.spec)):
             continue
         what = model_change(f) or f"{f.kind} {f.spec or f.description}"
-        cost = ("" if f.cost is None else f"; no measurable run-time cost (warm, against {e.path} without it)"
-                if f.cost == 0 else f"; run time {f.cost:+.0%} (warm, against {e.path} without it)")
+        cost = ("" if f.cost is None else "; run time unchanged (warm)" if f.cost == 0 else
+                f"; run time {f.cost:+.0%} (warm, against {e.path} without it)")
         lines.append(f"{_fix_state(f)} {what}: {readable(rerun_words(f))}{cost}")
     return lines
 
