@@ -209,7 +209,7 @@ def _rounding_only(d: Any) -> str | None:
     return None
 
 
-def _carried_noise(loc: Localization) -> Callable[[Cause, _Context], CauseVerdict] | None:
+def _carried_noise(cause: Cause, ctx: _Context, loc: Localization) -> CauseVerdict | None:
     """Where blame measured which divergences carry the output difference, the noise verdict is judged on
     those (the others carry none of it) when together they reproduce most of it. Where they reproduce
     less (the rest arises where per-op values cannot be seen, e.g. inside another runtime's fused kernels),
@@ -218,50 +218,46 @@ def _carried_noise(loc: Localization) -> Callable[[Cause, _Context], CauseVerdic
     b = loc.blame
     if b is None or not b.carriers:
         return None
-
-    def judge(cause: Cause, ctx: _Context) -> CauseVerdict:
-        what = "checked each divergence that carries the output difference against its error bound"
-        blamed = b.together >= BLAMED
-        named = [(c, loc.local[c.divergence]) for c in b.carriers]
-        how = [(f"#{d.op.index} {d.op.primitive} ({max(c.alone, c.needed):.0%})", _rounding_only(d)) for c, d in named]
-        if not blamed:  # every divergence found, not only those that carry part of it
-            what = "checked every local divergence against its error bound"
-            how += [(f"#{d.op.index} {d.op.primitive}", _rounding_only(d)) for d in loc.local
-                    if all(d is not n for _, n in named)]
-        how.sort(key=lambda x: x[1] is not None)  # what is not rounding alone first
-        shown = "; ".join(f"{who}: {why or 'not rounding alone'}" for who, why in how[:3]) + \
-            (f"; {len(how) - 3} more" if len(how) > 3 else "")
-        bad = sum(why is None for _, why in how)
-        if bad:
-            return CauseVerdict(cause.id, cause.title, "refuted", what, f"{bad} of the {len(how)} divergences "
-                                f"{'that carry the output difference ' if blamed else ''}are not rounding alone "
-                                f"({shown})")
-        _, out_ulp = _distance(ctx.path_out, ctx.base_out)
-        unsound = []
-        if loc.perturbed:
-            unsound.append("observing every op removed the difference, so the per-op values are not the program's")
-        if out_ulp > NOISE_OUTPUT_ULP:
-            unsound.append(f"the outputs differ by {out_ulp} ULP, more than rounding noise of sums grows to here")
-        if not blamed:
-            ideal = ctx.run("f64")
-            if isinstance(ideal, str) or not all(g <= 2 * f for g, f in zip(_max_gap(ctx.path_out, ctx.base_out),
-                                                                             _max_gap(ctx.base_out, ideal))):
-                unsound.append(f"the divergences found reproduce only {b.together:.0%} of the output difference and "
-                               "the outputs are not within twice the model's own rounding noise")
-        others = len(loc.local) - len(named)
-        if blamed:
-            found = (f"the {len(named)} divergences that carry the output difference (together {b.together:.0%} of "
-                     f"it) are rounding only: {shown}" + (f"; the other {others} carry none of it" if others else ""))
-        else:
-            found = (f"all {len(how)} local divergences are rounding only ({shown}); together they reproduce "
-                     f"{b.together:.0%} of the output difference, the rest arises where per-op values cannot be "
-                     f"seen, and the outputs are within twice the model's own rounding noise")
-        if unsound:
-            return CauseVerdict(cause.id, cause.title, "refuted", what, f"{found}; but {'; and '.join(unsound)}: "
-                                "not established as noise")
-        return CauseVerdict(cause.id, cause.title, "noise", what, found, cause.fix)
-
-    return judge
+    what = "checked each divergence that carries the output difference against its error bound"
+    blamed = b.together >= BLAMED
+    named = [(c, loc.local[c.divergence]) for c in b.carriers]
+    how = [(f"#{d.op.index} {d.op.primitive} ({max(c.alone, c.needed):.0%})", _rounding_only(d)) for c, d in named]
+    if not blamed:  # every divergence found, not only those that carry part of it
+        what = "checked every local divergence against its error bound"
+        how += [(f"#{d.op.index} {d.op.primitive}", _rounding_only(d)) for d in loc.local
+                if all(d is not n for _, n in named)]
+    how.sort(key=lambda x: x[1] is not None)  # what is not rounding alone first
+    shown = "; ".join(f"{who}: {why or 'not rounding alone'}" for who, why in how[:3]) + \
+        (f"; {len(how) - 3} more" if len(how) > 3 else "")
+    bad = sum(why is None for _, why in how)
+    if bad:
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"{bad} of the {len(how)} divergences "
+                            f"{'that carry the output difference ' if blamed else ''}are not rounding alone "
+                            f"({shown})")
+    _, out_ulp = _distance(ctx.path_out, ctx.base_out)
+    unsound = []
+    if loc.perturbed:
+        unsound.append("observing every op removed the difference, so the per-op values are not the program's")
+    if out_ulp > NOISE_OUTPUT_ULP:
+        unsound.append(f"the outputs differ by {out_ulp} ULP, more than rounding noise of sums grows to here")
+    if not blamed:
+        ideal = ctx.run("f64")
+        if isinstance(ideal, str) or not all(g <= 2 * f for g, f in zip(_max_gap(ctx.path_out, ctx.base_out),
+                                                                         _max_gap(ctx.base_out, ideal))):
+            unsound.append(f"the divergences found reproduce only {b.together:.0%} of the output difference and "
+                           "the outputs are not within twice the model's own rounding noise")
+    others = len(loc.local) - len(named)
+    if blamed:
+        found = (f"the {len(named)} divergences that carry the output difference (together {b.together:.0%} of "
+                 f"it) are rounding only: {shown}" + (f"; the other {others} carry none of it" if others else ""))
+    else:
+        found = (f"all {len(how)} local divergences are rounding only ({shown}); together they reproduce "
+                 f"{b.together:.0%} of the output difference, the rest arises where per-op values cannot be "
+                 f"seen, and the outputs are within twice the model's own rounding noise")
+    if unsound:
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"{found}; but {'; and '.join(unsound)}: "
+                            "not established as noise")
+    return CauseVerdict(cause.id, cause.title, "noise", what, found, cause.fix)
 
 
 def _noise(cause: Cause, ctx: _Context) -> CauseVerdict:
@@ -272,9 +268,9 @@ def _noise(cause: Cause, ctx: _Context) -> CauseVerdict:
     what = "checked each local divergence against the error bound of its reduction"
     if loc is None or not loc.local:
         return CauseVerdict(cause.id, cause.title, "not run", "noise bound", "no per-op values for this path")
-    carried = _carried_noise(loc)
+    carried = _carried_noise(cause, ctx, loc)
     if carried is not None:
-        return carried(cause, ctx)
+        return carried
     reductions = [d for d in loc.local if d.op.primitive in (cause.primitives or ())]
     if not (reductions and len(reductions) == len(loc.local) and all(d.within_noise_bound for d in reductions)):
         inside = sum(d.within_noise_bound for d in reductions)

@@ -195,9 +195,10 @@ def model_change(fix: Any, path: str | None = None) -> str | None:
     if fix.kind != "model change" or not fix.spec or " [" not in fix.spec:
         return None
     spec, _, label = fix.spec.partition(" [")
-    if label == "well-conditioned model]":  # the model-side change in words; the re-run says the path
+    label = label.removesuffix("]")
+    if label == "well-conditioned model":  # the model-side change in words; the re-run says the path
         return fix.description
-    return f"the model change {_MODEL_CHANGES.get(label.removesuffix(']'), label)} on {path or spec}"
+    return f"the model change {_MODEL_CHANGES.get(label, label)} on {path or spec}"
 
 
 def _fix_state(fix: Any) -> str:
