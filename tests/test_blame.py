@@ -1,6 +1,7 @@
 """Blame: which local divergences carry the output difference, measured by injecting each one's own
 error into eager's replay of the program (``localize.blame``)."""
 
+import dataclasses
 import json
 import re
 from importlib import resources
@@ -180,3 +181,41 @@ def test_rounding_noise_is_judged_on_the_divergences_that_carry_it_a_math_librar
     assert noise.status == "noise", noise
     assert re.search(r"#\d+ rsqrt( \(\d+%\))?: both within \d+ ULP of the correctly rounded rsqrt", noise.evidence)
     assert not any(c.cause == "unknown" for c in e.causes)
+
+
+def test_of_many_divergences_each_share_is_screened_and_agrees_with_replaying_every_one(monkeypatch):
+    """28 divergences (more than are replayed one by one): each one's share alone is measured on the
+    compiled screen, checked exactly on the largest; the carriers and their shares are those found by
+    replaying every divergence exactly, and several that alone reproduce it are said to overlap."""
+    import jax
+
+    from jaxparity.localize import blame as b
+    from jaxparity.localize.localizer import localize
+    from jaxparity.localize.program import flatten
+    from jaxparity.localize.values import op_values
+    from jaxparity.report.brief import blame_line
+
+    case = load_case(f"{CASES}:make_deep_bf16_resnet")
+    flat = jax.tree_util.tree_leaves(case.args)
+    program = flatten(case.fn, case.args)
+    base, path = op_values(program, "eager", flat), op_values(program, "jit", flat)
+    plain = jax.tree_util.tree_leaves(jax.jit(case.fn)(*case.args))
+    loc = localize(program, path, base, flat, "eager")
+    assert len(loc.local) > b.MAX_ALONE
+    screened = b.blame_localization(program, loc, path, base, flat, plain, base.outputs).blame
+    monkeypatch.setattr(b, "MAX_ALONE", 10**6)  # every divergence replayed alone, exactly
+    exact = b.blame_localization(program, loc, path, base, flat, plain, base.outputs).blame
+    assert exact.screened == 0 and not any(c.screened for c in exact.carriers)
+    assert screened.screened >= len(loc.local) - b.SCREEN_CHECKS and screened.screen_gap <= b.SCREEN_AGREES
+    assert screened.unmeasured == 0
+    assert {c.top_index for c in screened.carriers} == {c.top_index for c in exact.carriers}
+    want = {c.top_index: c.alone for c in exact.carriers}
+    for c in screened.carriers:
+        assert abs(c.alone - want[c.top_index]) <= b.SCREEN_AGREES, (c, want[c.top_index])
+    assert screened.lead.alone == max(want.values()) and not screened.lead.screened
+    assert set(screened.noise) == set(exact.noise)
+    assert screened.overlapping >= 2
+    lines = blame_line(dataclasses.replace(loc, blame=screened))
+    assert any(f"{len(screened.carriers)} of the {len(loc.local)} divergences each carry 5% or more alone, "
+               f"{screened.overlapping} of them half or more" in ln and
+               "no one op is the cause" in ln for ln in lines), lines

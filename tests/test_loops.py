@@ -138,6 +138,12 @@ def test_while_loop_with_a_data_dependent_trip_count():
     assert short(first.op.user_source) == planted("while fma")
     assert short(frame.op.user_source) == planted("while loop")
     assert cause(e, "fma-contraction").status == "confirmed"
+    # blamed iteration by iteration: each of the 9 iterations' own FMA error injected alone into eager's
+    # loop (its condition deciding when it stops), the rest of the loop replayed
+    (c,) = e.localization.blame.carriers
+    assert c.iterations_measured == c.iterations_with_error == 9, c
+    assert c.iterations and all(0 <= t < 9 for t, _ in c.iterations)
+    assert 0.3 <= sum(v for _, v in c.iterations), c.iterations
 
 
 @slow

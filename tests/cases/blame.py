@@ -105,3 +105,32 @@ def make_rounding_only():
 
     model, x = Block(), _normal((8, 64))
     return model.apply, (model.init(jax.random.key(0), x), x)
+
+
+def make_deep_bf16_resnet():
+    """A bf16 residual network of 14 blocks (3x3 conv, inference BatchNorm, ReLU, identity shortcut):
+    jit elides two bf16 roundings per block (28 local divergences, more than are replayed one by one),
+    and with bf16 logits several of them alone set off much the same output difference."""
+    import flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            conv = lambda: nn.Conv(16, (3, 3), use_bias=False, dtype=jnp.bfloat16, param_dtype=jnp.float32)
+            norm = lambda: nn.BatchNorm(use_running_average=True, dtype=jnp.bfloat16,
+                                        param_dtype=jnp.float32)
+            h = nn.relu(norm()(conv()(x)))
+            h = norm()(conv()(h))
+            return nn.relu(x + h)
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Conv(16, (3, 3), dtype=jnp.bfloat16, param_dtype=jnp.float32)(x)
+            for _ in range(14):
+                x = Block()(x)
+            x = jnp.mean(x, axis=(1, 2))
+            return nn.Dense(10, dtype=jnp.bfloat16, param_dtype=jnp.float32)(x).astype(jnp.float32)
+
+    model, x = Net(), _normal((1, 12, 12, 3), seed=3)
+    return model.apply, (model.init(jax.random.key(0), x), x)

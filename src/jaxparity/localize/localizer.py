@@ -13,6 +13,8 @@ divergence is not monotone along a program (a later bf16 rounding can erase earl
 
 from __future__ import annotations
 
+import functools
+
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -236,23 +238,32 @@ def single_op_path(baseline: str) -> Any:
     return make_path("jit" + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else ""))
 
 
-def _baseline_replay(baseline: str, op: Op, ins: list[Any]) -> list[np.ndarray]:
-    """``op`` on ``ins`` as ``baseline`` implements it on its own (see ``_REPLAYABLE``)."""
+def _baseline_replay(baseline: str, op: Op, ins: list[Any], on_host: bool = True) -> list[Any]:
+    """``op`` on ``ins`` as ``baseline`` implements it on its own (see ``_REPLAYABLE``); ``on_host``
+    False: eager's and jit's results as the arrays they are (a replay that feeds them to the next op
+    saves the copies both ways)."""
     from ..interpreter import evaluate_eqn
     from ..pytree import host
 
     name = baseline.split(":", 1)[0]
+    keep = host if on_host else (lambda x: x)
     as_jax = [jax.numpy.asarray(x) if isinstance(x, np.ndarray) else x for x in ins]
     if name == "eager":  # control flow as disable_jit runs it: Python loops over the body, op by op
-        from ..paths import make_path
         from ..paths.base import jax_config
         from .loops.capture import run_op
 
-        with jax_config(make_path(baseline).options), jax.disable_jit():
-            return [host(x) for x in run_op(op, as_jax, _bind)]
+        with jax_config(_options(baseline)), jax.disable_jit():
+            return [keep(x) for x in run_op(op, as_jax, _bind)]
     if name in ("jit", "export"):  # the one op, compiled with the path's options
-        return [host(x) for x in single_op_path(baseline).run(lambda *xs: list(_bind(op, list(xs))), tuple(as_jax))]
+        return [keep(x) for x in single_op_path(baseline).run(lambda *xs: list(_bind(op, list(xs))), tuple(as_jax))]
     return [host(x) for x in evaluate_eqn(op.eqn, ins, mode=name)]
+
+
+@functools.lru_cache(maxsize=32)
+def _options(spec: str) -> dict[str, Any]:
+    from ..paths import make_path
+
+    return make_path(spec).options
 
 
 def _compare(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:

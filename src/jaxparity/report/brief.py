@@ -139,7 +139,11 @@ def blame_line(loc: Any, notes: Sequence[str] = (), tested: bool = False) -> lis
         if b.acting_together:
             ops = ", ".join(f"#{loc.local[k].op.index} {loc.local[k].op.primitive}" for k in b.acting_together)
             lines.append(f"{ops} matter only together: each alone carries almost none of it, leaving one out loses it")
-        if len(b.carriers) > 2:
+        if b.overlapping >= 2:
+            lines.append(f"{len(b.carriers)} of the {len(loc.local)} divergences each carry 5% or more alone, "
+                         f"{b.overlapping} of them half or more: the shares overlap, so no one op is the cause "
+                         "(any of them sets off much the same difference; --verbose lists them)")
+        elif len(b.carriers) > 2:
             lines.append(f"{len(b.carriers) - 2} more divergences carry smaller shares (--verbose)")
         if b.amplifier is not None:
             lines += _amplified(b.amplifier, "a small local error made large", tested)
@@ -153,9 +157,7 @@ def blame_line(loc: Any, notes: Sequence[str] = (), tested: bool = False) -> lis
         lines.append(f"{len(b.noise)} other ops depart on their own but carry none of it (noise)" if len(b.noise) > 1
                      else "1 other op departs on its own but carries none of it (noise)")
     if b.unmeasured:
-        short = {"their first-order share is below 1% and what was replayed accounts for all of them together":
-                 "first-order share under 1%"}.get(b.why_unmeasured, b.why_unmeasured)
-        lines.append(f"{b.unmeasured} more were not replayed alone ({short}; --verbose)")
+        lines.append(f"{b.unmeasured} more were not replayed alone ({b.why_unmeasured}; --verbose)")
     return lines
 
 

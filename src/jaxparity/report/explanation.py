@@ -227,12 +227,13 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
         t = Table(title=f"what carries the output difference (each divergence's own error injected into a replay by "
                   f"{b.method}; all together: {b.together:.0%})", title_justify="left", show_edge=False,
                   header_style="bold", pad_edge=False)
-        for col in ("#", "op", "line", "alone", "needed"):
+        cols = ("#", "op", "line", "alone", "needed") + (("measured on",) if b.screened else ())
+        for col in cols:
             t.add_column(col, overflow="fold", justify="right" if col in ("#", "alone", "needed") else "left")
         for c in b.carriers:
             d = loc.local[c.divergence]
             t.add_row(Text(str(d.op.index)), Text(f"{d.op.primitive}"), Text(_where(d.op)), Text(f"{c.alone:.0%}"),
-                      Text(f"{c.needed:.0%}"))
+                      Text(f"{c.needed:.0%}"), *((Text("screen" if c.screened else "replay"),) if b.screened else ()))
         parts.append(_Fit(t))
     if loc is not None:
         shown = [d for d in loc.local if not d.within_noise_bound][:5] or list(loc.local[:5])

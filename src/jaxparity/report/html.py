@@ -398,10 +398,12 @@ def _blame_table(e: Any, sid: str) -> str:
     for c in b.carriers:
         d = e.localization.local[c.divergence]
         rows.append([str(d.op.index), f"<code>{_e(_op(d.op))}</code>", f"<code>{_e(_where(d.op))}</code>",
-                     f"{c.alone:.0%}", f"{c.needed:.0%}"])
+                     f"{c.alone:.0%}", f"{c.needed:.0%}"] + (["screen" if c.screened else "replay"] if b.screened else []))
+    screen = (f"; {b.screened} measured on the compiled screen, within {b.screen_gap:.1%} of the replay where both ran"
+              if b.screened else "")
     return _table(f"blame-{sid}", f"what carries the output difference (replayed with {b.method}; all together: "
-                  f"{b.together:.0%}; {len(b.noise)} divergences carry none)", ["#", "op", "line", "alone", "needed"],
-                  rows, {0, 3, 4})
+                  f"{b.together:.0%}; {len(b.noise)} divergences carry none{screen})",
+                  ["#", "op", "line", "alone", "needed"] + (["measured on"] if b.screened else []), rows, {0, 3, 4})
 
 
 def _explanation_one(e: Any, result: Any = None) -> str:

@@ -65,7 +65,16 @@ _REPLAY_FNS: dict[int, tuple[FlatProgram, Any]] = {}
 def replay_iteration(baseline: str, body: Body, ins: Sequence[Any]) -> list[np.ndarray]:
     """One iteration of ``body`` on ``ins``, as ``baseline`` computes it: op by op (eager, the
     interpreter), or the body compiled on its own with the baseline's options (jit, export)."""
-    prog = body.program
+    return _replay(baseline, body.program, ins)
+
+
+def replay_condition(baseline: str, body: Body, ins: Sequence[Any]) -> bool:
+    """A while loop's condition on ``ins`` (its constants, then the carry), as ``baseline`` computes it."""
+    assert body.cond is not None, "only a while loop has a condition"
+    return bool(np.asarray(_replay(baseline, body.cond, ins)[0]))
+
+
+def _replay(baseline: str, prog: Any, ins: Sequence[Any]) -> list[np.ndarray]:
     if op_by_op(baseline):
         return [host(x) for x in program_values(prog, baseline, ins).outputs]
     hit = _REPLAY_FNS.get(id(prog))
