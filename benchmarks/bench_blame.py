@@ -49,11 +49,11 @@ loc = localize(program, path, base, flat, "eager")
 loc = open_loops(program, loc, path, base, case=program, flat_args=flat, plain_outputs=plain)
 localize_s = time.perf_counter() - t
 calls = []
-original = b._Replay._run
+original = b._Replay._run_raw
 def counting(self, op, ins):
     calls.append(1)
     return original(self, op, ins)
-b._Replay._run = counting
+b._Replay._run_raw = counting
 t = time.perf_counter()
 loc = b.blame_localization(program, loc, path, base, flat, plain, base.outputs)
 blame_s = time.perf_counter() - t

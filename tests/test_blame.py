@@ -137,6 +137,25 @@ def test_a_rerun_is_judged_once_narrows_only_when_nothing_grows():
     assert narrowing((10, 5), (4, 6), True) == ": no closer"
     assert narrowing((10, 5), (10, 5), False) == ": no change"
     assert narrowing((10, 5), (12, 3), True) == ": no closer"
+    # fewer elements and fewer ULP, but the worst element moved to a larger value (ViT under jit with
+    # xla_backend_optimization_level=0: 19 -> 17 elements, 107 -> 80 ULP, max abs 1.04e-07 -> 1.79e-07)
+    assert narrowing((19, 107, 1.04e-07), (17, 80, 1.79e-07), True) == ": no closer"
+    assert narrowing((19, 107, 1.04e-07), (17, 80, 0.9e-07), True) == NARROWS
+
+
+def test_a_fix_sentence_is_written_from_its_rerun_numbers():
+    """The fix line reads the re-run's own numbers (``Rerun``): the three distances before and after, and
+    its one judgement; ◐ only where it narrows."""
+    from jaxparity.explain.verdicts import Fix, Rerun
+    from jaxparity.report.brief import _fix_state, rerun_words
+
+    worse = Fix("compile option", "compile with xla_backend_optimization_level=0", "jit:xla_backend_optimization_level=0",
+                False, "whatever the text says: narrows, not parity", rerun=Rerun((19, 107, 1.04e-07), (17, 80, 1.79e-07),
+                                                                               "no closer"))
+    assert rerun_words(worse) == "no closer: 19 → 17 elements differ, max 107 → 80 ULP, max abs 1.04e-07 → 1.79e-07"
+    assert _fix_state(worse) == "✗"
+    better = Fix("compile option", "x", "jit:x=1", False, "", rerun=Rerun((19, 107, 1e-07), (17, 80, 9e-08), "narrows"))
+    assert rerun_words(better).startswith("narrows, not parity: 19 → 17") and _fix_state(better) == "◐"
 
 
 def test_a_fast_variance_layernorm_on_tflite_is_ill_conditioned_and_its_two_pass_form_is_verified_there():

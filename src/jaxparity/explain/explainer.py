@@ -21,7 +21,7 @@ from ..metrics import as_wide, ulp_distance
 from ..paths import make_path, parse_spec
 from .causes import CAUSES, COMPILED, RUNTIMES, Cause
 from .op_evidence import OP_RULES, decide
-from .verdicts import CauseVerdict, Fix, Status
+from .verdicts import CauseVerdict, Fix, Rerun, Status
 
 __all__ = ["CauseVerdict", "Fix", "PathExplanation", "explain_path", "explain_paths", "share_across",
            "with_xla_option"]
@@ -123,15 +123,27 @@ def _applies(cause: Cause, ctx: _Context) -> str | None:
 NARROWS = ": narrows, not parity"  # the words of a re-run that moved closer without restoring parity
 
 
-def narrowing(before: tuple[int, int], after: tuple[int, int], changed: bool) -> str:
-    """What a re-run did to the difference, from (elements that differ, max ULP) before and after: one
-    judgement for the cause's status and every sentence that reports it. Narrower means no more
-    elements and no larger a distance, and fewer or smaller in one of them."""
+def narrowing(before: tuple[int, ...], after: tuple[int, ...], changed: bool) -> str:
+    """What a re-run did to the difference, from (elements that differ, max ULP[, max abs]) before and
+    after: one judgement for the cause's status and every sentence that reports it. Narrower means no
+    more elements and no larger a distance, in ULP or in absolute terms, and less in one of them (a
+    re-run can move the worst element to a larger value: fewer ULP, yet a larger difference)."""
     if after[0] == 0:
         return ": parity restored"
-    if after[0] <= before[0] and after[1] <= before[1] and after != before:
+    if all(a <= b for a, b in zip(after, before)) and after != before:
         return NARROWS
     return ": no change" if not changed else ": no closer"
+
+
+_OUTCOMES = {": parity restored": "parity", NARROWS: "narrows", ": no change": "no change", ": no closer": "no closer"}
+
+
+def measured_rerun(outs: Sequence[np.ndarray], ctx: _Context) -> tuple[Rerun, str]:
+    """The re-run ``outs`` against the baseline, and the words of its judgement (``narrowing``)."""
+    before = (*_distance(ctx.path_out, ctx.base_out), max(_max_gap(ctx.path_out, ctx.base_out), default=0.0))
+    after = (*_distance(outs, ctx.base_out), max(_max_gap(outs, ctx.base_out), default=0.0))
+    result = narrowing(before, after, _distance(outs, ctx.path_out)[0] > 0)
+    return Rerun(before, after, _OUTCOMES[result]), result  # type: ignore[arg-type]
 
 
 def _recompile(cause: Cause, ctx: _Context, at_op: bool = True) -> CauseVerdict:
@@ -143,23 +155,21 @@ def _recompile(cause: Cause, ctx: _Context, at_op: bool = True) -> CauseVerdict:
     outs = ctx.run(spec)
     if isinstance(outs, str):
         return CauseVerdict(cause.id, cause.title, "refuted", f"re-ran {spec}", f"the re-run failed ({outs})")
-    before = _distance(ctx.path_out, ctx.base_out)
-    after = _distance(outs, ctx.base_out)
-    changed = _distance(outs, ctx.path_out)[0] > 0
-    seen = (f"{ctx.path} differs from {ctx.baseline} in {before[0]} elements (max {before[1]} ULP); "
-            f"{spec} differs in {after[0]} (max {after[1]} ULP)")
-    result = narrowing(before, after, changed)
+    rerun, result = measured_rerun(outs, ctx)
+    before, after = rerun.before, rerun.after
+    seen = (f"{ctx.path} differs from {ctx.baseline} in {before[0]} elements (max {before[1]} ULP, max abs "
+            f"{before[2]:.3g}); {spec} differs in {after[0]} (max {after[1]} ULP, max abs {after[2]:.3g})")
     status: Status = {": parity restored": "confirmed", NARROWS: "partly"}.get(result, "refuted")  # type: ignore[assignment]
     if status != "confirmed" and at_op:  # judged at the op it names: the flag may fix that op and leave noise elsewhere
         at_op = _at_the_op(cause, ctx, spec)
         if at_op is not None:
             d, gone = at_op
             proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
-                        False, seen + result)
+                        False, seen + result, rerun=rerun)
             return CauseVerdict(cause.id, cause.title, "confirmed", f"the values of {_short(d)} re-run with {spec}",
                                 gone, cause.fix, proof)
     return CauseVerdict(cause.id, cause.title, status, f"re-ran {spec}", seen + result,
-                        cause.fix if status != "refuted" else None)
+                        cause.fix if status != "refuted" else None, rerun=rerun)
 
 
 def _at_the_op(cause: Cause, ctx: _Context, spec: str) -> tuple[Any, str] | None:
@@ -246,6 +256,7 @@ def _carried_noise(cause: Cause, ctx: _Context, loc: Localization) -> CauseVerdi
                                                                          _max_gap(ctx.base_out, ideal))):
             unsound.append(f"the divergences found reproduce only {b.together:.0%} of the output difference and "
                            "the outputs are not within twice the model's own rounding noise")
+    floor = "" if unsound else ", and the outputs are within twice the model's own rounding noise"
     others = len(loc.local) - len(named)
     if blamed:
         found = (f"the {len(named)} divergences that carry the output difference (together {b.together:.0%} of "
@@ -253,7 +264,7 @@ def _carried_noise(cause: Cause, ctx: _Context, loc: Localization) -> CauseVerdi
     else:
         found = (f"all {len(how)} local divergences are rounding only ({shown}); together they reproduce "
                  f"{b.together:.0%} of the output difference, the rest arises where per-op values cannot be "
-                 f"seen, and the outputs are within twice the model's own rounding noise")
+                 f"seen{floor}")
     if unsound:
         return CauseVerdict(cause.id, cause.title, "refuted", what, f"{found}; but {'; and '.join(unsound)}: "
                             "not established as noise")
@@ -386,7 +397,7 @@ def _flag_proof(cause: Cause, ctx: _Context, unless: str = "") -> tuple[Fix, str
     restored = rerun.status == "confirmed"
     spec = rerun.experiment.removeprefix("re-ran ")
     proof = Fix("serving flag" if ctx.path.startswith("savedmodel") else "compile option", cause.fix, spec,
-                restored, rerun.evidence + ("" if restored else unless))
+                restored, rerun.evidence + ("" if restored else unless), rerun=rerun.rerun)
     return proof, rerun.evidence
 
 
@@ -897,7 +908,7 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
                 description = (f"{how}: with it {ctx.path} matches {ctx.baseline} (it turns off the "
                                f"{short_title(verdict.title)} behind this)")
         fixes.append(Fix("serving flag" if kind == "savedmodel" else "compile option", description, spec,
-                         True, verdict.evidence))
+                         True, verdict.evidence, rerun=verdict.rerun))
     narrow = {"excess-precision", "narrow-rounding-skipped"}
     if any(v.cause in narrow and v.status in ("confirmed", "partly") for v in causes):
         from ..fixes import round_like_declared
@@ -916,15 +927,15 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
             fixes.append(Fix("model change", "jaxparity.fixes.round_like_declared(fn)", None, False,
                              f"the fixed model failed on {target}: {outs}"))
         else:
-            n, worst = _distance(outs, ctx.base_out)
-            before = _distance(ctx.path_out, ctx.base_out)
-            result = narrowing(before, (n, worst), _distance(outs, ctx.path_out)[0] > 0)
+            rerun, result = measured_rerun(outs, ctx)
+            (n, worst, gap), before = rerun.after, rerun.before
             fixes.append(Fix("model change", "wrap the model with jaxparity.fixes.round_like_declared(fn): it "
                              "inserts lax.reduce_precision where the program declares a bf16/f16 rounding, so "
                              "every compiler keeps it; no flag needed", f"{target} [fixed model]", n == 0,
                              f"{target} on the fixed model " + ("equals " + ctx.baseline if n == 0 else
-                             f"still differs from {ctx.baseline} in {n} elements (max {worst} ULP; before: "
-                             f"{before[0]}, max {before[1]} ULP){result}")))
+                             f"still differs from {ctx.baseline} in {n} elements (max {worst} ULP, max abs {gap:.3g}; "
+                             f"before: {before[0]}, max {before[1]} ULP, max abs {before[2]:.3g}){result}"),
+                             rerun=rerun))
     return [_with_cost(ctx, f) for f in fixes]
 
 

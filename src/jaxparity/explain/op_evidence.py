@@ -150,8 +150,8 @@ def _math_library(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerd
                             f"{d.op.primitive} at {_where(d)}", f"{path} is {ev.path_ulp} ULP and {baseline} "
                             f"{ev.baseline_ulp} ULP from it: more than a math library's {MATH_LIBRARY_ULP}")
     return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against the correctly rounded "
-                        f"{d.op.primitive} at {_where(d)}", f"{path} is {ev.path_ulp} ULP and {baseline} "
-                        f"{ev.baseline_ulp} ULP from the correctly rounded result on the same inputs: two "
+                        f"{d.op.primitive} at {_where(d)}", f"{path} is {'up to ' if ev.path_ulp else ''}{ev.path_ulp} ULP and {baseline} "
+                        f"{'up to ' if ev.baseline_ulp else ''}{ev.baseline_ulp} ULP from the correctly rounded result on the same inputs: two "
                         f"implementations within {MATH_LIBRARY_ULP} ULP, neither wrong", cause.fix)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CauseVerdict", "Fix", "Status"]
+__all__ = ["CauseVerdict", "Fix", "Rerun", "Status"]
 
 Status = Literal["confirmed", "partly", "refuted", "noise", "not run"]
 
@@ -20,6 +20,19 @@ class CauseVerdict:
     evidence: str  # what was seen
     fix: str | None = None
     proof: Fix | None = None  # the whole-program re-run that shows the fix working (or not)
+    rerun: Rerun | None = None  # where the experiment was a whole-program re-run: what it did
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """What a fix's re-run did to the outputs' difference from the baseline: (elements that differ, max
+    ULP, max abs) before and after, and the one judgement every sentence about it reads: "parity";
+    "narrows" (no more elements, no larger a distance in ULP or in absolute terms, and less in one);
+    "no closer"; "no change" (the re-run gave the path's own values)."""
+
+    before: tuple[int, int, float]
+    after: tuple[int, int, float]
+    outcome: Literal["parity", "narrows", "no closer", "no change"]
 
 
 @dataclass(frozen=True)
@@ -33,5 +46,6 @@ class Fix:
     # where it was not measured (a serving process or a conversion per run); 0.0: within the timing's own
     # spread (execution.timing), no measurable cost.
     cost: float | None = None
+    rerun: Rerun | None = None  # the re-run's numbers, where one ran
 
 

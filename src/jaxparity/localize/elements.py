@@ -153,13 +153,14 @@ _NAN_ULP = np.iinfo(np.int64).max  # the distance of a NaN against a number (see
 
 
 def _distance_words(who: str, ulp: int, ref: str | None, integer: bool) -> str:
-    """'jit is 5 ULP from <ref>' (``ref`` None: 'eager 5 ULP', after a first side); integers by their
+    """'jit is up to 5 ULP from <ref>' (``ref`` None: 'eager up to 5 ULP', after a first side); integers by their
     absolute difference; a NaN against a number said so."""
     if ulp == _NAN_ULP:
         return f"{who} disagrees with {ref or 'it'} on NaN (a NaN against a number)"
     if integer:
         return f"{who} is off by {ulp} from {ref}" if ref else f"{who} by {ulp}"
-    return f"{who} is {ulp} ULP from {ref}" if ref else f"{who} {ulp} ULP"
+    up = "up to " if ulp else ""  # the worst element, not the example's
+    return f"{who} is {up}{ulp} ULP from {ref}" if ref else f"{who} {up}{ulp} ULP"
 
 
 def _nonfinite_words(who: str, value: Any, correct: Any, inputs: tuple[Any, ...]) -> str:

@@ -205,7 +205,13 @@ def model_change(fix: Any, path: str | None = None) -> str | None:
 
 def _fix_state(fix: Any) -> str:
     """✓ restores parity, ◐ narrows the difference, ✗ does neither (the words after it say which)."""
-    return "✓" if fix.verified else "◐" if ": narrows" in (fix.evidence or "") else "✗"
+    return "✓" if fix.verified else "◐" if narrows(fix) else "✗"
+
+
+def narrows(fix: Any) -> bool:
+    """Did the fix's re-run narrow the difference without restoring parity (``Rerun.outcome``)?"""
+    rerun = getattr(fix, "rerun", None)
+    return rerun.outcome == "narrows" if rerun is not None else ": narrows" in (fix.evidence or "")
 
 
 def fix_lines(e: Any, main: Any = None) -> list[str]:
@@ -235,12 +241,17 @@ def rerun_words(f: Any) -> str:
     """What the fix's re-run showed, from its numbers: parity, or how many elements and ULP before and after."""
     if f.verified:
         return f.evidence if "within the rewritten program's own rounding noise" in f.evidence else "parity restored"
+    r = getattr(f, "rerun", None)
+    if r is not None:
+        (n0, u0, a0), (n1, u1, a1) = r.before, r.after
+        verdict = {"narrows": "narrows, not parity", "no change": "no change"}.get(r.outcome, "no closer")
+        return f"{verdict}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, max abs {fmt(a0)} → {fmt(a1)}"
     before, after = _BEFORE.search(f.evidence), _AFTER.search(f.evidence)
     if before is None or after is None:
         return f.evidence
     n0, u0 = before.groups()
     n1, u1 = (g for g in after.groups() if g is not None)
-    verdict = "narrows, not parity" if ": narrows" in f.evidence else "no closer"
+    verdict = "narrows, not parity" if narrows(f) else "no closer"
     return f"{verdict}: {n0} → {n1} elements differ, max {u0} → {u1} ULP"
 
 

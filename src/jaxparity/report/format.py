@@ -182,14 +182,19 @@ def summary_line(r: ComparisonResult) -> str:
         return (f"the baseline {r.baseline} failed ({base.status}: {why[:200]}): nothing was compared with it{ran}; "
                 "choose another --baseline")
     gated = [p for p in r.paths if p.gated]
-    failing = [p.spec for p in gated if not p.passed]
+    broken = [p.spec for p in gated if p.status != "ok"]  # did not run: they fail the gate, but differ in nothing
+    failing = [p.spec for p in gated if not p.passed and p.status == "ok"]
     over = f" on all {r.samples} samples" if r.samples > 1 else ""
+    did_not_run = (f"{len(broken)} of {len(gated)} paths could not run ({', '.join(broken)})" if broken else "")
     if not failing:
+        if broken:
+            ran = len(gated) - len(broken)
+            return did_not_run + (f"; the other {ran} agree with {r.baseline}{over} ({r.tolerance.describe()})"
+                                  if ran else "")
         return f"all {len(gated)} compared paths agree with {r.baseline}{over} ({r.tolerance.describe()})"
-    if r.samples > 1:
-        return (f"{len(failing)} of {len(gated)} paths do not agree with {r.baseline} on all {r.samples} "
-                f"samples ({r.tolerance.describe()}): {', '.join(failing)}")
-    return f"{len(failing)} of {len(gated)} paths do not agree with {r.baseline} ({r.tolerance.describe()}): {', '.join(failing)}"
+    line = (f"{len(failing)} of {len(gated)} paths do not agree with {r.baseline}{over} ({r.tolerance.describe()}): "
+            f"{', '.join(failing)}")
+    return line + (f"; {did_not_run.replace(f' of {len(gated)} paths', '')}" if broken else "")
 
 
 def arrays_line(arrays: Sequence[ArrayInfo], limit: int = 6) -> str:
@@ -314,7 +319,9 @@ def fix_note(cause: Any, fixes: Sequence[Any] = ()) -> str:
                 proof.evidence else "restores parity")
         return f" (verified: {proof.spec} {done})" if proof.spec else " (verified by a re-run)"
     if cause.proof is not None:
-        how = "only narrows the difference" if ": narrows" in cause.proof.evidence else "did not restore parity"
+        from .brief import narrows
+
+        how = "only narrows the difference" if narrows(cause.proof) else "did not restore parity"
         return f" (re-running with it, {cause.proof.spec}, {how})"
     if cause.status == "partly":
         return " (a re-run with it only narrows the difference)"
