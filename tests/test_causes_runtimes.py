@@ -135,3 +135,37 @@ def test_argsort_with_a_subnormal_key_eager_reads_it_as_zero():
     assert verdict(e, "denormal-flush").status == "confirmed"
     assert verdict(e, "tie-ordering").status != "confirmed"
     assert verdict(e, "wrong-code").status != "confirmed"
+
+
+def test_a_negated_zero_dropped_by_tflite_is_a_signed_zero_and_carries_the_atan2_flip():
+    """TFLite's NEG gives +0 for -(+0): 0 ULP from eager's -0, yet atan2 downstream gives π against -π.
+    The neg is the local divergence (a zero of the other sign, shown as an element class), it carries the
+    whole output difference, and the cause is the dropped sign, with TFLite the side that drops it."""
+    e = explain("make_negated_zero_atan2", "tflite")
+    loc = e.localization
+    (d,) = loc.local  # atan2 is right on TFLite's own (+0) input: only the neg departs
+    assert d.op.primitive == "neg" and line(d) == planted("negated zero") and d.max_ulp == 0 and d.n_differ == 2
+    assert any(c.name.startswith("zeros of the other sign") and c.count == 2 for c in d.elements.classes)
+    assert loc.blame.lead.alone >= 0.99
+    v = verdict(e, "signed-zero")
+    assert v.status == "confirmed" and "tflite gives +0 where the op declares -0" in v.evidence, v
+    from jaxparity.report.format import explaining_cause
+
+    assert explaining_cause(e.causes, loc.lead).cause == "signed-zero"  # what the report leads with
+
+
+def test_the_same_atan2_flip_through_jax2onnx_is_the_converters_decomposition_reading_minus_zero_as_plus():
+    """Through jax2onnx the neg keeps -0 and atan2 (decomposed: ONNX has no Atan2) gives π for (-0, -1):
+    the -0 inputs are the element class, onnx-ref agrees (the converter, not the runtime); and though onnx
+    gives TFLite's values bit for bit, it is explained on its own, not as TFLite's dropped sign."""
+    case = load_case(f"{CASES}:make_negated_zero_atan2")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "tflite", "onnx"]).explain()
+    e = next(x for x in result.explanations if x.path == "onnx")
+    (d,) = e.localization.local
+    assert d.op.primitive == "atan2" and any(c.name.startswith("-0 inputs") for c in d.elements.classes)
+    wrong = verdict(e, "wrong-code")
+    assert wrong.status == "confirmed" and "converter (jax2onnx)" in wrong.evidence
+    assert e.same_values == "tflite"
+    from jaxparity.report.explanation import group_explanations
+
+    assert [len(others) for _, others in group_explanations(result.explanations)] == [0, 0]  # shown apart

@@ -243,3 +243,19 @@ def test_reference_error_never_calls_a_nan_against_a_number_equal():
     assert e.max_abs == np.inf
     same = reference_error(np.array([np.nan, np.inf], np.float32), np.array([np.nan, np.inf]))
     assert same.max_abs == 0 and same.max_ulp == 0
+
+
+def test_signed_zero_flips_are_zeros_of_opposite_signs_only():
+    import ml_dtypes
+
+    from jaxparity.metrics import signed_zero_flips
+
+    a = np.array([0.0, -0.0, 0.0, 1.0, np.nan, -0.0], np.float32)
+    b = np.array([-0.0, 0.0, 0.0, 1.0, np.nan, 1e-45], np.float32)
+    assert signed_zero_flips(a, b).tolist() == [True, True, False, False, False, False]
+    assert (ulp_distance(a, b)[:2] == 0).all()  # 0 ULP apart: the distance alone does not see them
+    h = a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)
+    assert signed_zero_flips(*h)[:3].tolist() == [True, True, False]
+    assert not signed_zero_flips(np.array([0, 1]), np.array([0, 1])).any()  # integers have one zero
+    z = np.array([complex(0.0, -0.0)], np.complex64), np.array([complex(0.0, 0.0)], np.complex64)
+    assert signed_zero_flips(*z).tolist() == [True]

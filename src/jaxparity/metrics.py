@@ -39,6 +39,7 @@ __all__ = [
     "diff_leaf",
     "dtype_class",
     "reference_error",
+    "signed_zero_flips",
     "ulp_distance",
 ]
 
@@ -172,6 +173,20 @@ def _complex_ulp(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per component ULP distances (real, imag) in the component dtype; -1 marks a NaN mismatch."""
     (ar, ai), (br, bi) = _components(a), _components(b)
     return _float_ulp(ar, br), _float_ulp(ai, bi)
+
+
+def signed_zero_flips(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where ``a`` and ``b`` are zeros of opposite signs (+0 against -0): equal as numbers, 0 ULP apart,
+    yet a different value to atan2, 1/x or copysign downstream. False for non-float dtypes; for complex,
+    either component."""
+    a, b = np.asarray(a), np.asarray(b)
+    kind = dtype_class(a.dtype)
+    if a.dtype != b.dtype or kind not in ("float", "complex"):
+        return np.zeros(np.broadcast_shapes(a.shape, b.shape), bool)
+    if kind == "complex":
+        return signed_zero_flips(a.real, b.real) | signed_zero_flips(a.imag, b.imag)
+    x, y = as_wide(a), as_wide(b)
+    return (x == 0) & (y == 0) & (np.signbit(x) != np.signbit(y))
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

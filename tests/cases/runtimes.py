@@ -95,3 +95,15 @@ def make_argsort_subnormal():
     x = np.array([-0.0, 1.401298464324817e-45, 1.1, -0.0, 5.960464477539063e-08, -2.00001, 1e6, 722801.375,
                   0.0, -1.1], np.float32)
     return fn, (jnp.asarray(x),)
+
+
+def make_negated_zero_atan2():
+    """atan2 of a negated zero: -(+0) is -0, and atan2(-0, -1) is -π where atan2(+0, -1) is π. TFLite's
+    NEG gives +0 (0 - x); ±0 compare equal, so only its sign shows the divergence (issue 20)."""
+
+    def fn(x, y):
+        return jnp.arctan2(-x, y)  # planted: negated zero
+
+    x = np.array([0.0, 0.0, 1.0, -0.0, 2.0], np.float32)
+    y = np.array([-1.0, -2.0, -1.0, -1.0, 3.0], np.float32)
+    return fn, (jnp.asarray(x), jnp.asarray(y))

@@ -207,6 +207,22 @@ CAUSES: tuple[Cause, ...] = (
         fix="keep values out of the subnormal range (rescale), or accept it: no XLA option restores subnormals",
     ),
     Cause(
+        id="signed-zero",
+        title="a zero of the other sign (a -0 dropped, or made)",
+        description="One side gives +0 where the op declares -0 (or the reverse): equal as numbers, 0 ULP apart, "
+        "but atan2, 1/x and copysign downstream give another result (π against −π, +inf against −inf). Kernels "
+        "that compute -x as 0 - x, or a converter's decomposition, drop the sign.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="op-evidence",
+        op_check="signed-zero",
+        fix="where the sign of a zero decides a result, make it explicit in the model so every runtime agrees "
+        "(e.g. jnp.where(x == 0, 0.0, x) before the atan2 or the division, if +0 is meant), and report the "
+        "dropped sign to the maintainers of the side that drops it",
+    ),
+    Cause(
         id="implementation-defined-conversion",
         title="implementation-defined conversion (NaN, inf or out-of-range float to integer)",
         description="Casting NaN, inf or a float outside the integer type's range has no defined result: XLA "

@@ -85,6 +85,43 @@ def _subnormal(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict
     return None
 
 
+def _signed_zero(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+    """Every differing element of the divergence that carries the output difference is a zero of the
+    other sign: the side whose zero has not the sign the op declares on these inputs drops it."""
+    import math
+
+    from ..localize.elements import SIGNED_ZERO, _fmt
+
+    blame = getattr(loc, "blame", None) if loc is not None else None
+    named = ([loc.local[c.divergence] for c in blame.carriers] if blame is not None and blame.carriers
+             else _real(loc)[:1])
+    for d in named:
+        ev = d.elements
+        n = next((c.count for c in ev.classes if c.name == SIGNED_ZERO), 0) if ev is not None else 0
+        if not n or n < d.n_differ or ev.example is None:
+            continue
+        ex = ev.example
+        sign = {k: math.copysign(1.0, v) for k, v in (("path", ex.path), ("baseline", ex.baseline),
+                                                      ("correct", ex.correct)) if isinstance(v, float)}
+        if "correct" in sign and sign.get("path") != sign["correct"]:
+            who, other, got = path, baseline, ex.path
+        elif "correct" in sign and sign.get("baseline") != sign["correct"]:
+            who, other, got = baseline, path, ex.baseline
+        else:
+            continue
+        ins = ", ".join("·" if v is None else _fmt(v) for v in ex.inputs)
+
+        def _fmt(v: Any, plain: Any = _fmt) -> str:  # a zero with its sign: +0, -0
+            return ("-0" if math.copysign(1.0, v) < 0 else "+0") if isinstance(v, float) and v == 0 else plain(v)
+
+        return CauseVerdict(cause.id, cause.title, "confirmed", f"each side's sign of zero against the op's declared "
+                            f"result at {_where(d)}", f"all {n} differing elements are zeros of the other sign: {who} "
+                            f"gives {_fmt(got)} where the op declares {_fmt(ex.correct)} on these inputs, {other} keeps "
+                            f"it (e.g. inputs ({ins})); what the program computes from that zero (atan2, 1/x, "
+                            "copysign) then differs", cause.fix)
+    return None
+
+
 def _conversion(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
     for d in _real(loc):
         ev = d.elements
@@ -340,6 +377,7 @@ def _rng(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | Non
 
 OP_RULES: dict[str, Callable[[Cause, Any, str, str], CauseVerdict | None]] = {
     "subnormal": _subnormal,
+    "signed-zero": _signed_zero,
     "conversion": _conversion,
     "ordering": _ordering,
     "math-library": _math_library,

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from jax.extend.core import Literal
 
-from ..metrics import as_wide, ulp_distance
+from ..metrics import as_wide, signed_zero_flips, ulp_distance
 from ..rounding import is_float_dtype
 from .program import FlatProgram, Op
 
@@ -274,7 +274,8 @@ def _add_local(replayed: Any, path: Any, own: Any) -> np.ndarray:
             delta = as_wide(path) - as_wide(own)
             moved = as_wide(replayed) + delta
             out = moved.astype(path.dtype)
-        keep_path = ~np.isfinite(delta) | ~np.isfinite(moved)
+        # NaN or inf, and a zero of the other sign (its error is 0 as a number): the path's own value
+        keep_path = ~np.isfinite(delta) | ~np.isfinite(moved) | signed_zero_flips(path, own)
         return np.where(keep_path, path, out).astype(path.dtype)
     return np.where(path != own, path, replayed).astype(path.dtype)
 
@@ -637,8 +638,8 @@ class _Screen:
                     continue
                 with np.errstate(invalid="ignore", over="ignore"):
                     d = as_wide(p) - as_wide(own)
-                if not np.isfinite(d).all():
-                    unscreened.add(u)  # NaN or inf against a number: the exact replay takes the path's value
+                if not np.isfinite(d).all() or signed_zero_flips(p, own).any():
+                    unscreened.add(u)  # NaN or inf against a number, ±0: the exact replay takes the path's value
                 wide = np.float64 if p.dtype.itemsize >= 8 and jax.config.jax_enable_x64 else np.float32
                 row.append(np.where(np.isfinite(d), d, 0.0).astype(wide))
                 moved = max(moved, float(np.abs(row[-1]).max(initial=0.0)) / (float(np.abs(as_wide(own)).max(initial=0.0)) or 1.0))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics import dtype_class, ulp_distance
+from ..metrics import as_wide, dtype_class, signed_zero_flips, ulp_distance
 
 __all__ = ["ElementClass", "ElementEvidence", "ElementExample", "element_evidence"]
 
@@ -263,6 +263,10 @@ def _per_element(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
     return None
 
 
+_SIGN_OF_ZERO = {"atan2", "div", "copysign", "sign", "rsqrt", "log", "pow", "sort", "max", "min"}
+SIGNED_ZERO = "zeros of the other sign (+0 against -0: 0 ULP apart, another value to atan2, 1/x, copysign)"
+
+
 def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np.ndarray,
                      correct: np.ndarray | None, exact: np.ndarray | None, position: int = 0) -> ElementEvidence:
     """Evidence on the elements where ``path_out`` and ``base_out`` differ (the op's output number
@@ -270,7 +274,8 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
     ``exact``: its float64 value."""
     name = op.info.primitive
     p, b = np.asarray(path_out), np.asarray(base_out)
-    differ = ulp_distance(p, b) != 0
+    flips = signed_zero_flips(p, b)
+    differ = (ulp_distance(p, b) != 0) | flips
     shape = p.shape
     arrays = [np.asarray(x) for x in ins]
     at = [_per_element(x, shape) for x in arrays]
@@ -293,6 +298,10 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
     if floats_in:
         count("subnormal inputs", np.logical_or.reduce([_subnormal(a) for a in floats_in]))
         count("NaN or inf inputs", np.logical_or.reduce([_nonfinite(a) for a in floats_in]))
+        if name in _SIGN_OF_ZERO:  # ops whose result depends on a zero's sign
+            count("-0 inputs (the op's result depends on the zero's sign)",
+                  np.logical_or.reduce([(as_wide(a) == 0) & np.signbit(as_wide(a)) for a in floats_in]))
+    count(SIGNED_ZERO, flips)
     results = [p, b] + ([np.asarray(correct)] if correct is not None and np.asarray(correct).shape == shape else [])
     count("subnormal results", np.logical_or.reduce([_subnormal(r) for r in results]))
     count("NaN or inf results", np.logical_or.reduce([_nonfinite(r) for r in results]))
@@ -351,7 +360,7 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
     example = None
     if differ.any():
         u = ulp_distance(p, b)
-        flat = int(np.argmax(np.where(u < 0, np.iinfo(np.int64).max, u)))
+        flat = int(np.argmax(np.where(differ, np.where(u < 0, np.iinfo(np.int64).max, u), -1)))
         idx = np.unravel_index(flat, shape) if shape else ()
         c = np.asarray(correct) if correct is not None else None
         example = ElementExample(tuple(int(i) for i in idx),

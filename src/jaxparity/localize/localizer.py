@@ -24,7 +24,7 @@ import jax
 import numpy as np
 from jax.extend.core import Literal
 
-from ..metrics import as_wide, ulp_distance
+from ..metrics import as_wide, signed_zero_flips, ulp_distance
 from ..rounding import is_float_dtype
 from .program import FlatProgram, Op, OpInfo
 from .elements import ElementEvidence, element_evidence
@@ -267,8 +267,10 @@ def _options(spec: str) -> dict[str, Any]:
 
 
 def _compare(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
+    """(elements that differ, max ULP, max abs); a zero of the other sign differs (0 ULP, 0 apart): it
+    is another value to atan2, 1/x or copysign, and blame measures whether it matters."""
     ulps = ulp_distance(a, b)
-    differ = ulps != 0
+    differ = (ulps != 0) | signed_zero_flips(a, b)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(as_wide(a) - as_wide(b)) if a.dtype.kind != "b" else differ * 1.0
     diff = np.where(differ, diff, 0.0)
@@ -441,7 +443,9 @@ def _bitwise_equal(a: Any, b: Any) -> bool:
 
 
 def values_equal(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and bool(np.all(ulp_distance(a, b) == 0))
+    """The same values: 0 ULP apart and zeros of the same sign (NaNs of any payload agree)."""
+    return (a.shape == b.shape and a.dtype == b.dtype and bool(np.all(ulp_distance(a, b) == 0))
+            and not signed_zero_flips(a, b).any())
 
 
 def _record_drift(op: Op, p_outs: list[np.ndarray], b_outs: list[np.ndarray], drift: list[OpDrift]) -> None:

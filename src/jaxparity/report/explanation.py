@@ -158,8 +158,9 @@ def group_explanations(explanations: Any) -> list[tuple[Any, list[Any]]]:
     for e in explanations:
         key = _divergence_key(e)
         host = next((k for k, (g, _) in enumerate(groups) if g.path == getattr(e, "same_values", None)), None)
-        if host is not None:  # the same values bit for bit: one explanation
-            groups[host][1].append(e)
+        adopted = any(c.experiment == f"{e.same_values}'s explanation" for c in e.causes) if host is not None else False
+        if host is not None and (adopted or key is None or key == keys[host]):
+            groups[host][1].append(e)  # the same values bit for bit, explained alike: one explanation
         elif key is not None and key in keys:
             groups[keys.index(key)][1].append(e)
         else:
