@@ -363,7 +363,8 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
             got = everything if len(units) == 1 else shares({u})
             if got is None:
                 return True
-            alone[u], _ = got, exact.add(u)
+            alone[u] = got
+            exact.add(u)
         return False
 
     # Of many divergences, each one's share alone is screened on a compiled replay of the whole program
@@ -412,7 +413,9 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
                 needed[u] = max(0.0, together - total(s))
     measured = set(alone) | set(needed)
     if len(measured) < len(units):
-        why = ("time budget spent" if time.monotonic() > deadline else
+        unscreened = screen is not None and any(u not in screen.shares and u not in screen.unscreened for u in units)
+        why = ("time budget spent" if time.monotonic() > deadline or (unscreened and gap is not None and
+                                                                        gap <= SCREEN_AGREES) else
                f"the compiled screen departs from the baseline's replay (by {gap:.0%} of a share)"
                if gap is not None and gap > SCREEN_AGREES else "their group of ops carries none of the difference")
         notes.append(f"{len(units) - len(measured)} of {len(units)} divergences were not replayed alone ({why}): "

@@ -131,7 +131,13 @@ class IreePath(Path):
             diag = _diagnostic(e)
             op, target = re.search(r"operation '([\w.]+)'", diag), re.search(r'call_target_name = "([^"]+)"', diag)
             what = f" (op {op[1]}{f', call_target_name {target[1]}' if target else ''})" if op else ""
-            raise PathError(f"IREE could not compile the case{what}:\n{diag}") from None
+            hint = ""
+            if "__truncsfbf2" in diag or "__truncsfhf2" in diag:  # iree-org/iree#13499, #14549
+                narrow = "bfloat16" if "bf2" in diag else "float16"
+                hint = (f"\n(the CPU code IREE generated calls the compiler runtime's float32 -> {narrow} "
+                        "conversion, which IREE's linker does not provide: a known llvm-cpu limitation with "
+                        f"{narrow} conversions; run a float32 version of the model on IREE)")
+            raise PathError(f"IREE could not compile the case{what}:\n{diag}{hint}") from None
         return out, stderr.getvalue()
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .format import advice, explaining_cause, fmt, is_rerun, readable, short_title
+from .format import advice, explaining_cause, fmt, is_rerun, narrows, readable, short_title
 
 __all__ = ["blame_line", "brief", "fix_lines", "sentences", "triage"]
 
@@ -207,11 +207,6 @@ def _fix_state(fix: Any) -> str:
     """✓ restores parity, ◐ narrows the difference, ✗ does neither (the words after it say which)."""
     return "✓" if fix.verified else "◐" if narrows(fix) else "✗"
 
-
-def narrows(fix: Any) -> bool:
-    """Did the fix's re-run narrow the difference without restoring parity (``Rerun.outcome``)?"""
-    rerun = getattr(fix, "rerun", None)
-    return rerun.outcome == "narrows" if rerun is not None else ": narrows" in (fix.evidence or "")
 
 
 def fix_lines(e: Any, main: Any = None) -> list[str]:

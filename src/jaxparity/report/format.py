@@ -307,6 +307,12 @@ def fix_label(cause: Any) -> str:
     return "what to do" if cause.cause in _REPORT else "workaround" if cause.cause in _WORKAROUND else "fix"
 
 
+def narrows(fix: Any) -> bool:
+    """Did the fix's re-run narrow the difference without restoring parity (``Rerun.outcome``)?"""
+    rerun = getattr(fix, "rerun", None)
+    return rerun.outcome == "narrows" if rerun is not None else ": narrows" in (fix.evidence or "")
+
+
 def fix_note(cause: Any, fixes: Sequence[Any] = ()) -> str:
     """' (verified by a re-run)', ' (not verified by a re-run)', ...: what backs the cause's fix text; ''
     where a re-run cannot verify it (nothing is wrong, or a bug to report)."""
@@ -319,8 +325,6 @@ def fix_note(cause: Any, fixes: Sequence[Any] = ()) -> str:
                 proof.evidence else "restores parity")
         return f" (verified: {proof.spec} {done})" if proof.spec else " (verified by a re-run)"
     if cause.proof is not None:
-        from .brief import narrows
-
         how = "only narrows the difference" if narrows(cause.proof) else "did not restore parity"
         return f" (re-running with it, {cause.proof.spec}, {how})"
     if cause.status == "partly":
