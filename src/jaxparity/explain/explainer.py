@@ -731,9 +731,9 @@ def _peel(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix], evidence:
     best: tuple[int, str, list[np.ndarray]] | None = None
     for spec in dict.fromkeys(specs):
         outs = ctx.runs.get(spec)
-        if isinstance(outs, list):
+        if isinstance(outs, list):  # a fix that narrows the difference (in every measure), as its sentence says
             n = _distance(outs, ctx.base_out)[0]
-            if 0 < n < before and (best is None or n < best[0]):
+            if 0 < n < before and measured_rerun(outs, ctx)[0].outcome == "narrows" and (best is None or n < best[0]):
                 best = (n, spec, outs)
     if best is None:
         return None
