@@ -111,12 +111,12 @@ def _signed_zero(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdi
             continue
         ins = ", ".join("·" if v is None else _fmt(v) for v in ex.inputs)
 
-        def _fmt(v: Any, plain: Any = _fmt) -> str:  # a zero with its sign: +0, -0
-            return ("-0" if math.copysign(1.0, v) < 0 else "+0") if isinstance(v, float) and v == 0 else plain(v)
+        def signed(v: Any) -> str:  # a zero with its sign: +0, -0
+            return ("-0" if math.copysign(1.0, v) < 0 else "+0") if isinstance(v, float) and v == 0 else _fmt(v)
 
         return CauseVerdict(cause.id, cause.title, "confirmed", f"each side's sign of zero against the op's declared "
                             f"result at {_where(d)}", f"all {n} differing elements are zeros of the other sign: {who} "
-                            f"gives {_fmt(got)} where the op declares {_fmt(ex.correct)} on these inputs, {other} keeps "
+                            f"gives {signed(got)} where the op declares {signed(ex.correct)} on these inputs, {other} keeps "
                             f"it (e.g. inputs ({ins})); what the program computes from that zero (atan2, 1/x, "
                             "copysign) then differs", cause.fix)
     return None
