@@ -107,3 +107,64 @@ def make_negated_zero_atan2():
     x = np.array([0.0, 0.0, 1.0, -0.0, 2.0], np.float32)
     y = np.array([-1.0, -2.0, -1.0, -1.0, 3.0], np.float32)
     return fn, (jnp.asarray(x), jnp.asarray(y))
+
+
+def make_masked_fill():
+    """A -inf mask fill (attention-style): TFLite's converter stores the -inf constant as -3.4028235e38,
+    so a row masked everywhere gives -FLT_MAX where eager gives -inf (issue 20)."""
+
+    def fn(s, m):
+        z = jnp.where(m, s, -jnp.inf)  # planted: mask fill
+        return jax.nn.logsumexp(z, axis=-1), z.max(axis=-1)
+
+    s = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    m = np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 1]], bool)
+    return fn, (jnp.asarray(s), jnp.asarray(m))
+
+
+def make_average_pool():
+    """A 3x3 window sum divided by 9: TFLite's converter fuses the two into one AVERAGE_POOL_2D, which
+    sums in its own order; the division alone would be exact (issue 20)."""
+
+    def fn(x):
+        s = jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "VALID")
+        return s / 9.0  # planted: average pool
+
+    x = np.random.default_rng(0).normal(size=(1, 8, 8, 2)).astype(np.float32)
+    return fn, (jnp.asarray(x),)
+
+
+def make_bf16_matmul():
+    """A bf16 matmul: IREE's llvm-cpu matmul accumulates into its bf16 output, a vector reduction tile at a
+    time in float32, so the running sum is rounded to bf16 between tiles; eager accumulates in float32 and
+    rounds once (issue 20)."""
+
+    def fn(a, b):
+        return jnp.dot(a, b)  # planted: bf16 matmul
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(32, 64)).astype(jnp.bfloat16)
+    b = rng.normal(size=(64, 64)).astype(jnp.bfloat16)
+    return fn, (jnp.asarray(a), jnp.asarray(b))
+
+
+def make_erfc():
+    """erfc for inputs up to 6: jax2onnx writes it as 1 - Erf(x), which cancels where erf(x) rounds to 1 in
+    float32 (erfc(4) = 1.5e-8 becomes 0); onnx and onnx-ref alike: the converter (issue 20)."""
+
+    def fn(x):
+        return jax.scipy.special.erfc(x)  # planted: erfc
+
+    return fn, (jnp.asarray(np.linspace(0.5, 6.0, 12, dtype=np.float32)),)
+
+
+def make_cubic_resize():
+    """A cubic upsampling: jax2onnx maps jax.image.resize to one ONNX Resize with exclude_outside=0 (the
+    default), where JAX renormalizes the weights inside the image (exclude_outside=1): 0.06 apart at the
+    border. Returning every intermediate converts JAX's own ops instead, whose values agree: a perturbed
+    capture (issue 20)."""
+
+    def fn(x):
+        return jax.image.resize(x, (1, 12, 12, 1), "cubic", antialias=False)  # planted: cubic resize
+
+    return fn, (jnp.asarray(np.random.default_rng(0).normal(size=(1, 5, 5, 1)).astype(np.float32)),)

@@ -20,6 +20,10 @@ An experiment is one of a few kinds:
   the two paths then agree within the fixed program's own rounding noise.
 - ``option-diff``: the path is the baseline's runtime with other options (``jit:jax_threefry_partitionable=false``
   against ``jit``): those options are the difference, said first; the op's own evidence names the mechanism.
+- ``artifact``: decided on what the runtime really runs (``explain/artifact_evidence.py``): its own
+  artifact read back (a TFLite flatbuffer: its kernels, its constants as stored, every tensor's value in
+  one run), and the op or the fused region run alone on that runtime: a constant the converter stored
+  otherwise; several ops computed by one kernel of the runtime.
 - ``op-evidence``: decided on the diverging ops' own evidence only (``explain/op_evidence.py``): subnormal
   handling reproduced on the op's inputs, implementation-defined casts, the order of equal keys, two
   accurate math libraries, amplification by a discontinuous op, wrong code.
@@ -180,6 +184,78 @@ CAUSES: tuple[Cause, ...] = (
         experiment="partition",
         fix="nothing is wrong where the difference is within the reduction's error bound: compare sharded and "
         "unsharded runs with a tolerance; or keep the reduced dimension unsplit (shard another dimension)",
+    ),
+    Cause(
+        id="stored-constant",
+        title="a constant stored otherwise by the converter (e.g. -inf as the largest finite float)",
+        description="The op computes a constant (no input of the case reaches it), and the runtime's own artifact "
+        "holds another value for it: the converter folded or stored the constant its own way (TFLite stores a "
+        "-inf mask fill as -3.4028235e38). The runtime is not wrong; the model it runs is not the one declared.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=RUNTIMES,
+        experiment="artifact",
+        fix="write the constant in the model as the runtime stores it (a finite fill such as "
+        "jnp.finfo(jnp.float32).min in place of -jnp.inf), so every path computes with the same value",
+    ),
+    Cause(
+        id="narrow-accumulation",
+        title="a narrow dot accumulated in its narrow output (the running sum rounded between blocks)",
+        description="The runtime adds a bf16/f16 dot's products in float32 a block at a time and stores the "
+        "running sum in the narrow output between blocks, rounding it each time (IREE's llvm-cpu matmul "
+        "accumulates into its bf16 output, tiled by its vector reduction size); XLA accumulates every term in "
+        "float32 and rounds once.",
+        primitives=("dot_general",),
+        dtypes=("bfloat16", "float16"),
+        devices=("cpu", "gpu", "tpu"),
+        paths=RUNTIMES,
+        experiment="artifact",
+        fix="accumulate in float32 on every path: preferred_element_type=jnp.float32 on the dot, then cast to "
+        "the narrow dtype",
+    ),
+    Cause(
+        id="converter-decomposition",
+        title="a converter's decomposition of one op into several kernels",
+        description="The converter writes one JAX op as several kernels of the runtime (jax2onnx computes erfc "
+        "as 1 - Erf(x), which cancels where erf(x) rounds to 1), which can lose the accuracy the op declares.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=RUNTIMES,
+        experiment="artifact",
+        fix="report the decomposition to the converter's maintainers with this report (jaxparity reduce writes a "
+        "standalone reproducer); until then keep the op's inputs where the decomposition is accurate, or compute "
+        "that function another way in the model",
+    ),
+    Cause(
+        id="kernel-attribute",
+        title="a kernel attribute the converter chose otherwise (another semantics of the op)",
+        description="The converter maps a JAX op to a kernel whose attributes select among semantics (ONNX "
+        "Resize's exclude_outside, cubic_coeff_a, coordinate_transformation_mode) and chooses one that is not "
+        "JAX's: jax.image.resize renormalizes its cubic weights inside the image, Resize with exclude_outside=0 "
+        "does not.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=RUNTIMES,
+        experiment="artifact",
+        fix="set the attribute on the converted model's node, and report the converter's choice to its maintainers",
+    ),
+    Cause(
+        id="fused-kernel",
+        title="several ops computed by one kernel of the runtime (its own order of operations)",
+        description="The runtime's artifact computes several JAX ops as one kernel (TFLite turns a reduce_window "
+        "sum and a division into one AVERAGE_POOL_2D), which sums and scales in its own order. The region run "
+        "alone on the runtime must reproduce the path's values; within the error bound of its sums neither "
+        "side is wrong.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=RUNTIMES,
+        experiment="artifact",
+        fix="nothing is wrong where both sides are within the bound: compare with a tolerance (the smallest "
+        "passing --ulp / --atol is printed)",
     ),
     Cause(
         id="reduction-order",

@@ -19,6 +19,7 @@ from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
 from ..metrics import as_wide, ulp_distance
 from ..paths import make_path, parse_spec
+from .artifact_evidence import ARTIFACT_RULES
 from .causes import CAUSES, COMPILED, RUNTIMES, Cause
 from .op_evidence import OP_RULES, decide
 from .verdicts import CauseVerdict, Fix, Rerun, Status
@@ -88,6 +89,32 @@ class _Context:
     # The model changes tried, by label ("fixed model": round_like_declared(fn)); a Fix's spec names one
     # as "PATH [LABEL]".
     models: dict[str, Callable[..., Any]] = dataclasses.field(default_factory=dict)
+    path_vals: Any = None  # the path's per-op values of the case
+    notes: list[str] = dataclasses.field(default_factory=list)  # what the experiments add to the report
+    memo: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def artifact(self) -> Any:
+        """What the path's runtime really runs, read back (``Path.artifact``), once; None where the path has
+        no artifact of its own or it cannot be read (then said in the notes)."""
+        if "artifact" not in self.memo:
+            found = None
+            try:
+                path = make_path(self.path)
+                found = path.artifact(self.fn, self.args)
+            except Exception as e:  # evidence, never a failure of the explanation
+                self.notes.append(f"{self.path}'s artifact could not be read back ({_first_line(e)})")
+            if found is not None:
+                self.notes.extend(found.notes)
+            self.memo["artifact"] = found
+        return self.memo["artifact"]
+
+    def compare(self, mine: Sequence[np.ndarray], theirs: Sequence[np.ndarray]) -> Rerun:
+        """A model change re-run on both sides: the path's and the baseline's outputs of the changed model,
+        against the difference the two had before."""
+        before = (*_distance(self.path_out, self.base_out), max(_max_gap(self.path_out, self.base_out), default=0.0))
+        after = (*_distance(mine, theirs), max(_max_gap(mine, theirs), default=0.0))
+        result = narrowing(before, after, _distance(mine, self.path_out)[0] > 0)
+        return Rerun(before, after, _OUTCOMES[result])  # type: ignore[arg-type]
 
     def run(self, spec: str, fn: Callable[..., Any] | None = None, label: str = "fixed model"
             ) -> list[np.ndarray] | str:
@@ -542,6 +569,19 @@ def _well_conditioned(cause: Cause, ctx: _Context) -> CauseVerdict:
                         proof if status != "refuted" else None)
 
 
+def _artifact(cause: Cause, ctx: _Context) -> CauseVerdict:
+    """Decided on what the runtime really runs (``explain.artifact_evidence``)."""
+    if ctx.base_vals is None:
+        return CauseVerdict(cause.id, cause.title, "not run", "the runtime's own artifact", "no per-op values for "
+                            "the baseline")
+    verdict = ARTIFACT_RULES[cause.id](cause, ctx)
+    if verdict is None:
+        return CauseVerdict(cause.id, cause.title, "not run", "the runtime's own artifact",
+                            "no diverging op shows it" if ctx.artifact() is not None or cause.id == "stored-constant"
+                            else f"{ctx.path} has no artifact of its own to read back")
+    return verdict
+
+
 def _option_diff(cause: Cause, ctx: _Context) -> CauseVerdict:
     """The path is the baseline's runtime with other options: those options are the difference."""
     (kind, mine), (base_kind, theirs) = parse_spec(ctx.path), parse_spec(ctx.baseline)
@@ -565,6 +605,7 @@ _EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
     "fingerprint": _fingerprinted,
     "same-compiler": _same_compiler,
     "matmul-precision": _matmul_precision,
+    "artifact": _artifact,
 }
 
 
@@ -606,17 +647,29 @@ def explain_path(
         base_vals, path_vals = (_captured(program, spec, flat_args, notes) for spec in (baseline, path))
         if base_vals is None:
             path_vals = None
+    unsound = False  # the per-op values are not the program's, and what they show does not reproduce its outputs
     if path_vals is not None:
         moved = _distance(path_vals.outputs, path_out)[0]
-        if moved:
-            notes.append(f"returning every intermediate changed {moved} output elements of {path} (the compiler "
-                         "fused differently): per-op values are evidence, cross-checked by the compiler's own HLO")
         localization = localize(program, path_vals, base_vals, flat_args, baseline)
         keep[()] = (program, path_vals, base_vals)
         localization = _open_loops(program, localization, path_vals, base_vals, flat_args, path_out, notes, keep)
         localization = blame_localization(program, localization, path_vals, base_vals, flat_args, path_out,
                                           base_vals.outputs)
-        if moved and not localization.local:
+        if moved:
+            together = localization.blame.together if localization.blame is not None else None
+            unsound = bool(localization.local) and (together is None or together < BLAMED)
+            seen = f"returning every intermediate changed {moved} output elements of {path}"
+            if unsound:
+                notes.append(f"{seen}: its per-op values are not those of the program it runs, and the divergences "
+                             f"seen in them reproduce {together or 0:.0%} of its output difference: no op-level "
+                             "conclusion is drawn from them")
+            elif localization.local:
+                notes.append(f"{seen}, yet the divergences seen in its per-op values reproduce {together:.0%} of "
+                             "its own output difference: judged by them")
+            else:
+                notes.append(f"{seen} (the compiler fused differently): per-op values are evidence, cross-checked "
+                             "by the compiler's own HLO")
+        if moved and (unsound or not localization.local):
             differing = [i for i, (a, b) in enumerate(zip(path_out, base_out)) if _distance([a], [b])[0]]
             localization = dataclasses.replace(localization, perturbed=True,
                                                cone=output_cone(program, differing))
@@ -626,8 +679,11 @@ def explain_path(
     fp = _fingerprint(fn, args, path_out, notes)
     device = jax.default_backend() if kind in ("jit", "export", "eager") else "cpu"
     dtypes = {str(a.dtype) for a in program.avals.values() if hasattr(a, "dtype")}
+    # Causes read the per-op view only where it is the program's (or reproduces its outputs); the runtime's
+    # own artifact and whole-program re-runs still decide where it is not.
     ctx = _Context(fn, tuple(args), path, baseline, list(path_out), list(base_out), device, program, dtypes,
-                   localization, fp, {}, base_vals if path_vals is not None else None, flat_args)
+                   None if unsound else localization, fp, {}, base_vals if path_vals is not None else None, flat_args,
+                   path_vals=None if unsound else path_vals)
 
     causes: list[CauseVerdict] = []
     explained_by: str | None = None
@@ -661,6 +717,7 @@ def explain_path(
         causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",
                                    "no known cause's experiment restored parity or reproduced the numbers"))
     fixes = _fixes(ctx, causes)
+    notes.extend(n for n in ctx.notes if n not in notes)
     from ..report.brief import sentences
 
     remainder = _peel(ctx, causes, fixes, evidence, depth)
@@ -682,24 +739,18 @@ def _name_the_pass(causes: list[CauseVerdict]) -> list[CauseVerdict]:
     return [named if c is wrong else c for c in causes]
 
 
-# Two runtimes that run the same converted model: where one of them is wrong on an op, the other one
-# run on that op alone says whether the converter (both wrong alike) or the runtime's kernel is at fault.
-_SAME_CONVERTER = {"onnx": "onnx-ref", "onnx-ref": "onnx"}
-
-
 def _converter_or_runtime(causes: list[CauseVerdict], ctx: _Context, keep: dict) -> list[CauseVerdict]:
-    """Wrong code on an ONNX path: the op alone on the other ONNX runtime decides between jax2onnx's
-    conversion and the runtime's kernel."""
+    """Wrong code on a path whose converted artifact another runtime also runs (``Path.same_artifact``: onnx
+    and onnx-ref): the op alone on that other runtime decides between the conversion and the kernel."""
     from ..localize.loops.descend import frame_key
     from ..localize.region import differs, make_region, run_region
 
-    kind = ctx.path.split(":", 1)[0]
+    other = make_path(ctx.path).same_artifact
     wrong = next((c for c in causes if c.cause == "wrong-code" and c.status == "confirmed"), None)
     d = ctx.localization.lead if ctx.localization is not None else None
-    if kind not in _SAME_CONVERTER or wrong is None or d is None or frame_key(d.within) not in keep:
+    if other is None or wrong is None or d is None or frame_key(d.within) not in keep:
         return causes
     program, path_vals, _ = keep[frame_key(d.within)]
-    other = _SAME_CONVERTER[kind]
     try:
         region = make_region(program, path_vals, [d.op.index], d.op.index)
         mine, theirs = run_region(ctx.path, region), run_region(other, region)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .artifact_evidence import constant_only
 from .causes import Cause
 from .verdicts import CauseVerdict
 
@@ -237,8 +238,9 @@ def _nonfinite_declared(d: Any, kind: str) -> bool:
 
 def overflow_ignored(d: Any) -> bool:
     """The op's declared result is ±inf (its computation overflows) where the path returns a finite
-    value: what an identity rewrite (log(exp(x)) -> x) that ignores overflow does."""
-    return _nonfinite_declared(d, "inf")
+    value: what an identity rewrite (log(exp(x)) -> x) that ignores overflow does. Not where the op takes
+    no input of the case: a constant stored otherwise (``artifact_evidence``) is no rewritten expression."""
+    return _nonfinite_declared(d, "inf") and not constant_only(d)
 
 
 _NAN_ORDERED = {"argmax", "argmin", "sort", "top_k", "reduce_max", "reduce_min", "max", "min"}
@@ -290,8 +292,8 @@ def _identity(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict 
 
 def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
     for d in _real(loc):
-        if overflow_ignored(d) or nan_ignored(d) or subnormal_wrong(d) or stable_order_broken(d):
-            continue  # an identity rewrite, NaN ignored, subnormals, broken stable order: their own causes
+        if overflow_ignored(d) or nan_ignored(d) or subnormal_wrong(d) or stable_order_broken(d) or constant_only(d):
+            continue  # an identity rewrite, NaN ignored, subnormals, broken stable order, a stored constant: their own
         ev = d.elements
         if ev is None or ev.path_ulp is None or ev.baseline_ulp is None or ev.flushes:
             continue

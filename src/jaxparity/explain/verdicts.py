@@ -37,7 +37,9 @@ class Rerun:
 
 @dataclass(frozen=True)
 class Fix:
-    kind: Literal["compile option", "serving flag", "model change"]
+    # "runtime option": an option of a runtime other than XLA (an attribute set on the converted ONNX model's
+    # nodes, an iree-compile flag)
+    kind: Literal["compile option", "serving flag", "model change", "runtime option"]
     description: str
     spec: str | None  # the path that shows the fix working, e.g. "jit:xla_allow_excess_precision=false"
     verified: bool

@@ -69,3 +69,21 @@ def _seq_conv(p: dict, vals: list, dtype: Any) -> list | None:
 
 _SEQUENTIAL: dict[str, Callable] = {"reduce_sum": _seq_reduce_sum, "dot_general": _seq_dot_general,
                                     "conv_general_dilated": _seq_conv}
+
+
+def blocked_dot_general(p: dict, lhs: np.ndarray, rhs: np.ndarray, dtype: Any, block: int) -> np.ndarray | None:
+    """dot_general accumulated ``block`` terms at a time in float32 (in index order, each product exact: the
+    operands are 16-bit floats), the running sum rounded to ``dtype`` between blocks: what a kernel does
+    whose accumulator is its narrow output buffer (IREE's llvm-cpu matmul, tiled by its vector reduction
+    size). ``block`` at least the contracted length: accumulated in float32 and rounded once."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs) or block < 1:
+        return None
+    a, b, shape = _dot_operands(p, lhs, rhs, np.float64)
+    n = a.shape[2]
+    acc = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
+    for k0 in range(0, n, block):
+        part = acc
+        for k in range(k0, min(k0 + block, n)):
+            part = part + (a[:, :, k, None] * b[:, None, k, :]).astype(np.float32)
+        acc = round_to_dtype(part.astype(np.float64), dtype).astype(np.float32)
+    return acc.reshape(shape)

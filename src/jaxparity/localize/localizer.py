@@ -191,6 +191,8 @@ def _contraction_length(op: Op) -> int:
         return int(rhs[spec[1]] * np.prod([rhs[d] for d in spec[2:]]))
     if eqn.primitive.name == "cumsum":
         return int(eqn.invars[0].aval.shape[p["axis"]])
+    if eqn.primitive.name == "reduce_window_sum":
+        return int(np.prod(p["window_dimensions"]))
     return 1
 
 

@@ -111,6 +111,10 @@ class Path(ABC):
     # ``"ENV"`` accepts any UPPERCASE key as an environment variable of the serving process;
     # ``"jax_*"`` any JAX config option, set while the path traces and runs (``jax_config``).
     options_help: ClassVar[Mapping[str, str]] = {}
+    # Another path that runs the artifact this path converts to, with another runtime (onnx and onnx-ref
+    # run the same jax2onnx model): where both give the same values on an op, the converter is at fault,
+    # not this runtime's kernel.
+    same_artifact: ClassVar[str | None] = None
 
     def __init__(self, options: Mapping[str, str] | None = None, env: str | None = None) -> None:
         self.options = dict(options or {})
@@ -139,6 +143,18 @@ class Path(ABC):
     @abstractmethod
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         """Execute ``fn(*args)`` this path's way and return its outputs (a pytree of arrays)."""
+
+    def artifact(self, fn: Callable[..., Any], args: tuple) -> Any:
+        """What this runtime really runs for ``fn(*args)``, read back from its own artifact, with every
+        tensor's value in one run of it on ``args`` (``paths.artifact.Artifact``); None where the path runs
+        the program as JAX traced it (XLA compiles the jaxpr's own ops) or cannot be read back."""
+        return None
+
+    def kernel_variants(self, kernel: Any) -> list[tuple[str, str]]:
+        """Other semantics this runtime offers for one kernel of its artifact (``Artifact.kernels``), each as
+        (what it changes, the path spec that runs it): ONNX node attributes such as Resize's exclude_outside.
+        Tried where that kernel is where the path departs; none by default."""
+        return []
 
     def warm_call(self, fn: Callable[..., Any], args: tuple) -> Callable[[], Any] | None:
         """A call of ``fn(*args)`` this path's way, compiled and run once already, that blocks until its

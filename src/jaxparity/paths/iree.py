@@ -32,6 +32,11 @@ _EXACT = {"constant", "extf", "truncf", "bitcast", "select", "cmpf", "negf", "ab
           "minimumf", "maxnumf", "minnumf", "floor", "ceil", "round", "roundeven", "trunc"}
 _VECTOR_ARITH = {"fma", "reduction", "multi_reduction", "contract", "outerproduct"}
 _OP = re.compile(r"=\s*(arith|math|vector)\.(\w+)\s*(?:<(\w+)>)?(.*)$")
+# A linalg op with its lowering configuration, as iree-compile prints executable configurations:
+# "%7 = linalg.matmul {lowering_config = #iree_cpu.lowering_config<...>} ins(%3, %4 : tensor<32x64xbf16>,
+# tensor<64x64xbf16>) outs(%6 : tensor<32x64xbf16>) -> tensor<32x64xbf16>"
+_LINALG = re.compile(r"=\s*(?P<kind>linalg\.[\w.]+)\s*\{.*?lowering_config<(?P<config>[^>]*)>.*?\}"
+                     r".*?ins\([^:]*:(?P<ins>[^)]*)\)\s*outs\([^:]*:(?P<outs>[^)]*)\)")
 _DUMP = re.compile(r"^// -----// IR Dump (Before|After) \S+: \S+ //----- //$", re.M)
 
 
@@ -167,6 +172,37 @@ class IreePath(Path):
         warned = [ln.strip() for ln in warnings.splitlines() if "warning:" in ln]
         self.notes.extend(f"iree-compile warned: {ln[:200]}" for ln in warned[:1])
         return jax.tree_util.tree_unflatten(out_tree, [x.to_host() for x in flat])
+
+    def artifact(self, fn: Callable[..., Any], args: tuple) -> Any:
+        """IREE's executable configurations read back (``--compile-to=executable-configurations``): each
+        dispatch's linalg ops with the lowering configuration IREE chose for them, their operand types and
+        the type of the buffer they accumulate into (a bf16 matmul accumulates in its bf16 output, tiled by
+        ``vector_reduction``). No tensor values: IREE runs a dispatch as one function."""
+        import jax
+
+        from .artifact import Artifact, Kernel
+
+        args = jax.tree_util.tree_map(jax.numpy.asarray, args)
+        out, _ = self._compile(fn, args, ("--compile-to=executable-configurations",
+                                          "--mlir-elide-elementsattrs-if-larger=16"))
+        text = out.decode() if isinstance(out, bytes) else str(out)
+        kernels: list[Kernel] = []
+        dispatch = "?"
+        for line in text.splitlines():
+            head = re.search(r"func\.func @(\w+)\(", line)
+            if head:
+                dispatch = head[1]
+                continue
+            op = _LINALG.search(line)
+            if op is None or "lowering_config" not in line:
+                continue
+            attributes = {"dispatch": dispatch, "operands": op["ins"].strip(), "accumulator": op["outs"].strip()}
+            attributes.update((k, v) for k, v in re.findall(r"(\w+) = (\[[^\]]*\])", op["config"]))
+            kernels.append(Kernel(len(kernels), op["kind"], (), (), attributes))
+        found = Artifact("IREE's compiled dispatches", tuple(kernels), {}, {}, ())
+        found.notes.append(f"read IREE's executable configurations back: {len({k.attributes['dispatch'] for k in kernels})} "
+                           f"dispatches, {len(kernels)} linalg ops with a lowering configuration")
+        return found
 
     def evidence(self, fn: Callable[..., Any], args: tuple, limit: int = 12) -> list[str]:
         """From IREE's IR before and after ``iree-convert-bf16-arith-to-f32``, per dispatch: the bf16

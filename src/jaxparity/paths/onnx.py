@@ -171,7 +171,17 @@ def dtype_findings(model: Any, fn: Callable[..., Any], args: tuple) -> list[str]
 class _OnnxPath(Path):
     """Convert with jax2onnx, then ``execute`` the model: one subclass per runtime."""
     options_help = {"opset": "the ONNX opset jax2onnx targets (default 23)",
-                    "keep": "a file to save the converted model in, e.g. keep=model.onnx"}
+                    "keep": "a file to save the converted model in, e.g. keep=model.onnx",
+                    "set_attribute": "attributes set on the converted model's nodes before it runs, OPTYPE.NAME=VALUE "
+                    "separated by spaces (set_attribute=Resize.exclude_outside=1): a fix tried on the model the "
+                    "runtime serves, not on the conversion"}
+    # Attributes of a node whose other values are other semantics of the JAX op the converter mapped to it:
+    # each one is tried on the served model, where that kernel is where the path departs (``kernel_variants``).
+    ATTRIBUTE_VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
+        "Resize": {"exclude_outside": ("0", "1"), "cubic_coeff_a": ("-0.5", "-0.75"),
+                   "coordinate_transformation_mode": ("half_pixel", "pytorch_half_pixel", "align_corners",
+                                                      "asymmetric")},
+    }
     needs: tuple[str, ...] = ("jax2onnx", "onnx")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # Path's own signature
@@ -179,6 +189,41 @@ class _OnnxPath(Path):
         if not self.options.get("opset", "23").isdigit():
             raise PathOptionError(f"path {self.name!r}: opset must be a whole number, got {self.options['opset']!r}")
         self.opset = int(self.options.get("opset", "23"))
+        self.attributes = _parse_attributes(self.name, self.options.get("set_attribute", ""))
+
+    def kernel_variants(self, kernel: Any) -> list[tuple[str, str]]:
+        """(what, spec) for each other value of the attributes of ``kernel`` (a node of this path's
+        artifact) that ``ATTRIBUTE_VARIANTS`` knows: this path with that attribute set on every such node."""
+        found = []
+        for name, values in self.ATTRIBUTE_VARIANTS.get(kernel.kind, {}).items():
+            now = kernel.attributes.get(name, "")
+            for value in values:
+                if value == now or (not now and value == values[0]):  # the first value is ONNX's default
+                    continue
+                setting = f"{kernel.kind}.{name}={value}"
+                opts = {**self.options, "set_attribute": " ".join([*self.options.get("set_attribute", "").split(),
+                                                                    setting])}
+                spec = self.name + ":" + ",".join(f"{k}={v}" for k, v in opts.items())
+                found.append((f"the converter wrote {name}={now or values[0] + ', the default'}", spec))
+        return found
+
+    def _with_attributes(self, model: Any) -> Any:
+        """The converted model with ``set_attribute`` applied to its nodes."""
+        import onnx
+
+        for op_type, name, value in self.attributes:
+            nodes = [n for n in model.graph.node if n.op_type == op_type]
+            if not nodes:
+                raise PathOptionError(f"{self.name}: set_attribute {op_type}.{name}: the converted model has no "
+                                      f"{op_type} node (it has {', '.join(sorted({n.op_type for n in model.graph.node}))})")
+            for node in nodes:
+                for a in list(node.attribute):
+                    if a.name == name:
+                        node.attribute.remove(a)
+                number = re.fullmatch(r"-?\d+", value) or re.fullmatch(r"-?\d*\.\d+(e-?\d+)?", value)
+                parsed: Any = (int(value) if "." not in value and "e" not in value else float(value)) if number else value
+                node.attribute.append(onnx.helper.make_attribute(name, parsed))
+        return model
 
     def unavailable_reason(self) -> str | None:
         missing = [m for m in self.needs if (sys.modules[m] is None if m in sys.modules  # None: blocked
@@ -188,24 +233,88 @@ class _OnnxPath(Path):
     def execute(self, model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError  # the runtime's part
 
+    def _feeds(self, model: Any, args: tuple) -> dict[str, np.ndarray]:
+        import jax
+
+        from ..pytree import host
+
+        leaves = [host(x) for x in jax.tree_util.tree_leaves(args)]
+        if len(leaves) != len(model.graph.input):
+            raise PathError(f"the ONNX graph has {len(model.graph.input)} inputs for {len(leaves)} argument leaves")
+        return {v.name: np.ascontiguousarray(x.astype(_np_dtype(v.type.tensor_type.elem_type)))
+                for v, x in zip(model.graph.input, leaves)}  # cast where the converter retyped an input
+
+    def artifact(self, fn: Callable[..., Any], args: tuple) -> Any:
+        """The ONNX graph as jax2onnx converted it: its nodes (op types and attributes), initializers and
+        Constant nodes as stored, and every value of its top-level graph from one run of that same graph by
+        this path's runtime, each value made a graph output (no second conversion)."""
+        import jax
+        import onnx
+
+        from .artifact import Artifact, Kernel, Tensor
+
+        args = jax.tree_util.tree_map(jax.numpy.asarray, args)
+        model = self._with_attributes(convert(fn, args, self.opset))
+        inferred = onnx.shape_inference.infer_shapes(model)
+        graph = inferred.graph
+        typed = {v.name: v for v in [*graph.value_info, *graph.output, *graph.input]}
+        outputs = [o.name for o in graph.output]
+        extra = [typed[n] for node in graph.node for n in node.output if n in typed and n not in outputs]
+        observed = onnx.ModelProto()
+        observed.CopyFrom(model)
+        del observed.graph.output[:]
+        observed.graph.output.extend([*(typed[n] for n in outputs), *extra])
+        feeds = self._feeds(model, args)
+        values = self.execute(observed, feeds)
+        names = [*outputs, *(v.name for v in extra)]
+        index: dict[str, int] = {}
+
+        def tensor(name: str) -> int:
+            return index.setdefault(name, len(index))
+
+        for v in graph.input:
+            tensor(v.name)
+        stored = {init.name: onnx.numpy_helper.to_array(init) for init in graph.initializer}
+        for node in graph.node:
+            if node.op_type == "Constant" and node.attribute:
+                stored[node.output[0]] = onnx.numpy_helper.to_array(node.attribute[0].t) \
+                    if node.attribute[0].type == onnx.AttributeProto.TENSOR else None
+        kernels = []
+        for node in graph.node:
+            if node.op_type == "Constant":
+                continue
+            attributes = {a.name: (v.decode() if isinstance(v := onnx.helper.get_attribute_value(a), bytes) else str(v))
+                          for a in node.attribute}
+            kernels.append(Kernel(len(kernels), node.op_type, tuple(tensor(n) if n else -1 for n in node.input),
+                                  tuple(tensor(n) for n in node.output), attributes))
+        by_name = {**{k: np.asarray(v) for k, v in feeds.items()}, **{k: np.asarray(v) for k, v in stored.items()
+                                                                      if v is not None}}
+        by_name.update(zip(names, (np.asarray(v) for v in values)))
+        tensors = {i: Tensor(i, name, tuple(by_name[name].shape) if name in by_name else (),
+                             by_name[name].dtype.name if name in by_name else "?", name in stored)
+                   for name, i in index.items()}
+        found = Artifact(f"the ONNX graph (run by {self.name})", tuple(kernels), tensors,
+                         {index[n]: by_name[n] for n in index if n in by_name}, tuple(index[n] for n in outputs))
+        found.notes.append(f"read the ONNX graph back: {len(kernels)} nodes "
+                           f"({', '.join(sorted({k.kind for k in kernels}))}), every value observed in one run")
+        return found
+
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         import jax
         import onnx
         from ..pytree import host
         from ..rounding import round_to_dtype
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
-        model = convert(fn, args, self.opset)
+        model = self._with_attributes(convert(fn, args, self.opset))
+        if self.attributes:
+            self.notes.append("set on the converted model: " + ", ".join(f"{t}.{n}={v}" for t, n, v in self.attributes))
         if self.options.get("keep"):
             onnx.save(model, self.options["keep"])
         self.notes.append(f"converted by jax2onnx {version('jax2onnx')} (onnx {onnx.__version__}), "
                           f"opset {self.opset}, {_count(len(model.graph.node), 'node')}")
         findings = [f"finding: {f}" for f in dtype_findings(model, fn, args)]
         self.notes += findings
-        leaves = [host(x) for x in jax.tree_util.tree_leaves(args)]
-        if len(leaves) != len(model.graph.input):
-            raise PathError(f"the ONNX graph has {len(model.graph.input)} inputs for {len(leaves)} argument leaves")
-        feeds = {v.name: np.ascontiguousarray(x.astype(_np_dtype(v.type.tensor_type.elem_type)))
-                 for v, x in zip(model.graph.input, leaves)}  # cast where the converter retyped an input
+        feeds = self._feeds(model, args)
         try:
             outputs = self.execute(model, feeds)
         except PathError as e:
@@ -218,6 +327,18 @@ class _OnnxPath(Path):
                 raise PathError(f"ONNX output {i} has shape {y.shape} where fn returns {want.shape}")
             outputs[i] = y if y.dtype == want.dtype else round_to_dtype(y, want.dtype)
         return jax.tree_util.tree_unflatten(tree, outputs)
+
+
+def _parse_attributes(path: str, text: str) -> list[tuple[str, str, str]]:
+    """'Resize.exclude_outside=1 Resize.cubic_coeff_a=-0.75' -> [(op type, attribute, value), ...]."""
+    found = []
+    for item in text.split():
+        m = re.fullmatch(r"([A-Za-z][\w]*)\.(\w+)=(\S+)", item)
+        if not m:
+            raise PathOptionError(f"{path}: set_attribute takes OPTYPE.NAME=VALUE items separated by spaces "
+                                  f"(Resize.exclude_outside=1), not {item!r}")
+        found.append((m[1], m[2], m[3]))
+    return found
 
 
 def _missing_kernels(model: Any) -> dict[str, set[str]]:
@@ -245,6 +366,7 @@ def _missing_kernels(model: Any) -> dict[str, set[str]]:
 class OnnxPath(_OnnxPath):
     name = "onnx"
     summary = "jax2onnx model run by onnxruntime's CPU execution provider (default graph optimizations)"
+    same_artifact = "onnx-ref"
     needs = ("jax2onnx", "onnx", "onnxruntime")
 
     def execute(self, model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -278,6 +400,7 @@ class OnnxPath(_OnnxPath):
 class OnnxReferencePath(_OnnxPath):
     name = "onnx-ref"
     summary = "jax2onnx model run by onnx.reference.ReferenceEvaluator (numpy, every dtype)"
+    same_artifact = "onnx"
 
     def execute(self, model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         from onnx.reference import ReferenceEvaluator

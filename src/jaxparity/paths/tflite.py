@@ -15,6 +15,13 @@ The interpreter runs in this process with LiteRT's default CPU delegate, XNNPACK
 Different kernels sum in different orders: expect a few ulp of the largest magnitude from jit
 (a float32 MLP: ``BATCH_MATMUL`` + ``ADD``, within 1-2 ulp of its largest output).
 Conversion and interpretation run in this process, so ``timeout`` is left to the isolated runner.
+
+``artifact`` reads the converted flatbuffer back (``paths.artifact``): its operators as TFLite runs
+them (one AVERAGE_POOL_2D where JAX has a ``reduce_window`` sum and a division), its constants as the
+converter stored them (-inf as -3.4028235e38), and every tensor's value in one run of that same model
+with LiteRT's ``experimental_preserve_all_tensors`` (the served model's own intermediates, not those of
+another conversion that returns them). The last conversion is kept per function and shapes, so a
+run and the explanation that reads its artifact convert once.
 """
 
 from __future__ import annotations
@@ -22,10 +29,16 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import warnings
 from typing import Any, Callable
+
+from collections import OrderedDict
 
 from .base import Path, PathError, PathOptionError
 from .savedmodel import SavedModelPath, _missing, _tail
+
+# The last conversions: (id(fn), argument signature, Optimize.DEFAULT?) -> (fn, model bytes, notes).
+_CONVERTED: OrderedDict[tuple, tuple[Any, bytes, list[str]]] = OrderedDict()
 
 _KERNELS = {"xnnpack": "AUTO", "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "reference": "BUILTIN_REF"}
 _OPTIMIZATIONS = ("none", "default")
@@ -119,11 +132,8 @@ class TFLitePath(Path):
         from ..pytree import host
 
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
-        with tempfile.TemporaryDirectory(prefix="jaxparity-tflite-") as tmp:
-            saver = SavedModelPath()  # the very SavedModel the savedmodel path serves
-            out_tree = saver._save(fn, args, os.path.join(tmp, "model"))
-            self.notes.extend(saver.notes)
-            model = self._convert(os.path.join(tmp, "model"), fn, args)
+        model = self._model(fn, args)
+        out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
         if self.options.get("keep"):
             with open(self.options["keep"], "wb") as f:
                 f.write(model)
@@ -140,6 +150,81 @@ class TFLitePath(Path):
                                 f"the function returns {want.dtype}{list(want.shape)}")
             flat.append(np.asarray(got))  # LiteRT hands 0-d outputs back as numpy scalars
         return jax.tree_util.tree_unflatten(out_tree, flat)
+
+    def _model(self, fn: Callable[..., Any], args: tuple) -> bytes:
+        """The TFLite model of ``fn`` on arguments shaped as ``args``: converted once per function, shapes
+        and converter options (the last four are kept)."""
+        from .staging import config_key, signature
+
+        config = config_key()  # None where JAX does not expose it: convert every time
+        key = (id(fn), signature(args), self.options.get("optimizations", "none"), config)
+        hit = _CONVERTED.get(key) if config is not None else None
+        if hit is not None and hit[0] is fn:
+            _CONVERTED.move_to_end(key)
+            self.notes.extend(hit[2])
+            return hit[1]
+        before = len(self.notes)
+        with tempfile.TemporaryDirectory(prefix="jaxparity-tflite-") as tmp:
+            saver = SavedModelPath()  # the very SavedModel the savedmodel path serves
+            saver._save(fn, args, os.path.join(tmp, "model"))
+            self.notes.extend(saver.notes)
+            model = self._convert(os.path.join(tmp, "model"), fn, args)
+        _CONVERTED[key] = (fn, model, self.notes[before:])
+        while len(_CONVERTED) > 4:
+            _CONVERTED.popitem(last=False)
+        return model
+
+    def artifact(self, fn: Callable[..., Any], args: tuple) -> Any:
+        """The converted flatbuffer as TFLite runs it: its operators, its tensors (constants as stored) and
+        every tensor's value in one run of this same model on ``args``, kept by LiteRT's
+        ``experimental_preserve_all_tensors``."""
+        import jax
+        import numpy as np
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+        from ..pytree import host
+        from .artifact import Artifact, Kernel, Tensor
+
+        args = jax.tree_util.tree_map(jax.numpy.asarray, args)
+        model = self._model(fn, args)
+        kernels = self.options.get("kernels", "xnnpack")
+        try:
+            with warnings.catch_warnings():  # "intended for debugging purposes only": this is debugging
+                warnings.simplefilter("ignore", UserWarning)
+                interpreter = Interpreter(model_content=model, experimental_preserve_all_tensors=True,
+                                          experimental_op_resolver_type=OpResolverType[_KERNELS[kernels]])
+            runner = interpreter.get_signature_runner("serving_default")
+            wanted = runner.get_input_details()
+            inputs = {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))}
+            runner(**{k: v for k, v in inputs.items() if k in wanted})
+            out_index = {name: d["index"] for name, d in runner.get_output_details().items()}
+            # Operators as the model stores them; the delegate's own DELEGATE nodes (XNNPACK's partitions
+            # of those same operators) are left out.
+            ops = [op for op in interpreter._get_ops_details() if op["op_name"] != "DELEGATE"]
+            details = interpreter.get_tensor_details()
+        except (RuntimeError, ValueError) as e:
+            raise PathError(f"the LiteRT interpreter could not read the model back: {_tail(str(e))}") from e
+        made = {int(t) for op in ops for t in op["outputs"]}
+        fed = {d["index"] for d in wanted.values()}
+        tensors: dict[int, Tensor] = {}
+        values: dict[int, Any] = {}
+        for d in details:
+            i = d["index"]
+            try:
+                value = np.array(interpreter.get_tensor(i))
+            except ValueError:  # a scratch tensor the kernels own: no value to read
+                continue
+            tensors[i] = Tensor(i, d["name"], tuple(int(n) for n in d["shape"]), np.dtype(d["dtype"]).name,
+                                i not in made and i not in fed)
+            values[i] = value
+        outputs = tuple(out_index[f"output_{i}"] for i in range(len(out_index)))
+        found = Artifact("the TFLite model", tuple(Kernel(op["index"], op["op_name"],
+                                                          tuple(int(t) for t in op["inputs"]),
+                                                          tuple(int(t) for t in op["outputs"])) for op in ops),
+                         tensors, values, outputs)
+        found.notes.append(f"read the TFLite model back: {len(ops)} operators "
+                           f"({', '.join(sorted({op['op_name'] for op in ops}))}), {len(tensors)} tensors")
+        return found
 
     def _convert(self, model_dir: str, fn: Callable[..., Any], args: tuple) -> bytes:
         import tensorflow as tf

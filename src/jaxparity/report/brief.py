@@ -193,12 +193,15 @@ _MODEL_CHANGES = {"fixed model": "round_like_declared(fn)", "well-conditioned mo
 
 
 def model_change(fix: Any, path: str | None = None) -> str | None:
-    """'the model change well_conditioned(fn) on tflite' for a model change that was run; None otherwise."""
+    """'the model change well_conditioned(fn) on tflite' for a model change that was run; a runtime option's
+    own words (the attribute set on the converted model); None otherwise."""
+    if fix.kind == "runtime option" and fix.spec:
+        return fix.description
     if fix.kind != "model change" or not fix.spec or " [" not in fix.spec:
         return None
     spec, _, label = fix.spec.partition(" [")
     label = label.removesuffix("]")
-    if label == "well-conditioned model":  # the model-side change in words; the re-run says the path
+    if label in ("well-conditioned model", "stored constant", "float32 accumulator"):  # the change in words; the re-run says the path
         return fix.description
     return f"the model change {_MODEL_CHANGES.get(label, label)} on {path or spec}"
 
@@ -235,7 +238,8 @@ _AFTER = re.compile(r"differs in (\d+) \(max (\d+) ULP\)|still differs from \S+ 
 def rerun_words(f: Any) -> str:
     """What the fix's re-run showed, from its numbers: parity, or how many elements and ULP before and after."""
     if f.verified:
-        return f.evidence if "within the rewritten program's own rounding noise" in f.evidence else "parity restored"
+        within = "within the rewritten program's own rounding noise" in f.evidence or "own rounding noise of" in f.evidence
+        return f.evidence if within else "parity restored"
     r = getattr(f, "rerun", None)
     if r is not None:
         (n0, u0, a0), (n1, u1, a1) = r.before, r.after
@@ -261,14 +265,19 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     t = triage(p, e.baseline, loc.lead if loc is not None else None, amplified) if p is not None else None
     if t:
         lines.append(("triage", t))
-    if loc is not None and loc.perturbed and loc.cone:
+    unseen = loc is not None and loc.perturbed and bool(loc.local)  # per-op values not the program's own
+    if unseen:
+        together = loc.blame.together if loc.blame is not None else 0.0
+        lines.append(("where", f"no op-level view: returning every intermediate changes {e.path}'s outputs, and the "
+                      f"divergences seen that way reproduce {together:.0%} of its output difference"))
+    elif loc is not None and loc.perturbed and loc.cone:
         lines.append(("where", f"only while ops #{loc.cone[0].index}..#{loc.cone[-1].index} are compiled together: "
                       "observing their values one by one removes the difference"))
     tested = any(c.cause == "ill-conditioned" and c.status != "not run" for c in e.causes)
-    where = blame_line(loc, e.notes, tested)
+    where = [] if unseen else blame_line(loc, e.notes, tested)
     noise = [x for x in where if x.endswith("(noise)") or " more were not replayed alone" in x]  # what carries none
     lines += [("where", x) for x in where if x not in noise]
-    d = loc.lead if loc is not None else None
+    d = loc.lead if loc is not None and not unseen else None
     main = explaining_cause(e.causes, d)
     if d is not None:
         if d.detail and not (main is not None and "never rounded" in main.evidence):  # else the cause says it
@@ -290,7 +299,8 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         title = title.removesuffix(" (expected rounding noise)") if main.status == "noise" else title
         lines.append(("cause", f"{title} ({state}): {readable(evidence)}"))
     if main is not None and main.fix and any(f.verified for f in e.fixes) and not main.fix.startswith("nothing") \
-            and not is_rerun(main) and not any(f.kind == "model change" and f.verified for f in e.fixes):
+            and not is_rerun(main) and not any(f.kind in ("model change", "runtime option") and f.verified
+                                               for f in e.fixes):
         lines.append(("fix", main.fix))  # the cause's own fix, in words; its re-runs below
     if e.same_values:
         lines.append(("same", f"{e.path} gives {e.same_values}'s values bit for bit"))

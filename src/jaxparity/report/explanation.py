@@ -185,7 +185,8 @@ def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
         for fix in o.fixes:
             if fix.verified:  # as the shown path's: only fixes that restore parity
                 what = model_change(fix, o.path)
-                head = f"✓ {what}" if what else f"{o.path}: ✓ {fix.kind} {fix.spec or fix.description}"
+                head = (f"✓ {what}" if what and f" on {o.path}" in what else f"{o.path}: ✓ {what}" if what else
+                        f"{o.path}: ✓ {fix.kind} {fix.spec or fix.description}")
                 grid.add_row("fix", Text(f"{head}: {rerun_words(fix)}"))
     for note in e.notes:
         if note.startswith(("explaining failed", "per-op values of", "explained on")):

@@ -299,7 +299,7 @@ def short_title(title: str) -> str:
 # What a cause's fix is: a fix removes the cause; a workaround lives with it (nothing is wrong, or the
 # runtime cannot be changed); a bug is reported.
 _WORKAROUND = {"reduction-order", "math-library", "denormal-flush", "amplification"}
-_REPORT = {"wrong-code", "other-lowering", "unknown"}
+_REPORT = {"wrong-code", "other-lowering", "unknown", "converter-decomposition"}
 
 
 def fix_label(cause: Any) -> str:

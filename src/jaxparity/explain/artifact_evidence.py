@@ -1,0 +1,641 @@
+"""Causes decided on what the runtime really runs: the path's own artifact (``Path.artifact``: a TFLite
+flatbuffer read back, with every tensor's value in one run of it), the op's own captured values, and
+the op (or the fused region) run alone by that same runtime.
+
+- ``stored-constant``: the diverging op computes a constant (no input of the case reaches it), and the
+  runtime's artifact holds the path's value as a stored constant: the converter wrote the constant
+  otherwise (TFLite stores -inf as -3.4028235e38). The fix is a model change every runtime stores
+  alike (a finite fill), verified by re-running the path and the baseline on it.
+- ``narrow-accumulation``: a bf16/f16 dot whose path values are reproduced bit for bit by adding a block
+  of terms in float32 and rounding the running sum to the narrow dtype between blocks (IREE's matmul
+  accumulates into its bf16 output, tiled by its ``vector_reduction``, read from its own dispatch
+  configuration). The fix, an explicit float32 accumulator, is verified on both sides.
+- ``converter-decomposition``: one JAX op written by the converter as several kernels (jax2onnx's erfc
+  as 1 - Erf), found between the tensors that hold the op's inputs and output in the runtime's own run,
+  each kernel's value at the example element shown; the artifact's other runtime (``Path.same_artifact``)
+  tells the converter from the runtime.
+- ``kernel-attribute``: the first kernel of the runtime's own run whose inputs hold the baseline's values
+  and whose output does not (localized on the served model itself, not on a second conversion), re-run
+  with each other value of its attributes the path knows (``Path.kernel_variants``): the value that
+  brings the path to the baseline is what the converter chose otherwise (Resize's exclude_outside).
+- ``fused-kernel``: the tensor that holds the diverging op's output is made by one kernel whose inputs
+  are values from further up: the runtime computes several JAX ops as one (a ``reduce_window`` sum and a
+  division as one AVERAGE_POOL_2D). That region alone, on the runtime, must reproduce the path's
+  values; it is then judged against the error bound of its sums.
+
+Each rule returns a verdict, or None when no divergence offers that evidence.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from jax.extend.core import Literal
+
+from .causes import Cause
+from .verdicts import CauseVerdict, Fix
+
+__all__ = ["ARTIFACT_RULES", "constant_only"]
+
+# Ops a fused region may hold for its error to be bounded by that of its sums: sums, scaling by
+# constants, and ops that move or widen values without rounding.
+_REDUCTIONS = {"reduce_sum", "reduce_window_sum", "dot_general", "conv_general_dilated", "cumsum"}
+_LINEAR = _REDUCTIONS | {"add", "sub", "neg", "mul", "div", "convert_element_type", "broadcast_in_dim", "reshape",
+                         "transpose", "squeeze", "expand_dims", "copy", "pad", "slice"}
+
+
+def constant_only(d: Any) -> bool:
+    """Every input of the divergence's op is a literal or a closed-over constant: the op computes a
+    constant, which a converter may fold or store its own way."""
+    return bool(d.op.operands) and all(o in ("literal", "const") for o in d.op.operands)
+
+
+def _where(d: Any) -> str:
+    return f"#{d.op.index} {d.op.primitive} ({d.op.user_source or d.op.source or 'unknown line'})"
+
+
+def _named(loc: Any) -> list[Any]:
+    """The divergences that carry the output difference, then the others (``Localization.ranked``), at
+    the case's top level (the artifact is the whole program's)."""
+    return [d for d in (loc.ranked if loc is not None else []) if not d.within]
+
+
+def _differing_output(ctx: Any, d: Any) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """(value id, path value, baseline value) of the op's first output that differs."""
+    from ..localize.localizer import values_equal
+
+    op = ctx.program.ops[d.op.index]
+    for vid in op.outputs:
+        if vid is None or vid not in ctx.path_vals.values or vid not in ctx.base_vals.values:
+            continue
+        p, b = np.asarray(ctx.path_vals.values[vid]), np.asarray(ctx.base_vals.values[vid])
+        if not values_equal(p, b):
+            return vid, p, b
+    return None
+
+
+def _show(x: Any) -> str:
+    x = np.asarray(x)
+    if x.size == 1:
+        v = x.ravel()[0]
+        return f"{float(v):.8g}" if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else str(v.item())
+    return f"{x.dtype}{list(x.shape)}"
+
+
+def _jnp_constant(value: float, dtype: str) -> str:
+    """How the model writes the stored value: 'jnp.finfo(jnp.float32).min' for -FLT_MAX."""
+    try:
+        info = np.finfo(np.dtype(dtype))
+    except (TypeError, ValueError):
+        return repr(value)
+    if value == float(info.min):
+        return f"jnp.finfo(jnp.{dtype}).min"
+    if value == float(info.max):
+        return f"jnp.finfo(jnp.{dtype}).max"
+    return f"{value:.9g}"
+
+
+def _stored_constant(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    loc = ctx.localization
+    for d in _named(loc):
+        if not constant_only(d):
+            continue
+        found = _differing_output(ctx, d) if ctx.path_vals is not None and ctx.base_vals is not None else None
+        if found is None:
+            continue
+        vid, mine, theirs = found
+        artifact = ctx.artifact()
+        tensors = artifact.holding(mine, constant=True) if artifact is not None else []
+        what = f"the constant {_where(d)} computes, against {artifact.runtime if artifact else ctx.path}'s own"
+        if artifact is not None and not tensors:
+            continue  # the artifact computes it: not a stored constant
+        declared = _show(theirs) if d.declared_side in ("baseline", "both") else None
+        held = (f"{artifact.runtime} stores it as the constant {artifact.describe(tensors[0])}" if tensors else
+                f"{ctx.path} gives {_show(mine)}")
+        seen = (f"{_where(d)} takes no input of the case (it computes a constant); {held}, where the program "
+                f"declares {declared or _show(theirs)}: the converter wrote the constant otherwise")
+        # The model change: write the constant as the runtime stores it, so every path computes with it.
+        at = d.op.user_source or d.op.source
+        differ = mine != theirs
+        olds, news = np.unique(np.asarray(theirs)[differ]), np.unique(np.asarray(mine)[differ])
+        if at is None or olds.size != 1 or news.size != 1:
+            return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, cause.fix)
+        old, new = float(olds[0]), float(news[0])
+        written = _jnp_constant(new, str(np.asarray(mine).dtype))
+        remedy = (f"write the constant as every runtime stores it: {written} in place of {old!r} at {at} "
+                  f"({'a finite fill: ' if math.isinf(old) else ''}the model then computes with the value "
+                  f"{ctx.path} already uses)")
+        fixed = _with_constant(ctx.program, d.op.index, old, new)
+        label = "stored constant"
+        outs = [ctx.run(spec, fixed, label) for spec in (ctx.path, ctx.baseline)]
+        failed = next((o for o in outs if isinstance(o, str)), None)
+        if failed is not None:
+            proof = Fix("model change", remedy, None, False, f"the rewritten model failed: {failed}")
+            return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy, proof)
+        rerun = ctx.compare(outs[0], outs[1])
+        words = (f"re-ran {ctx.path} and {ctx.baseline} on the model with {written} at {at}: they differ in "
+                 f"{rerun.after[0]} elements (were {rerun.before[0]})")
+        proof = Fix("model change", remedy, f"{ctx.path} [{label}]", rerun.outcome == "parity", words, rerun=rerun)
+        return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy, proof)
+    return None
+
+
+def _bound(op: Any, ins: list[Any]) -> list[Any]:
+    out = op.eqn.primitive.bind(*ins, **op.eqn.params)
+    return list(out) if op.eqn.primitive.multiple_results else [out]
+
+
+def _with_op(program: Any, index: int, instead: Callable[[Any, list[Any]], list[Any]]) -> Callable[..., tuple]:
+    """The case's program with op ``index`` computed by ``instead(op, inputs)``: the model with that one
+    change, as a function of the case's arguments (a model change the explainer re-runs on every side)."""
+    import jax
+
+    def apply(op: Any, ins: list[Any]) -> list[Any]:
+        return instead(op, ins) if op.info.index == index else _bound(op, ins)
+
+    def changed(*args: Any) -> tuple:
+        return tuple(program.outputs(program.evaluate(jax.tree_util.tree_leaves(args), apply)))
+
+    return changed
+
+
+def _with_constant(program: Any, index: int, declared: float, stored: float) -> Callable[..., tuple]:
+    """The case's program with op ``index`` giving ``stored`` where it gave ``declared``: the model written
+    with the constant as the runtime stores it."""
+    import jax.numpy as jnp
+
+    def stored_as_the_runtime_does(op: Any, ins: list[Any]) -> list[Any]:
+        return [jnp.where(o == declared, jnp.asarray(stored, o.dtype), o) if jnp.issubdtype(o.dtype, jnp.inexact)
+                else o for o in _bound(op, ins)]
+
+    return _with_op(program, index, stored_as_the_runtime_does)
+
+
+def _ancestors(program: Any, index: int) -> set[int]:
+    """Indices of the ops whose outputs ``program.ops[index]`` reads, transitively."""
+    producers = {v: i for i, op in enumerate(program.ops) for v in op.outputs if v is not None}
+    seen: set[int] = set()
+    stack = [index]
+    while stack:
+        for ref in program.ops[stack.pop()].inputs:
+            if not isinstance(ref, Literal) and ref in producers and producers[ref] not in seen:
+                seen.add(producers[ref])
+                stack.append(producers[ref])
+    return seen
+
+
+def _value_of(ctx: Any, vid: int) -> np.ndarray | None:
+    for table in (ctx.path_vals.values, ctx.path_vals.args):
+        if vid in table:
+            return np.asarray(table[vid])
+    return None
+
+
+def _fused_region(ctx: Any, d: Any, artifact: Any) -> tuple[Any, list[int]] | None:
+    """The kernel that makes the tensor holding the op's output, and the JAX ops it computes: those
+    between the values its inputs hold and the op (more than the op itself: a fusion)."""
+    found = _differing_output(ctx, d)
+    if found is None:
+        return None
+    vid, mine, _ = found
+    tensors = artifact.holding(mine, constant=False)
+    kernel = next((k for t in tensors if (k := artifact.producer(t)) is not None), None)
+    if kernel is None:
+        return None
+    program = ctx.program
+    up = _ancestors(program, d.op.index)
+    # Each input tensor of the kernel is the value of an op upstream (or an argument of the case).
+    by_value: dict[int, int | None] = {}
+    candidates = [v for i in sorted(up) for v in program.ops[i].outputs if v is not None] + list(program.arg_ids)
+    for t in kernel.inputs:
+        if t < 0 or artifact.tensors.get(t) is None or artifact.tensors[t].constant:
+            continue
+        x = artifact.values.get(t)
+        match = [v for v in candidates if (y := _value_of(ctx, v)) is not None and y.dtype == x.dtype
+                 and y.shape == x.shape and y.tobytes() == x.tobytes()]
+        if not match:
+            return None  # an input the program does not hold: the kernel's own intermediate
+        by_value[t] = match[-1]  # the latest such value (a reshape of the same bits maps to the nearest)
+    sources = set(by_value.values())
+    producers = {v: i for i, op in enumerate(program.ops) for v in op.outputs if v is not None}
+    stop = {producers[v] for v in sources if v in producers}
+    region = [i for i in sorted(up) if i not in stop and _reaches_from(program, i, sources)] + [d.op.index]
+    return (kernel, region) if len(region) > 1 else None
+
+
+def _reaches_from(program: Any, index: int, sources: set[int]) -> bool:
+    """Does op ``index`` read (transitively) one of the values ``sources``?"""
+    producers = {v: i for i, op in enumerate(program.ops) for v in op.outputs if v is not None}
+    stack, seen = [index], set()
+    while stack:
+        i = stack.pop()
+        for ref in program.ops[i].inputs:
+            if isinstance(ref, Literal):
+                continue
+            if ref in sources:
+                return True
+            j = producers.get(ref)
+            if j is not None and j not in seen:
+                seen.add(j)
+                stack.append(j)
+    return False
+
+
+def _fused_kernel(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    from ..localize.region import make_region, run_region
+
+    artifact = ctx.artifact()
+    if artifact is None or ctx.path_vals is None or ctx.base_vals is None:
+        return None
+    for d in _named(ctx.localization):
+        fused = _fused_region(ctx, d, artifact)
+        if fused is None:
+            continue
+        kernel, ops = fused
+        program = ctx.program
+        names = " → ".join(f"#{i} {program.ops[i].info.primitive}" for i in ops)
+        seen = (f"{artifact.runtime} computes {names} ({d.op.user_source or d.op.source or 'unknown line'}) as one "
+                f"{kernel.kind} kernel")
+        what = f"the {kernel.kind} that makes {_where(d)}'s output in {artifact.runtime}, run alone on {ctx.path}"
+        try:
+            region = make_region(program, ctx.path_vals, ops, d.op.index)
+            alone = run_region(ctx.path, region)
+            exact = run_region("f64", region)
+        except Exception as e:  # noqa: BLE001 - the region is evidence, not a requirement (RegionError, a runtime's)
+            return CauseVerdict(cause.id, cause.title, "partly", what, f"{seen}; the region could not be run alone "
+                                f"({str(e).splitlines()[0] if str(e) else type(e).__name__})")
+        vid, mine, base = _differing_output(ctx, d)
+        position = [v for v in program.ops[d.op.index].outputs if v is not None].index(vid)
+        if alone[position].tobytes() != mine.tobytes():
+            return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}, but that region alone on {ctx.path} "
+                                "does not reproduce the path's values: the difference is not the kernel's alone")
+        seen += f"; that region alone, as a one-kernel model on {ctx.path}, reproduces its values bit for bit"
+        bound = _region_bound(region, position, mine, base, program, ops)
+        if bound is None:
+            return CauseVerdict(cause.id, cause.title, "confirmed", what, seen + ": another order of operations "
+                                "inside the kernel", cause.fix)
+        limit, n = bound
+        wide = np.asarray(exact[position], np.float64)
+        err_mine = float(np.max(np.abs(mine.astype(np.float64) - wide), initial=0.0))
+        err_base = float(np.max(np.abs(np.asarray(base, np.float64) - wide), initial=0.0))
+        within = err_mine <= float(np.max(limit, initial=0.0)) and bool(np.all(
+            np.abs(mine.astype(np.float64) - wide) <= limit))
+        if within and np.all(np.abs(np.asarray(base, np.float64) - wide) <= limit):
+            return CauseVerdict(cause.id, cause.title, "noise", what, f"{seen}; both sides are within the error bound "
+                                f"of summing {n} terms (from the exact result: {ctx.path} {err_mine:.3g}, "
+                                f"{ctx.baseline} {err_base:.3g}, bound up to {float(np.max(limit)):.3g}): another "
+                                "order of summation, neither wrong", cause.fix)
+        who = ctx.path if not within else ctx.baseline
+        return CauseVerdict(cause.id, cause.title, "confirmed", what, f"{seen}; {who} is beyond the error bound of "
+                            f"summing {n} terms (from the exact result: {ctx.path} {err_mine:.3g}, {ctx.baseline} "
+                            f"{err_base:.3g}, bound up to {float(np.max(limit)):.3g}): {who} is wrong here",
+                            "report it to the maintainers of " + who + " with this report (jaxparity reduce writes a "
+                            "standalone reproducer)")
+    return None
+
+
+def _region_bound(region: Any, position: int, mine: np.ndarray, base: Any, program: Any,
+                  ops: list[int]) -> tuple[np.ndarray, int] | None:
+    """Per element, how far any order of the region's sums may land from the exact result: 2·γ_n·Σ|terms|
+    (Higham, Sec. 4.2; the region evaluated in float64 on the inputs' magnitudes) plus an ULP of each
+    side's rounding; and n, the terms of its longest sum. None where the region holds an op beyond sums
+    and scaling (no such bound then)."""
+    import dataclasses
+
+    from ..localize.localizer import _contraction_length, _unit_roundoff
+    from ..localize.region import run_region
+
+    if any(program.ops[i].info.primitive not in _LINEAR for i in ops):
+        return None
+    n = max((_contraction_length(program.ops[i]) for i in ops if program.ops[i].info.primitive in _REDUCTIONS),
+            default=1)
+    if n <= 1:
+        return None
+    dtype = np.dtype(mine.dtype)
+    u = _unit_roundoff(np.dtype(np.float32) if dtype.itemsize < 4 else dtype)
+    gamma = n * u / (1 - n * u)
+    magnitudes = dataclasses.replace(region, values=tuple(np.abs(np.asarray(v)) if np.asarray(v).dtype.kind == "f"
+                                                          else v for v in region.values))
+    size = np.abs(np.asarray(run_region("f64", magnitudes)[position], np.float64))
+    out_ulp = 2 * _unit_roundoff(dtype) * np.maximum(np.abs(mine.astype(np.float64)),
+                                                     np.abs(np.asarray(base, np.float64)))
+    return 2 * gamma * size + out_ulp, n
+
+
+def _op_inputs(ctx: Any, d: Any) -> list[Any]:
+    """The op's inputs as the path computed them (its own captured values)."""
+    from ..localize.localizer import _read
+
+    args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
+    args.update(ctx.path_vals.args)
+    return [_read(ctx.program, ref, ctx.path_vals.values, args) for ref in ctx.program.ops[d.op.index].inputs]
+
+
+def _tensor_type(shape: tuple[int, ...], dtype: str) -> str:
+    """'tensor<32x64xbf16>': how MLIR writes a JAX value's type."""
+    short = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64"}.get(dtype, dtype)
+    return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{short}>"
+
+
+def _reduction_tiles(artifact: Any, out_type: str) -> list[tuple[int, Any]]:
+    """(reduction tile, kernel) of the artifact's contractions that accumulate into a buffer of the op's
+    output type: how many terms the kernel adds before it stores the running sum in that buffer."""
+    found = []
+    for k in artifact.kernels if artifact is not None else ():
+        acc = k.attributes.get("accumulator", "")
+        tile = k.attributes.get("vector_reduction")
+        if acc != out_type or tile is None:
+            continue
+        sizes = [int(t) for t in re.findall(r"\d+", tile) if int(t) > 0]
+        if sizes:
+            found.append((sizes[-1], k))
+    return found
+
+
+def _narrow_accumulation(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    """A narrow (bf16/f16) dot whose path values are reproduced bit for bit by accumulating a block of
+    terms in float32 and rounding the running sum to the narrow dtype between blocks; the block is the
+    runtime's own reduction tile where its artifact says it (IREE's ``vector_reduction``), else each power
+    of two is tried. The fix, an explicit float32 accumulator, is re-run on both sides."""
+    from ..interpreter.accumulation import blocked_dot_general
+    from ..localize.localizer import _contraction_length
+
+    if ctx.path_vals is None or ctx.base_vals is None:
+        return None
+    for d in _named(ctx.localization):
+        op = ctx.program.ops[d.op.index]
+        if d.op.primitive != "dot_general" or not d.op.outputs or not d.op.outputs[0].startswith(("bfloat16", "float16")):
+            continue
+        found = _differing_output(ctx, d)
+        if found is None:
+            continue
+        _, mine, theirs = found
+        dtype = mine.dtype
+        lhs, rhs = (np.asarray(x) for x in _op_inputs(ctx, d))
+        n = _contraction_length(op)
+        artifact = ctx.artifact()
+        tiles = _reduction_tiles(artifact, _tensor_type(mine.shape, dtype.name))
+        tried = [t for t, _ in tiles] or [2 ** i for i in range(int(math.log2(max(n, 1))) + 1) if 2 ** i < n]
+        what = f"accumulation in blocks, on the captured inputs of {_where(d)}"
+        for block in dict.fromkeys(tried):
+            got = blocked_dot_general(op.eqn.params, lhs, rhs, dtype, block)
+            if got is None or got.astype(dtype).tobytes() != mine.tobytes():
+                continue
+            kernel = next((k for t, k in tiles if t == block), None)
+            said = (f" (its {kernel.kind} in {kernel.attributes['dispatch']} accumulates into its "
+                    f"{kernel.attributes['accumulator']} output: vector_reduction = {kernel.attributes['vector_reduction']})"
+                    if kernel is not None else f" (a block of {block} found by trying each power of two)")
+            ev = d.elements
+            side = (f"; {ctx.baseline} accumulates all {n} in float32 and rounds once"
+                    + (f" (it is {ev.baseline_ulp} ULP from the correctly rounded result, {ctx.path} up to {ev.path_ulp})"
+                       if ev is not None and ev.path_ulp is not None and ev.baseline_ulp is not None else ""))
+            seen = (f"{ctx.path} adds the {n} products of {_where(d)} in float32 {block} at a time and rounds the running "
+                    f"sum to {dtype.name} between blocks{said}: that reproduces its values bit for bit{side}")
+            return _verified_accumulator(cause, ctx, d, what, seen)
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"no block size ({', '.join(map(str, tried))}) "
+                            f"reproduces {ctx.path}'s values of {_where(d)}")
+    return None
+
+
+def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) -> CauseVerdict:
+    """The dot with an explicit float32 accumulator, cast back after, re-run on the path and the baseline."""
+    def wide(op: Any, ins: list[Any]) -> list[Any]:
+        params = dict(op.eqn.params, preferred_element_type=np.dtype(np.float32))
+        return [op.eqn.primitive.bind(*ins, **params).astype(op.eqn.outvars[0].aval.dtype)]
+
+    at = d.op.user_source or d.op.source or "the op's line"
+    remedy = (f"accumulate in float32 on every path: preferred_element_type=jnp.float32 on the dot at {at}, then "
+              f".astype(jnp.{d.op.outputs[0].split('[')[0]}) (flax: the layer's dtype stays, its dot_general gets "
+              "preferred_element_type)")
+    label = "float32 accumulator"
+    fixed = _with_op(ctx.program, d.op.index, wide)
+    outs = [ctx.run(spec, fixed, label) for spec in (ctx.path, ctx.baseline)]
+    failed = next((o for o in outs if isinstance(o, str)), None)
+    if failed is not None:
+        return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy,
+                            Fix("model change", remedy, None, False, f"the rewritten model failed: {failed}"))
+    rerun = ctx.compare(outs[0], outs[1])
+    words = (f"re-ran {ctx.path} and {ctx.baseline} on the model with a float32 accumulator at {at}: they differ in "
+             f"{rerun.after[0]} elements (were {rerun.before[0]})")
+    return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy,
+                        Fix("model change", remedy, f"{ctx.path} [{label}]", rerun.outcome == "parity", words,
+                            rerun=rerun))
+
+
+def _between(artifact: Any, start: set[int], end: int) -> list[Any] | None:
+    """The kernels that compute tensor ``end`` from the tensors ``start`` (and stored constants), in the
+    artifact's order; None where ``end`` depends on another computed tensor."""
+    chain: dict[int, Any] = {}
+    stack = [end]
+    while stack:
+        t = stack.pop()
+        if t in start or (artifact.tensors.get(t) is not None and artifact.tensors[t].constant):
+            continue
+        k = artifact.producer(t)
+        if k is None:
+            return None
+        if k.index not in chain:
+            chain[k.index] = k
+            stack.extend(i for i in k.inputs if i >= 0)
+    return [chain[i] for i in sorted(chain)]
+
+
+def _same_fault(other: str, path: str, alone: np.ndarray, mine: np.ndarray, theirs: np.ndarray) -> str:
+    """Where the path departs from the baseline, does the artifact's other runtime, on the op alone, err as
+    the path does (nearer its values than the baseline's: the converter's doing) or not (the kernels')?"""
+    from ..localize.localizer import values_equal
+    from ..metrics import ulp_distance
+
+    if alone.shape != mine.shape or alone.dtype != mine.dtype:
+        return f"{other} gives another kind of value on the op alone"
+    differ = ulp_distance(mine, theirs) != 0
+    to_path = ulp_distance(alone[differ], mine[differ])
+    to_base = ulp_distance(alone[differ], theirs[differ])
+    worst = lambda u: int(np.where(u < 0, np.iinfo(np.int64).max, u).max(initial=0))  # noqa: E731
+    if values_equal(alone, mine):
+        return f"{other} runs the same kernels to the same values: the converter's decomposition is at fault, not {path}'s kernels"
+    if worst(to_path) < worst(to_base):
+        return (f"{other} runs the same kernels to within {worst(to_path)} ULP of {path}'s values where {path} departs "
+                f"(and {worst(to_base)} from the baseline's): the converter's decomposition is at fault, not {path}'s "
+                "kernels")
+    return f"{other} gives the baseline's values on the same kernels: {path}'s kernels are at fault"
+
+
+def _decomposed(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    """One JAX op that the converter wrote as several kernels (jax2onnx's erfc as 1 - Erf): found between
+    the tensors that hold the op's inputs and its output in the runtime's own run; each kernel's value at
+    the example element shown; the same kernels on the other runtime of that artifact (onnx-ref for onnx)
+    tell the converter from the runtime."""
+    from ..localize.region import make_region, run_region
+    from ..paths import make_path
+
+    artifact = ctx.artifact()
+    if artifact is None or not artifact.values or ctx.path_vals is None or ctx.base_vals is None:
+        return None
+    for d in _named(ctx.localization):
+        found = _differing_output(ctx, d)
+        if found is None:
+            continue
+        _, mine, theirs = found
+        outs = artifact.holding(mine, constant=False)
+        ins = [x for x in _op_inputs(ctx, d) if x is not None and np.asarray(x).size > 1]
+        starts = {t for x in ins for t in artifact.holding(np.asarray(x))}
+        chain = next((c for t in outs if (c := _between(artifact, starts, t)) is not None), None)
+        if not chain or len(chain) < 2:
+            continue
+        names = " → ".join(k.kind for k in chain)
+        seen = (f"the converter writes {_where(d)} as {len(chain)} kernels of {artifact.runtime}: {names}")
+        ex = d.elements.example if d.elements is not None else None
+        if ex is not None and mine.ndim and len(ex.index) == mine.ndim:
+            steps = []
+            for k in chain:
+                x = artifact.values.get(k.outputs[0])
+                if x is not None and x.shape == mine.shape:
+                    steps.append(f"{k.kind} gives {_show(x[tuple(ex.index)])}")
+            shown = ", ".join(f"{v:.9g}" if isinstance(v, float) else str(v) for v in ex.inputs if v is not None)
+            correct = f", where the correctly rounded result is {_show(np.asarray(ex.correct))}" if ex.correct is not None else ""
+            seen += (f"; at element {list(ex.index)} (inputs {shown}): {', '.join(steps)}{correct} ({ctx.baseline} "
+                     f"{_show(np.asarray(ex.baseline))})")
+        what = f"{artifact.runtime}'s kernels for {_where(d)}, and the op alone on the artifact's other runtime"
+        other = make_path(ctx.path).same_artifact
+        if other is not None:
+            try:
+                region = make_region(ctx.program, ctx.path_vals, [d.op.index], d.op.index)
+                position = [v for v in ctx.program.ops[d.op.index].outputs if v is not None].index(found[0])
+                theirs_alone = np.asarray(run_region(other, region)[position])
+            except Exception as e:  # noqa: BLE001 - evidence, not a requirement
+                seen += f"; {other} could not run the op alone ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+            else:
+                seen += "; " + _same_fault(other, ctx.path, theirs_alone, mine, np.asarray(theirs))
+        wrong = d.elements.wrong_side() if d.elements is not None else None
+        if wrong == "baseline":
+            seen += f"; {ctx.baseline} is the side farther from the correctly rounded result"
+        return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, cause.fix)
+    return None
+
+
+def _first_diverging_kernel(ctx: Any, artifact: Any) -> tuple[Any, list[int], int, list[int]] | None:
+    """Localized on the runtime's own run of its artifact, against the baseline's per-op values: the first
+    kernel (in the artifact's order) whose inputs all hold values of the baseline (or stored constants) and
+    whose output holds none. Returns the kernel, the value ids its inputs hold, the value id its output
+    stands for (a case output by position, else the baseline value of that shape nearest to it) and the
+    JAX ops between: what the kernel computes in the program's terms."""
+    program, base = ctx.program, ctx.base_vals
+    pool: dict[tuple, int] = {}
+    for vid, x in [*zip(program.arg_ids, ctx.flat_args), *program.consts.items(), *base.values.items()]:
+        a = np.asarray(x)
+        pool.setdefault((a.shape, a.dtype.name, a.tobytes()), vid)
+    outputs = {t: program.out_ids[i] for i, t in enumerate(artifact.outputs)
+               if i < len(program.out_ids) and not isinstance(program.out_ids[i], Literal)}
+    for k in artifact.kernels:
+        key = lambda t: (artifact.values[t].shape, artifact.values[t].dtype.name, artifact.values[t].tobytes())  # noqa: E731
+        if any(t >= 0 and t not in artifact.values for t in (*k.inputs, *k.outputs)):
+            return None  # a value the run did not keep: no kernel-level view past it
+        ins = [pool.get(key(t)) for t in k.inputs if t >= 0 and not artifact.tensors[t].constant]
+        if any(v is None for v in ins):
+            continue  # fed by a value the baseline never has: downstream of the first departure
+        departs = [t for t in k.outputs if key(t) not in pool]
+        if not departs:
+            continue
+        t = departs[0]
+        vid = outputs.get(t)
+        if vid is None:
+            x = artifact.values[t].astype(np.float64)
+            near = [(float(np.nanmax(np.abs(np.asarray(y, np.float64) - x), initial=0.0)), v) for v, y in base.values.items()
+                    if np.asarray(y).shape == x.shape and np.asarray(y).dtype == artifact.values[t].dtype]
+            if not near:
+                return None
+            vid = min(near)[1]
+        producers = {v: i for i, op in enumerate(program.ops) for v in op.outputs if v is not None}
+        if vid not in producers:
+            return None
+        index = producers[vid]
+        sources = set(ins)
+        region = [i for i in sorted(_ancestors(program, index)) if _reaches_from(program, i, sources)
+                  and not any(v in sources for v in program.ops[i].outputs)] + [index]
+        return k, list(ins), vid, region
+    return None
+
+
+def _kernel_attribute(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    """The kernel where the served model departs, run with each other value of its attributes that the path
+    knows (``Path.kernel_variants``: Resize's exclude_outside, cubic_coeff_a...): the value with which the
+    path meets the baseline, at parity or within the model's own rounding noise, is the mechanism (the
+    converter chose the other one), and setting it on the converted model is the fix, verified by that run."""
+    from ..paths import make_path
+
+    artifact = ctx.artifact()
+    if artifact is None or not artifact.values or ctx.base_vals is None:
+        return None
+    first = _first_diverging_kernel(ctx, artifact)
+    if first is None:
+        return None
+    kernel, _, vid, region = first
+    variants = make_path(ctx.path).kernel_variants(kernel)
+    if not variants:
+        return None
+    ops = [ctx.program.ops[i].info for i in region]
+    lines = sorted({o.user_source or o.source or "?" for o in ops})
+    covers = (f"#{ops[0].index} {ops[0].primitive}" if len(ops) == 1 else
+              f"#{ops[0].index}..#{ops[-1].index} ({len(ops)} ops)") + f" at {', '.join(lines[:2])}"
+    settings = ", ".join(f"{a}={v}" for a, v in kernel.attributes.items())
+    seen = (f"{artifact.runtime} computes {covers} as one {kernel.kind} kernel ({settings}); it is where {ctx.path} "
+            f"departs from {ctx.baseline}: its inputs hold {ctx.baseline}'s values, its output does not")
+    what = f"each other attribute value of that {kernel.kind} on the served model, re-run on {ctx.path}"
+    ideal = ctx.run("f64")
+    noise = max(_gaps(ctx.base_out, ideal)) if not isinstance(ideal, str) else 0.0
+    tried = []
+    for words, spec in variants:
+        outs = ctx.run(spec)
+        if isinstance(outs, str):
+            tried.append((math.inf, words, spec, None))
+            continue
+        tried.append((max(_gaps(outs, ctx.base_out), default=0.0), words, spec, ctx.compare(outs, ctx.base_out)))
+    gap, words, spec, rerun = min(tried, key=lambda x: x[0])
+    before = max(_gaps(ctx.path_out, ctx.base_out), default=0.0)
+    if rerun is None or not (rerun.outcome == "parity" or gap <= 2 * noise) or gap >= before:
+        shown = "; ".join(f"{sp.split('set_attribute=', 1)[-1]}: max abs {g:.3g}" for g, _, sp, _ in tried[:4])
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}; no other attribute value brings it to "
+                            f"{ctx.baseline} ({shown}; before: {before:.3g})")
+    same = make_path(ctx.path).same_artifact
+    if same is not None:
+        other = ctx.run(same)
+        if not isinstance(other, str) and max(_gaps(other, ctx.path_out), default=0.0) <= 2 * noise < before:
+            seen += (f"; {same} runs the same converted model to {ctx.path}'s values (within the model's rounding "
+                     "noise): the converter's choice of attribute, not the runtime's kernel")
+    state = (f"at parity with {ctx.baseline}" if rerun.outcome == "parity" else
+             f"within the model's own rounding noise of {ctx.baseline} (max abs {before:.3g} → {gap:.3g}; "
+             f"{ctx.baseline} is {noise:.3g} from f64)")
+    setting = spec.split("set_attribute=", 1)[1]
+    evidence = f"with {setting} ({words}) {ctx.path} is {state}"
+    remedy = (f"set {setting} on the converted model (the path option set_attribute={setting}; in the model file: "
+              f"that attribute on its {kernel.kind} nodes), and report the converter's choice to its maintainers")
+    proof = Fix("runtime option", remedy, spec, True, evidence, rerun=rerun)
+    return CauseVerdict(cause.id, cause.title, "confirmed", what, f"{seen}; {evidence}", remedy, proof)
+
+
+def _gaps(a: Any, b: Any) -> list[float]:
+    """Per output, the largest absolute difference (inf where one side is not finite and the other is)."""
+    from ..metrics import as_wide
+
+    found = []
+    for x, y in zip(a, b):
+        x, y = as_wide(np.asarray(x)), as_wide(np.asarray(y))
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.abs(x - y)
+        same = (x == y) | (np.isnan(x) & np.isnan(y))
+        found.append(float(np.where(same, 0.0, np.where(np.isfinite(d), d, np.inf)).max(initial=0.0)))
+    return found
+
+
+ARTIFACT_RULES: dict[str, Callable[[Cause, Any], CauseVerdict | None]] = {
+    "stored-constant": _stored_constant,
+    "fused-kernel": _fused_kernel,
+    "narrow-accumulation": _narrow_accumulation,
+    "converter-decomposition": _decomposed,
+    "kernel-attribute": _kernel_attribute,
+}
