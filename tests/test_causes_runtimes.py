@@ -156,15 +156,18 @@ def test_a_negated_zero_dropped_by_tflite_is_a_signed_zero_and_carries_the_atan2
 
 def test_the_same_atan2_flip_through_jax2onnx_is_the_converters_decomposition_reading_minus_zero_as_plus():
     """Through jax2onnx the neg keeps -0 and atan2 (decomposed: ONNX has no Atan2) gives π for (-0, -1):
-    the -0 inputs are the element class, onnx-ref agrees (the converter, not the runtime); and though onnx
+    the -0 inputs are the element class, the decomposition is read from the converted graph and onnx-ref
+    errs alike on it (the converter, not the runtime); and though onnx
     gives TFLite's values bit for bit, it is explained on its own, not as TFLite's dropped sign."""
     case = load_case(f"{CASES}:make_negated_zero_atan2")
     result = jaxparity.compare(case.fn, *case.args, paths=["eager", "tflite", "onnx"]).explain()
     e = next(x for x in result.explanations if x.path == "onnx")
     (d,) = e.localization.local
     assert d.op.primitive == "atan2" and any(c.name.startswith("-0 inputs") for c in d.elements.classes)
-    wrong = verdict(e, "wrong-code")
-    assert wrong.status == "confirmed" and "converter (jax2onnx)" in wrong.evidence
+    # the converted graph shows jax2onnx's atan2: Div, Atan and a quadrant fix-up that reads -0 as +0
+    dec = verdict(e, "converter-decomposition")
+    assert dec.status == "confirmed" and "Div → Atan" in dec.evidence, dec
+    assert "the converter's decomposition is at fault, not onnx's kernels" in dec.evidence
     assert e.same_values == "tflite"
     from jaxparity.report.explanation import group_explanations
 

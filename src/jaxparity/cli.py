@@ -549,7 +549,9 @@ def _baseline(args: argparse.Namespace) -> int:
 def _write_fixed(args: argparse.Namespace, result: Any, out: Console) -> None:
     from .fixes import write_fixed_case
 
-    verified = [f for e in result.explanations for f in e.fixes if f.kind == "model change" and f.verified]
+    # write_fixed_case applies round_like_declared: only that model change's own verification stands for it
+    verified = [f for e in result.explanations for f in e.fixes if f.kind == "model change" and f.verified
+                and (f.spec or "").endswith("[fixed model]")]
     if not verified:
         out.print(f"[yellow]--write-fixed: no verified model-side fix for this case; {args.write_fixed} not "
                   "written[/]")

@@ -243,7 +243,16 @@ def _rounding_only(d: Any) -> str | None:
             and not ev.flushes and not ev.implementation_defined
             and max(ev.path_ulp, ev.baseline_ulp) <= MATH_LIBRARY_ULP):
         return f"both within {max(ev.path_ulp, ev.baseline_ulp)} ULP of the correctly rounded {d.op.primitive}"
+    if (d.op.primitive == "integer_pow" and ev is not None and ev.path_ulp is not None and ev.baseline_ulp is not None
+            and not ev.flushes and max(ev.path_ulp, ev.baseline_ulp) <= POWER_ULP):
+        return (f"both within {max(ev.path_ulp, ev.baseline_ulp)} ULP of the correctly rounded power (x**n as products, "
+                "each rounded, or as one pow)")
     return None
+
+
+# x**n computed as a few products, each rounded (XLA: repeated squaring), or by one correctly rounded pow:
+# within this many ULP of the correctly rounded power for the exponents models use (n up to 4 or so).
+POWER_ULP = 8
 
 
 def _carried_noise(cause: Cause, ctx: _Context, loc: Localization) -> CauseVerdict | None:
@@ -657,18 +666,22 @@ def explain_path(
                                           base_vals.outputs)
         if moved:
             together = localization.blame.together if localization.blame is not None else None
-            unsound = bool(localization.local) and (together is None or together < BLAMED)
             seen = f"returning every intermediate changed {moved} output elements of {path}"
-            if unsound:
-                notes.append(f"{seen}: its per-op values are not those of the program it runs, and the divergences "
-                             f"seen in them reproduce {together or 0:.0%} of its output difference: no op-level "
-                             "conclusion is drawn from them")
-            elif localization.local:
-                notes.append(f"{seen}, yet the divergences seen in its per-op values reproduce {together:.0%} of "
-                             "its own output difference: judged by them")
-            else:
+            if not localization.local:
                 notes.append(f"{seen} (the compiler fused differently): per-op values are evidence, cross-checked "
                              "by the compiler's own HLO")
+            elif together is not None and together >= BLAMED:
+                notes.append(f"{seen}, yet the divergences seen in its per-op values reproduce {together:.0%} of "
+                             "its own output difference: judged by them")
+            elif _within_own_noise(path_out, base_out, program, flat_args):
+                notes.append(f"{seen}; the divergences seen in its per-op values reproduce {together or 0:.0%} of its "
+                             "own output difference, and its outputs are within twice the model's own rounding noise: "
+                             "judged by them as far as they go")
+            else:
+                unsound = True
+                notes.append(f"{seen}: its per-op values are not those of the program it runs, the divergences seen "
+                             f"in them reproduce {together or 0:.0%} of its output difference, and its outputs are "
+                             "beyond the model's own rounding noise: no op-level conclusion is drawn from them")
         if moved and (unsound or not localization.local):
             differing = [i for i, (a, b) in enumerate(zip(path_out, base_out)) if _distance([a], [b])[0]]
             localization = dataclasses.replace(localization, perturbed=True,
@@ -724,6 +737,19 @@ def explain_path(
     found = PathExplanation(path, baseline, "", localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes),
                             remainder)
     return dataclasses.replace(found, summary=sentences(found))
+
+
+def _within_own_noise(path_out: Sequence[np.ndarray], base_out: Sequence[np.ndarray], program: FlatProgram,
+                      flat_args: Sequence[Any]) -> bool:
+    """Is every output of the path within twice the baseline's own distance from the f64 ideal (the model's
+    own rounding noise)? An output-level fact, whatever the per-op values show."""
+    from ..localize.values import program_values
+
+    try:
+        ideal = program_values(program, "f64", flat_args).outputs
+    except Exception:  # the interpreter cannot run it: not established
+        return False
+    return all(g <= 2 * f for g, f in zip(_max_gap(path_out, base_out), _max_gap(base_out, ideal)))
 
 
 def _name_the_pass(causes: list[CauseVerdict]) -> list[CauseVerdict]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .artifact_evidence import constant_only
 from .causes import Cause
 from .verdicts import CauseVerdict
 
@@ -29,6 +28,12 @@ _MATH = {"exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "l
 _DISCONTINUOUS = {"floor", "ceil", "round", "sign", "argmax", "argmin", "lt", "le", "gt", "ge", "eq", "ne",
                   "sort", "top_k", "convert_element_type", "nextafter", "rem"}
 AMPLIFICATION = 1e3  # output difference at least this many times the input's
+
+
+def constant_only(d: Any) -> bool:
+    """Every input of the divergence's op is a literal or a closed-over constant: the op computes a
+    constant, which a converter may fold or store its own way."""
+    return bool(d.op.operands) and all(o in ("literal", "const") for o in d.op.operands)
 
 
 def _where(d: Any) -> str:

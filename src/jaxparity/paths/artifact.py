@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Artifact", "Kernel", "Tensor", "kinds"]
+__all__ = ["Artifact", "Kernel", "MOVES", "Tensor", "kinds"]
+
+# Kernels that move or reshape values without computing (TFLite's and ONNX's names): no rounding of theirs
+# can change a result.
+MOVES = frozenset({"TRANSPOSE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "GATHER", "SLICE", "STRIDED_SLICE", "PACK",
+                   "UNPACK", "CONCATENATION", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Identity", "Flatten",
+                   "Expand", "Slice", "Concat", "Gather", "Split"})
 
 
 @dataclass(frozen=True)

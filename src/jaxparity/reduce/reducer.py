@@ -76,8 +76,8 @@ def _fixes(expl: Any, path: str, region: Region) -> tuple[dict[str, str], dict[s
     """What ``--fixed`` changes: (compile options, environment, model change, description)."""
     _, mine = parse_spec(path)
     for fix in expl.fixes:  # the script verifies it on the region; the report says whether the whole case agrees
-        if not fix.spec or "[" in fix.spec or fix.kind == "model change":
-            continue
+        if not fix.spec or "[" in fix.spec or fix.kind in ("model change", "runtime option"):
+            continue  # a runtime option (an attribute set on a converted model) is not a compile option
         kind, opts = parse_spec(fix.spec)
         extra = {k: v for k, v in opts.items() if mine.get(k) != v}
         if kind != parse_spec(path)[0] or not extra:
