@@ -279,3 +279,48 @@ def test_a_cubic_resize_through_jax2onnx_is_an_attribute_the_converter_chose_and
 
     where = [t for label, t in brief(e) if label == "where"]
     assert where and where[0].startswith("no op-level view")
+
+
+@pytest.mark.parametrize("factory, path, variant, example", [
+    ("make_logical_shift", "tflite", "arithmetic shift", "(-1, 16) gives -1 on tflite, where shift_right_logical "
+     "declares 65535"),
+    ("make_integer_rem", "tflite", "floored remainder", "(-7, 2) gives 1 on tflite, where rem declares -1"),
+    ("make_tiny_sigmoid", "onnx", "absolute accuracy", "(-20) gives 0 on onnx, where logistic declares 2.0611537e-09"),
+    ("make_fp8_overflow", "onnx", "saturating cast", "(500) gives 448.0 on onnx, where convert_element_type declares nan"),
+])
+def test_a_known_variant_of_the_op_is_named_from_its_own_inputs_and_its_rewrite_verified(factory, path, variant,
+                                                                                        example):
+    """Each planted op computed by the runtime in a known other way (interpreter/variants.py): the variant that
+    reproduces the runtime's values on the op's captured inputs is named with the element that shows it, not
+    "wrong code", and its rewrite, re-run on the runtime and on eager, restores parity."""
+    e = explain(factory, path)
+    v = verdict(e, "semantic-variant")
+    assert v.status == "confirmed", v
+    assert f"the {variant} reproduces {path}'s values" in v.evidence and example in v.evidence, v.evidence
+    assert v.proof is not None and v.proof.verified and v.proof.rerun.outcome == "parity", v.proof
+    assert verdict(e, "wrong-code").status == "not run"
+    from jaxparity.report.format import explaining_cause
+
+    assert explaining_cause(e.causes, e.localization.lead).cause == "semantic-variant"
+
+
+def test_bf16_arithmetic_kept_in_float32_by_iree_is_read_from_its_own_note_and_reproduced_on_the_op():
+    """IREE's CPU pipeline computes bf16 arithmetic in float32 within a dispatch (its own note says so:
+    iree-convert-bf16-arith-to-f32): the narrow elementwise ops that feed the diverging one, run in float32
+    on the values entering them and rounded once, reproduce IREE's values bit for bit; round_like_declared
+    is tried and said not to hold (IREE drops the roundings too)."""
+    planted_cases = Path(__file__).parent / "cases" / "planted.py"
+    case = load_case(f"{planted_cases}:make_layernorm_bf16")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "iree"]).explain()
+    (e,) = [x for x in result.explanations if x.path == "iree"]
+    v = verdict(e, "narrow-rounding-skipped")
+    assert v.status == "confirmed", v
+    assert "in float32 and rounds to bfloat16 once" in v.evidence and "reproduces its values bit for bit" in v.evidence
+    assert "its own note:" in v.evidence and "iree-convert-bf16-arith-to-f32" in v.evidence
+    tried = [f for f in e.fixes if (f.spec or "").endswith("[fixed model]")]
+    assert tried and not tried[0].verified
+    from jaxparity.report.brief import fix_lines
+    from jaxparity.report.format import explaining_cause
+
+    assert any(line.startswith("✗ the model change round_like_declared(fn) on iree")
+               for line in fix_lines(e, explaining_cause(e.causes, e.localization.lead)))

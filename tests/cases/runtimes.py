@@ -168,3 +168,42 @@ def make_cubic_resize():
         return jax.image.resize(x, (1, 12, 12, 1), "cubic", antialias=False)  # planted: cubic resize
 
     return fn, (jnp.asarray(np.random.default_rng(0).normal(size=(1, 5, 5, 1)).astype(np.float32)),)
+
+
+def make_logical_shift():
+    """shift_right_logical of negative int32: TFLite shifts arithmetically, (-1, 16) gives -1 where 65535 is
+    declared (issue 20)."""
+
+    def fn(x, s):
+        return jax.lax.shift_right_logical(x, s)  # planted: logical shift
+
+    return fn, (jnp.array([-1, -16, 255, -1, 40], jnp.int32), jnp.array([16, 2, 1, 31, 3], jnp.int32))
+
+
+def make_integer_rem():
+    """lax.rem truncates (the sign of the dividend); TFLite's FLOOR_MOD floors: rem(-7, 2) is -1, TFLite 1."""
+
+    def fn(x, y):
+        return jax.lax.rem(x, y)  # planted: remainder
+
+    return fn, (jnp.array([-7, 7, -7, 5, 9], jnp.int32), jnp.array([2, -2, 3, 3, 4], jnp.int32))
+
+
+def make_tiny_sigmoid():
+    """sigmoid of large negative inputs: ONNX Runtime's is accurate in absolute terms only, 0 at -20 where the
+    result is 2.06e-9."""
+
+    def fn(x):
+        return jax.nn.sigmoid(x)  # planted: sigmoid
+
+    return fn, (jnp.array([-20.0, -30.0, -1.0, 0.5, 3.0], jnp.float32),)
+
+
+def make_fp8_overflow():
+    """A cast to float8_e4m3fn beyond its range: JAX gives NaN (the format has no inf), ONNX Runtime saturates
+    at 448."""
+
+    def fn(x):
+        return x.astype(jnp.float8_e4m3fn).astype(jnp.float32)  # planted: fp8 cast
+
+    return fn, (jnp.array([500.0, 1000.0, -1e5, 448.0, 3.3], jnp.float32),)

@@ -37,49 +37,25 @@ import numpy as np
 from jax.extend.core import Literal
 
 from ..paths.artifact import MOVES
+from .captured import bound as _bound
+from .captured import model_change as _model_change
+from .captured import differing_output as _differing_output
+from .captured import named as _named
+from .captured import op_inputs as _op_inputs
+from .captured import show as _show
+from .captured import where as _where
+from .captured import with_op as _with_op
 from .causes import Cause
 from .op_evidence import MATH_LIBRARY_ULP, constant_only
 from .verdicts import CauseVerdict, Fix
 
-__all__ = ["ARTIFACT_RULES"]
+__all__ = ["ARTIFACT_RULES", "kept_wide"]
 
 # Ops a fused region may hold for its error to be bounded by that of its sums: sums, scaling by
 # constants, and ops that move or widen values without rounding.
 _REDUCTIONS = {"reduce_sum", "reduce_window_sum", "dot_general", "conv_general_dilated", "cumsum"}
 _LINEAR = _REDUCTIONS | {"add", "sub", "neg", "mul", "div", "convert_element_type", "broadcast_in_dim", "reshape",
                          "transpose", "squeeze", "expand_dims", "copy", "pad", "slice"}
-
-
-def _where(d: Any) -> str:
-    return f"#{d.op.index} {d.op.primitive} ({d.op.user_source or d.op.source or 'unknown line'})"
-
-
-def _named(loc: Any) -> list[Any]:
-    """The divergences that carry the output difference, then the others (``Localization.ranked``), at
-    the case's top level (the artifact is the whole program's)."""
-    return [d for d in (loc.ranked if loc is not None else []) if not d.within]
-
-
-def _differing_output(ctx: Any, d: Any) -> tuple[int, np.ndarray, np.ndarray] | None:
-    """(value id, path value, baseline value) of the op's first output that differs."""
-    from ..localize.localizer import values_equal
-
-    op = ctx.program.ops[d.op.index]
-    for vid in op.outputs:
-        if vid is None or vid not in ctx.path_vals.values or vid not in ctx.base_vals.values:
-            continue
-        p, b = np.asarray(ctx.path_vals.values[vid]), np.asarray(ctx.base_vals.values[vid])
-        if not values_equal(p, b):
-            return vid, p, b
-    return None
-
-
-def _show(x: Any) -> str:
-    x = np.asarray(x)
-    if x.size == 1:
-        v = x.ravel()[0]
-        return f"{float(v):.8g}" if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else str(v.item())
-    return f"{x.dtype}{list(x.shape)}"
 
 
 def _jnp_constant(value: float, dtype: str) -> str:
@@ -125,38 +101,9 @@ def _stored_constant(cause: Cause, ctx: Any) -> CauseVerdict | None:
         remedy = (f"write the constant as every runtime stores it: {written} in place of {old!r} at {at} "
                   f"({'a finite fill: ' if math.isinf(old) else ''}the model then computes with the value "
                   f"{ctx.path} already uses)")
-        fixed = _with_constant(ctx.program, d.op.index, old, new)
-        label = "stored constant"
-        outs = [ctx.run(spec, fixed, label) for spec in (ctx.path, ctx.baseline)]
-        failed = next((o for o in outs if isinstance(o, str)), None)
-        if failed is not None:
-            proof = Fix("model change", remedy, None, False, f"the rewritten model failed: {failed}")
-            return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy, proof)
-        rerun = ctx.compare(outs[0], outs[1])
-        words = (f"re-ran {ctx.path} and {ctx.baseline} on the model with {written} at {at}: they differ in "
-                 f"{rerun.after[0]} elements (were {rerun.before[0]})")
-        proof = Fix("model change", remedy, f"{ctx.path} [{label}]", rerun.outcome == "parity", words, rerun=rerun)
-        return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy, proof)
+        return _model_change(cause, ctx, what, seen, remedy, _with_constant(ctx.program, d.op.index, old, new),
+                             "stored constant", f"with {written} at {at}")
     return None
-
-
-def _bound(op: Any, ins: list[Any]) -> list[Any]:
-    out = op.eqn.primitive.bind(*ins, **op.eqn.params)
-    return list(out) if op.eqn.primitive.multiple_results else [out]
-
-
-def _with_op(program: Any, index: int, instead: Callable[[Any, list[Any]], list[Any]]) -> Callable[..., tuple]:
-    """The case's program with op ``index`` computed by ``instead(op, inputs)``: the model with that one
-    change, as a function of the case's arguments (a model change the explainer re-runs on every side)."""
-    import jax
-
-    def apply(op: Any, ins: list[Any]) -> list[Any]:
-        return instead(op, ins) if op.info.index == index else _bound(op, ins)
-
-    def changed(*args: Any) -> tuple:
-        return tuple(program.outputs(program.evaluate(jax.tree_util.tree_leaves(args), apply)))
-
-    return changed
 
 
 def _with_constant(program: Any, index: int, declared: float, stored: float) -> Callable[..., tuple]:
@@ -322,15 +269,6 @@ def _region_bound(region: Any, position: int, mine: np.ndarray, base: Any, progr
     return 2 * gamma * size + out_ulp, n
 
 
-def _op_inputs(ctx: Any, d: Any) -> list[Any]:
-    """The op's inputs as the path computed them (its own captured values)."""
-    from ..localize.localizer import _read
-
-    args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
-    args.update(ctx.path_vals.args)
-    return [_read(ctx.program, ref, ctx.path_vals.values, args) for ref in ctx.program.ops[d.op.index].inputs]
-
-
 def _tensor_type(shape: tuple[int, ...], dtype: str) -> str:
     """'tensor<32x64xbf16>': how MLIR writes a JAX value's type."""
     short = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64"}.get(dtype, dtype)
@@ -407,19 +345,8 @@ def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) 
     remedy = (f"accumulate in float32 on every path: preferred_element_type=jnp.float32 on the dot at {at}, then "
               f".astype(jnp.{d.op.outputs[0].split('[')[0]}) (flax: the layer's dtype stays, its dot_general gets "
               "preferred_element_type)")
-    label = "float32 accumulator"
-    fixed = _with_op(ctx.program, d.op.index, wide)
-    outs = [ctx.run(spec, fixed, label) for spec in (ctx.path, ctx.baseline)]
-    failed = next((o for o in outs if isinstance(o, str)), None)
-    if failed is not None:
-        return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy,
-                            Fix("model change", remedy, None, False, f"the rewritten model failed: {failed}"))
-    rerun = ctx.compare(outs[0], outs[1])
-    words = (f"re-ran {ctx.path} and {ctx.baseline} on the model with a float32 accumulator at {at}: they differ in "
-             f"{rerun.after[0]} elements (were {rerun.before[0]})")
-    return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy,
-                        Fix("model change", remedy, f"{ctx.path} [{label}]", rerun.outcome == "parity", words,
-                            rerun=rerun))
+    return _model_change(cause, ctx, what, seen, remedy, _with_op(ctx.program, d.op.index, wide),
+                         "float32 accumulator", f"with a float32 accumulator at {at}")
 
 
 def _between(artifact: Any, start: set[int], end: int) -> list[Any] | None:
@@ -531,15 +458,19 @@ def _first_diverging_kernel(ctx: Any, artifact: Any) -> tuple[Any, list[int], in
     whose output holds none. Returns the kernel, the value ids its inputs hold, the value id its output
     stands for (a case output by position, else the baseline value of that shape nearest to it) and the
     JAX ops between: what the kernel computes in the program's terms."""
+    import hashlib
+
+    def digest(a: np.ndarray) -> tuple:  # a value by its bits, without keeping them
+        return a.shape, a.dtype.name, hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=16).digest()
+
     program, base = ctx.program, ctx.base_vals
     pool: dict[tuple, int] = {}
     for vid, x in [*zip(program.arg_ids, ctx.flat_args), *program.consts.items(), *base.values.items()]:
-        a = np.asarray(x)
-        pool.setdefault((a.shape, a.dtype.name, a.tobytes()), vid)
+        pool.setdefault(digest(np.asarray(x)), vid)
     outputs = {t: program.out_ids[i] for i, t in enumerate(artifact.outputs)
                if i < len(program.out_ids) and not isinstance(program.out_ids[i], Literal)}
     for k in artifact.kernels:
-        key = lambda t: (artifact.values[t].shape, artifact.values[t].dtype.name, artifact.values[t].tobytes())  # noqa: E731
+        key = lambda t: digest(artifact.values[t])  # noqa: E731
         if any(t >= 0 and t not in artifact.values for t in (*k.inputs, *k.outputs)):
             return None  # a value the run did not keep: no kernel-level view past it
         ins = [pool.get(key(t)) for t in k.inputs if t >= 0 and not artifact.tensors[t].constant]
@@ -578,11 +509,14 @@ def _kernel_attribute(cause: Cause, ctx: Any) -> CauseVerdict | None:
     artifact = ctx.artifact()
     if artifact is None or not artifact.values or ctx.base_vals is None:
         return None
+    path = make_path(ctx.path)
+    if not any(path.kernel_variants(k) for k in artifact.kernels):
+        return None  # no kernel of this artifact has other semantics to try
     first = _first_diverging_kernel(ctx, artifact)
     if first is None:
         return None
     kernel, _, vid, region = first
-    variants = make_path(ctx.path).kernel_variants(kernel)
+    variants = path.kernel_variants(kernel)
     if not variants:
         return None
     ops = [ctx.program.ops[i].info for i in region]
@@ -608,7 +542,7 @@ def _kernel_attribute(cause: Cause, ctx: Any) -> CauseVerdict | None:
         shown = "; ".join(f"{sp.split('set_attribute=', 1)[-1]}: max abs {g:.3g}" for g, _, sp, _ in tried[:4])
         return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}; no other attribute value brings it to "
                             f"{ctx.baseline} ({shown}; before: {before:.3g})")
-    same = make_path(ctx.path).same_artifact
+    same = path.same_artifact
     if same is not None:
         other = ctx.run(same)
         if not isinstance(other, str) and max(_gaps(other, ctx.path_out), default=0.0) <= 2 * noise < before:
@@ -637,6 +571,81 @@ def _gaps(a: Any, b: Any) -> list[float]:
         same = (x == y) | (np.isnan(x) & np.isnan(y))
         found.append(float(np.where(same, 0.0, np.where(np.isfinite(d), d, np.inf)).max(initial=0.0)))
     return found
+
+
+# Elementwise arithmetic a compiler may keep in float32 across ops where the program declares bf16/f16.
+_ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "sqrt", "rsqrt", "max", "min", "abs", "square", "integer_pow"}
+
+
+def kept_wide(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    """Narrow (bf16/f16) arithmetic kept in float32 across ops, rounded once where the result is stored: the
+    elementwise narrow ops that feed the diverging one, run as a region in float32 on the values entering
+    it (the path's own) and rounded once, must reproduce the path's values bit for bit; the longest such
+    region is named, with the runtime's own note where it printed one (IREE: iree-convert-bf16-arith-to-f32)."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..localize.region import make_region
+    from ..rounding import round_to_dtype
+
+    if ctx.path_vals is None or ctx.base_vals is None or ctx.localization is None:
+        return None
+    program = ctx.program
+    producers = {v: i for i, op in enumerate(program.ops) for v in op.outputs if v is not None}
+    for d in _named(ctx.localization):
+        if d.op.primitive not in _ELEMENTWISE or not d.op.outputs or not d.op.outputs[0].startswith(("bfloat16", "float16")):
+            continue
+        found = _differing_output(ctx, d)
+        if found is None:
+            continue
+        _, mine, _ = found
+        chain = [d.op.index]  # the narrow elementwise ops upstream, nearest first
+        frontier = [d.op.index]
+        while frontier and len(chain) < 12:
+            i = frontier.pop()
+            for ref in program.ops[i].inputs:
+                j = producers.get(ref) if not isinstance(ref, Literal) else None
+                if j is None or j in chain:
+                    continue
+                op = program.ops[j].info
+                if op.primitive in _ELEMENTWISE and op.outputs and op.outputs[0].startswith(("bfloat16", "float16")):
+                    chain.append(j)
+                    frontier.append(j)
+        for size in range(len(chain), 0, -1):
+            ops = sorted(chain[:size])
+            try:
+                region = make_region(program, ctx.path_vals, ops, d.op.index)
+            except Exception:  # noqa: BLE001 - a region that cannot be cut is no evidence
+                continue
+            wide = [jnp.asarray(np.asarray(v).astype(np.float32)) if np.asarray(v).dtype.kind in "fV" or
+                    np.asarray(v).dtype.name == "bfloat16" else jnp.asarray(v) for v in region.values]
+            sub = region.sub_program()
+            with jax.default_device(jax.devices("cpu")[0]):
+                values = sub.evaluate(wide, lambda op, ins: _bound_wide(op, ins))
+            out = np.asarray(sub.outputs(values)[0], np.float64)
+            got = round_to_dtype(out, mine.dtype)
+            if got.tobytes() != mine.tobytes():
+                continue
+            names = " → ".join(f"#{i} {program.ops[i].info.primitive}" for i in ops)
+            said = next((n for n in ctx.notes if "bf16 arithmetic ops (" in n), None)  # a dispatch's own line
+            seen = (f"{ctx.path} computes {names} ({d.op.user_source or d.op.source or 'unknown line'}) in float32 and "
+                    f"rounds to {mine.dtype.name} once, where the program rounds after every op: on the values entering "
+                    f"them that reproduces its values bit for bit")
+            if said:
+                seen += f" (its own note: {said.removeprefix('IREE: ')})"
+            return CauseVerdict(cause.id, cause.title, "confirmed", f"the region {names} computed in float32 on "
+                                f"{ctx.path}'s own inputs", seen, cause.runtime_fix or cause.fix)
+    return None
+
+
+def _bound_wide(op: Any, ins: list[Any]) -> list[Any]:
+    """The op on float32 values: an elementwise narrow op bound on wide inputs (its narrow constants
+    widened too, exactly) computes in float32."""
+    import jax.numpy as jnp
+
+    wide = [jnp.asarray(x).astype(jnp.float32) if jnp.asarray(x).dtype in (jnp.bfloat16, jnp.float16) else x
+            for x in ins]
+    return _bound(op, wide)
 
 
 ARTIFACT_RULES: dict[str, Callable[[Cause, Any], CauseVerdict | None]] = {

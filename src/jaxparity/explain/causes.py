@@ -24,6 +24,8 @@ An experiment is one of a few kinds:
   artifact read back (a TFLite flatbuffer: its kernels, its constants as stored, every tensor's value in
   one run), and the op or the fused region run alone on that runtime: a constant the converter stored
   otherwise; several ops computed by one kernel of the runtime.
+- ``variants``: the known other semantics of the diverging op (``interpreter/variants.py``) run on its
+  captured inputs; the one that reproduces the path's values is named, its rewrite re-run.
 - ``op-evidence``: decided on the diverging ops' own evidence only (``explain/op_evidence.py``): subnormal
   handling reproduced on the op's inputs, implementation-defined casts, the order of equal keys, two
   accurate math libraries, amplification by a discontinuous op, wrong code.
@@ -94,6 +96,7 @@ CAUSES: tuple[Cause, ...] = (
         paths=("observed",) + RUNTIMES,
         experiment="fingerprint",
         candidates=("skip-widened", "f32-everywhere"),
+        op_check="kept-wide",
         fix="on the serving system: XLA_FLAGS=--xla_allow_excess_precision=false (TensorFlow Serving) or "
         "compiler_options={'xla_allow_excess_precision': False}; or make the model round where it declares "
         "with jaxparity.fixes.round_like_declared(fn), which no runtime can skip",
@@ -299,6 +302,21 @@ CAUSES: tuple[Cause, ...] = (
         "dropped sign to the maintainers of the side that drops it",
     ),
     Cause(
+        id="semantic-variant",
+        title="another known semantics of the op (e.g. an arithmetic shift where a logical one is declared)",
+        description="Implementations compute some primitives in known other ways: a right shift arithmetic or "
+        "logical, a remainder truncated or floored, a sigmoid accurate in absolute terms only, a cast to an 8-bit "
+        "float that saturates (interpreter/variants.py). The variant that reproduces the path's values on the op's "
+        "own inputs is the mechanism; a rewrite that gives one result under every variant is the fix.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        paths=ALL,
+        experiment="variants",
+        fix="rewrite the op so every implementation computes it alike (the explanation says how, verified by a "
+        "re-run)",
+    ),
+    Cause(
         id="implementation-defined-conversion",
         title="implementation-defined conversion (NaN, inf or out-of-range float to integer)",
         description="Casting NaN, inf or a float outside the integer type's range has no defined result: XLA "
@@ -413,6 +431,8 @@ CAUSES: tuple[Cause, ...] = (
         op_check="identity-rewrite",
         fix="write the identity in the model where it is meant (x instead of log(exp(x))), or compile with "
         "xla_disable_hlo_passes=algsimp to keep the declared overflow",
+        runtime_fix="write the identity in the model where it is meant (x instead of log(exp(x))): this runtime or "
+        "its converter rewrote it, and no flag of XLA's reaches it",
     ),
     Cause(
         id="path-option",

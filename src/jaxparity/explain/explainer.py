@@ -19,9 +19,10 @@ from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
 from ..metrics import as_wide, ulp_distance
 from ..paths import make_path, parse_spec
-from .artifact_evidence import ARTIFACT_RULES
+from .artifact_evidence import ARTIFACT_RULES, kept_wide
 from .causes import CAUSES, COMPILED, RUNTIMES, Cause
 from .op_evidence import OP_RULES, decide
+from .variant_evidence import decide_variant
 from .verdicts import CauseVerdict, Fix, Rerun, Status
 
 __all__ = ["CauseVerdict", "Fix", "PathExplanation", "explain_path", "explain_paths", "share_across",
@@ -403,6 +404,8 @@ def _op_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
     loc = ctx.localization
     if cause.op_check == "widened":
         return _widened_check(cause, ctx)
+    if cause.op_check == "kept-wide":
+        return kept_wide(cause, ctx)
     if cause.op_check in OP_RULES:
         return decide(cause, loc, ctx.path, ctx.baseline)
     checked = [(d, m) for d in (loc.local if loc else ()) for m in d.semantics if m.name == cause.op_check]
@@ -583,11 +586,28 @@ def _artifact(cause: Cause, ctx: _Context) -> CauseVerdict:
     if ctx.base_vals is None:
         return CauseVerdict(cause.id, cause.title, "not run", "the runtime's own artifact", "no per-op values for "
                             "the baseline")
-    verdict = ARTIFACT_RULES[cause.id](cause, ctx)
+    try:
+        verdict = ARTIFACT_RULES[cause.id](cause, ctx)
+    except Exception as e:  # evidence, never the end of the explanation
+        return CauseVerdict(cause.id, cause.title, "not run", "the runtime's own artifact",
+                            f"the artifact's evidence could not be read ({_first_line(e)})")
     if verdict is None:
         return CauseVerdict(cause.id, cause.title, "not run", "the runtime's own artifact",
                             "no diverging op shows it" if ctx.artifact() is not None or cause.id == "stored-constant"
                             else f"{ctx.path} has no artifact of its own to read back")
+    return verdict
+
+
+def _variants(cause: Cause, ctx: _Context) -> CauseVerdict:
+    """Decided by the op's known variants on its own inputs (``explain.variant_evidence``)."""
+    try:
+        verdict = decide_variant(cause, ctx)
+    except Exception as e:  # evidence, never the end of the explanation
+        return CauseVerdict(cause.id, cause.title, "not run", "the diverging op's known variants",
+                            f"the variants could not be run ({_first_line(e)})")
+    if verdict is None:
+        return CauseVerdict(cause.id, cause.title, "not run", "the diverging op's known variants",
+                            "no diverging op has a known variant that reproduces its values")
     return verdict
 
 
@@ -615,6 +635,7 @@ _EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
     "same-compiler": _same_compiler,
     "matmul-precision": _matmul_precision,
     "artifact": _artifact,
+    "variants": _variants,
 }
 
 
@@ -688,7 +709,9 @@ def explain_path(
                                                cone=output_cone(program, differing))
         notes.extend(localization.notes)
 
-    hlo = _compiler_evidence(fn, args, path, notes) if evidence and kind in COMPILED + ("iree",) else None
+    hlo = _compiler_evidence(fn, args, path, notes) if evidence and kind in COMPILED else None
+    if evidence and kind in RUNTIMES:
+        _runtime_evidence(fn, args, path, notes)
     fp = _fingerprint(fn, args, path_out, notes)
     device = jax.default_backend() if kind in ("jit", "export", "eager") else "cpu"
     dtypes = {str(a.dtype) for a in program.avals.values() if hasattr(a, "dtype")}
@@ -696,7 +719,7 @@ def explain_path(
     # own artifact and whole-program re-runs still decide where it is not.
     ctx = _Context(fn, tuple(args), path, baseline, list(path_out), list(base_out), device, program, dtypes,
                    None if unsound else localization, fp, {}, base_vals if path_vals is not None else None, flat_args,
-                   path_vals=None if unsound else path_vals)
+                   path_vals=None if unsound else path_vals, notes=list(notes))
 
     causes: list[CauseVerdict] = []
     explained_by: str | None = None
@@ -710,11 +733,17 @@ def explain_path(
         if reason is not None:
             causes.append(CauseVerdict(cause.id, cause.title, "not run", "", reason))
             continue
-        verdict = _op_check(cause, ctx) if cause.op_check else None
-        if verdict is None:
-            verdict = _EXPERIMENTS[cause.experiment](cause, ctx)
+        try:
+            verdict = _op_check(cause, ctx) if cause.op_check else None
+            if verdict is None:
+                verdict = _EXPERIMENTS[cause.experiment](cause, ctx)
+        except Exception as e:  # one experiment that fails is said, and never takes the explanation down
+            verdict = CauseVerdict(cause.id, cause.title, "not run", cause.experiment,
+                                   f"the experiment failed ({_first_line(e)})")
         causes.append(verdict)
-        restores = verdict.proof is None or verdict.proof.verified  # op evidence names a cause, not a full fix
+        # op evidence names a cause, not a full fix; a variant or the artifact that reproduces the values is the
+        # mechanism whether or not its fix held
+        restores = verdict.proof is None or verdict.proof.verified or cause.experiment in ("variants", "artifact")
         # A fingerprint of subnormal flushing and an amplifier downstream do not explain the divergence alone.
         partial = verdict.cause == "amplification" or (verdict.cause == "denormal-flush"
                                                        and verdict.experiment.startswith("candidate"))
@@ -783,7 +812,7 @@ def _converter_or_runtime(causes: list[CauseVerdict], ctx: _Context, keep: dict)
     except Exception as e:
         note = f"; {other} could not run the op alone to tell the converter from the runtime ({_first_line(e)})"
     else:
-        note = (f"; {other} gives the same values on the op alone: the converter (jax2onnx) maps "
+        note = (f"; {other} gives the same values on the op alone: the converter ({make_path(ctx.path).converter}) maps "
                 f"{d.op.primitive} to ONNX wrongly, not the runtime" if not differs(mine, theirs) else
                 f"; {other} gives other values on the same converted op: {ctx.path}'s kernel is at fault, not the "
                 "converter")
@@ -915,8 +944,6 @@ def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: li
     from . import hlo
 
     name, options = parse_spec(path)
-    if name == "iree":
-        return _iree_evidence(fn, args, path, notes)
     if name in ("savedmodel", "savedmodel-c"):
         options = {k.lstrip("-"): v for k, _, v in (f.partition("=") for f in options.get("XLA_FLAGS", "").split())}
         notes.append("compiler evidence for savedmodel comes from JAX's XLA on the same program; TensorFlow "
@@ -935,14 +962,16 @@ def _compiler_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: li
         return None
 
 
-def _iree_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: list[str]) -> None:
-    """IREE's own IR: which bf16 ops its CPU pipeline computes in float32 (as notes; no HLO here)."""
+def _runtime_evidence(fn: Callable[..., Any], args: tuple, path: str, notes: list[str]) -> None:
+    """The runtime's own words on how it compiles this program (``Path.evidence``: IREE's bf16 arithmetic
+    computed in float32), as notes; nothing where it says nothing."""
+    p = make_path(path)
     try:
-        lines = make_path(path).evidence(fn, args)  # type: ignore[attr-defined]
+        lines = p.evidence(fn, args)
     except Exception as e:
-        notes.append(f"no IREE evidence: {type(e).__name__}: {e}")
+        notes.append(f"no {p.name} evidence: {type(e).__name__}: {e}")
         return None
-    notes.extend(f"IREE: {line}" for line in lines)
+    notes.extend(f"{p.evidence_label}: {line}" for line in lines)
     return None
 
 

@@ -115,6 +115,7 @@ class Path(ABC):
     # run the same jax2onnx model): where both give the same values on an op, the converter is at fault,
     # not this runtime's kernel.
     same_artifact: ClassVar[str | None] = None
+    converter: ClassVar[str] = ""  # what makes that artifact, for sentences ("jax2onnx")
 
     def __init__(self, options: Mapping[str, str] | None = None, env: str | None = None) -> None:
         self.options = dict(options or {})
@@ -149,6 +150,14 @@ class Path(ABC):
         tensor's value in one run of it on ``args`` (``paths.artifact.Artifact``); None where the path runs
         the program as JAX traced it (XLA compiles the jaxpr's own ops) or cannot be read back."""
         return None
+
+    # How notes from ``evidence`` are labelled ("IREE: ...").
+    evidence_label: ClassVar[str] = ""
+
+    def evidence(self, fn: Callable[..., Any], args: tuple) -> list[str]:
+        """The runtime's own words on how it compiles ``fn`` for ``args`` (IREE: the bf16 arithmetic its CPU
+        pipeline computes in float32), one line each, as notes for the report; none by default."""
+        return []
 
     def kernel_variants(self, kernel: Any) -> list[tuple[str, str]]:
         """Other semantics this runtime offers for one kernel of its artifact (``Artifact.kernels``), each as

@@ -101,6 +101,7 @@ def _bf16_ops(ir: str) -> tuple[Counter[str], int]:
 class IreePath(Path):
     name = "iree"
     summary = "StableHLO compiled by IREE (iree-compile, llvm-cpu) and run by the IREE runtime on the CPU"
+    evidence_label = "IREE"
     options_help = {
         "target_cpu": "LLVM CPU to compile for (default host; generic, skylake, znver4...)",
         "cpu_features": "LLVM CPU features separated by spaces, e.g. '+avx2 +fma' (default: target_cpu's)",

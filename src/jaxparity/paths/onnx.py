@@ -175,6 +175,7 @@ class _OnnxPath(Path):
                     "set_attribute": "attributes set on the converted model's nodes before it runs, OPTYPE.NAME=VALUE "
                     "separated by spaces (set_attribute=Resize.exclude_outside=1): a fix tried on the model the "
                     "runtime serves, not on the conversion"}
+    converter = "jax2onnx"
     # Attributes of a node whose other values are other semantics of the JAX op the converter mapped to it:
     # each one is tried on the served model, where that kernel is where the path departs (``kernel_variants``).
     ATTRIBUTE_VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -302,7 +303,6 @@ class _OnnxPath(Path):
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         import jax
         import onnx
-        from ..pytree import host
         from ..rounding import round_to_dtype
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
         model = self._with_attributes(convert(fn, args, self.opset))

@@ -103,6 +103,14 @@ class TFLitePath(Path):
         "threads": "interpreter threads (default: LiteRT's choice)",
     }
 
+    converter = "the TFLite converter"
+
+    @property
+    def same_artifact(self) -> str | None:  # type: ignore[override]
+        """TFLite's reference kernels run the same flatbuffer: where they give this path's values on an op,
+        the conversion (or TFLite's own op), not XNNPACK's or the optimized kernel, is at fault."""
+        return None if self.options.get("kernels") == "reference" else "tflite:kernels=reference"
+
     def __init__(self, options: Any = None, **kwargs: Any) -> None:
         super().__init__(options, **kwargs)
         if self.options.get("kernels", "xnnpack") not in _KERNELS:

@@ -201,7 +201,7 @@ def model_change(fix: Any, path: str | None = None) -> str | None:
         return None
     spec, _, label = fix.spec.partition(" [")
     label = label.removesuffix("]")
-    if label in ("well-conditioned model", "stored constant", "float32 accumulator"):  # the change in words; the re-run says the path
+    if label in ("well-conditioned model", "stored constant", "float32 accumulator") or label.endswith(" rewritten"):  # the change in words; the re-run says the path
         return fix.description
     return f"the model change {_MODEL_CHANGES.get(label, label)} on {path or spec}"
 
@@ -221,8 +221,9 @@ def fix_lines(e: Any, main: Any = None) -> list[str]:
     own = main.proof if main is not None and main.proof is not None and all(
         (f.kind, f.spec) != (main.proof.kind, main.proof.spec) for f in e.fixes) else None
     for f in [*e.fixes, *([own] if own is not None else [])]:
-        if not f.verified and (main is None or main.proof is None or (f.kind, f.spec) != (main.proof.kind,
-                                                                                   main.proof.spec)):
+        tried = f.kind == "model change" and (f.spec or "").endswith("[fixed model]")  # round_like_declared, said either way
+        if not f.verified and not tried and (main is None or main.proof is None or (f.kind, f.spec) != (
+                main.proof.kind, main.proof.spec)):
             continue
         what = model_change(f) or f"{f.kind} {f.spec or f.description}"
         cost = ("" if f.cost is None else "; run time unchanged (warm)" if f.cost == 0 else

@@ -1,0 +1,86 @@
+"""A cause decided by the known variants of the diverging op (``interpreter.variants``): each variant run on
+the op's own captured inputs; the one that reproduces the path's values wherever the path departs from the
+baseline (beyond a math library's few ULP) is the mechanism named, with the elements it shows, and its
+model-side rewrite, which gives one result under every variant, is re-run on the path and the baseline.
+"Wrong code" is said only where no variant reproduces the values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .captured import differing_output, model_change, named, op_inputs, show, where, with_op
+from .causes import Cause
+from .op_evidence import MATH_LIBRARY_ULP
+from .verdicts import CauseVerdict
+
+__all__ = ["decide_variant"]
+
+
+def _departs(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """Where the path departs from the baseline by more than rounding: every differing element of an integer
+    or boolean, beyond a math library's few ULP for floats."""
+    from ..localize.localizer import values_equal
+    from ..metrics import ulp_distance
+
+    if values_equal(mine, theirs):
+        return np.zeros(mine.shape, bool)
+    u = ulp_distance(mine, theirs)
+    if mine.dtype.kind in "iub":
+        return u != 0
+    return (u < 0) | (u > MATH_LIBRARY_ULP)
+
+
+def decide_variant(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    from ..interpreter import evaluate_eqn
+    from ..interpreter.variants import VARIANTS
+
+    if ctx.path_vals is None or ctx.base_vals is None or ctx.localization is None:
+        return None
+    for d in named(ctx.localization):
+        variants = VARIANTS.get(d.op.primitive, ())
+        found = differing_output(ctx, d) if variants else None
+        if found is None:
+            continue
+        vid, mine, theirs = found
+        op = ctx.program.ops[d.op.index]
+        position = [v for v in op.outputs if v is not None].index(vid)
+        ins = [np.asarray(x) for x in op_inputs(ctx, d)]
+        try:
+            declared = np.asarray(evaluate_eqn(op.eqn, ins, mode="declared")[position])
+        except Exception:  # noqa: BLE001 - the reference cannot run this op: no variant can be judged
+            continue
+        far = _departs(mine, theirs)
+        if not far.any():
+            continue
+        for v in variants:
+            got = v.compute(dict(op.eqn.params), ins, declared)
+            if got is None or got.shape != mine.shape or got.dtype != mine.dtype:
+                continue
+            if got[far].tobytes() != mine[far].tobytes():
+                continue
+            i = tuple(int(k) for k in np.argwhere(far)[0])
+            at = ", ".join(show(np.broadcast_to(x, mine.shape)[i]) if x.ndim else show(x) for x in ins)
+            seen = (f"{ctx.path} {v.does}: at element {list(i)}, ({at}) gives {show(mine[i])} on {ctx.path}, where "
+                    f"{d.op.primitive} declares {show(declared[i])} ({ctx.baseline}: {show(theirs[i])}); the "
+                    f"{v.name} reproduces {ctx.path}'s values in all {int(far.sum())} element"
+                    f"{'s' if far.sum() != 1 else ''} where it departs")
+            what = f"each known variant of {d.op.primitive} on the captured inputs of {where(d)}"
+            return _verified(cause, ctx, d, v, what, seen)
+    return None
+
+
+def _verified(cause: Cause, ctx: Any, d: Any, variant: Any, what: str, seen: str) -> CauseVerdict:
+    """The variant's rewrite in place of the op, re-run on the path and the baseline."""
+    remedy = f"{variant.fix} (at {d.op.user_source or d.op.source or 'the op'})"
+    if variant.rewrite is None:
+        return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy)
+
+    def instead(op: Any, ins: list[Any]) -> list[Any]:
+        kw = {"new_dtype": op.eqn.params["new_dtype"]} if op.eqn.primitive.name == "convert_element_type" else {}
+        return [variant.rewrite(*ins, **kw)]
+
+    return model_change(cause, ctx, what, seen, remedy, with_op(ctx.program, d.op.index, instead),
+                        f"{variant.name} rewritten", "with the rewrite")
