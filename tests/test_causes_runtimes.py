@@ -324,3 +324,17 @@ def test_bf16_arithmetic_kept_in_float32_by_iree_is_read_from_its_own_note_and_r
 
     assert any(line.startswith("✗ the model change round_like_declared(fn) on iree")
                for line in fix_lines(e, explaining_cause(e.causes, e.localization.lead)))
+
+
+def test_an_average_pool_on_inputs_that_already_differ_is_judged_on_the_same_inputs_on_both_sides():
+    """flax's mnist CNN in small (a convolution, then a 2x2 average pool TFLite runs as one AVERAGE_POOL_2D):
+    the pool's inputs differ already, so the baseline is replayed on the path's own inputs before either side
+    is judged against the bound; found on flax's examples/mnist, where comparing eager's own output (from
+    other inputs) with the exact result on TFLite's said "eager is wrong here". Every divergence that carries
+    the difference is rounding: expected noise, the fused pool named among them."""
+    e = explain("make_conv_then_pool", "tflite")
+    noise = verdict(e, "reduction-order")
+    assert noise.status == "noise", noise
+    assert "one AVERAGE_POOL_2D kernel of tflite with its producers, within the bound of its sums" in noise.evidence
+    assert not any("is wrong here" in c.evidence for c in e.causes if c.status != "not run")
+    assert verdict(e, "other-lowering").status == "not run"  # the noise explains it

@@ -207,3 +207,21 @@ def make_fp8_overflow():
         return x.astype(jnp.float8_e4m3fn).astype(jnp.float32)  # planted: fp8 cast
 
     return fn, (jnp.array([500.0, 1000.0, -1e5, 448.0, 3.3], jnp.float32),)
+
+
+def make_conv_then_pool():
+    """flax's mnist CNN in small: a convolution (TFLite sums in another order), then a 2x2 average pool that
+    TFLite runs as one AVERAGE_POOL_2D on inputs that already differ: each side is judged on the same inputs,
+    and everything is rounding (issue 20, found on flax's examples/mnist)."""
+
+    def fn(x, w, v):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        y = jax.nn.relu(y)
+        y = jax.lax.reduce_window(y, 0.0, jax.lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4.0  # planted: pool
+        return y.reshape(y.shape[0], -1) @ v
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 12, 12, 1)).astype(np.float32)
+    w = (rng.normal(size=(3, 3, 1, 8)) / 3).astype(np.float32)
+    v = (rng.normal(size=(6 * 6 * 8, 10)) / 17).astype(np.float32)
+    return fn, (jnp.asarray(x), jnp.asarray(w), jnp.asarray(v))

@@ -49,7 +49,7 @@ from .causes import Cause
 from .op_evidence import MATH_LIBRARY_ULP, constant_only
 from .verdicts import CauseVerdict, Fix
 
-__all__ = ["ARTIFACT_RULES", "kept_wide"]
+__all__ = ["ARTIFACT_RULES", "fused_noise", "kept_wide"]
 
 # Ops a fused region may hold for its error to be bounded by that of its sums: sums, scaling by
 # constants, and ops that move or widen values without rounding.
@@ -189,56 +189,88 @@ def _reaches_from(program: Any, index: int, sources: set[int]) -> bool:
 
 
 def _fused_kernel(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    """Where the runtime computes several JAX ops as one kernel: that region alone on the runtime must give
+    the path's values, and both sides on the same inputs (the baseline replays the region on the path's
+    own) are judged against the error bound of its sums. The verdict stands for the divergence that
+    carries the output difference (``Localization.lead``); for another one, what it found is kept for the
+    noise verdict (``fused_noise``), which names every divergence."""
+    lead = ctx.localization.lead if ctx.localization is not None else None
+    found = None
+    for d in _named(ctx.localization):
+        verdict = _fused_at(cause, ctx, d)
+        if verdict is None:
+            continue
+        if verdict.status == "noise":
+            ctx.memo.setdefault("fused noise", {})[d.op.index] = verdict.evidence
+        if d is lead or lead is None:
+            return verdict
+        found = found or (verdict if verdict.status != "noise" else None)
+    return found
+
+
+def fused_noise(ctx: Any, d: Any) -> str | None:
+    """How a divergence is rounding only because the runtime computes it with its producers as one kernel
+    within the error bound of its sums (found by ``fused-kernel``); None otherwise."""
+    said = ctx.memo.get("fused noise", {}).get(d.op.index) if not d.within else None
+    if said is None:
+        return None
+    kernel = re.search(r"as one (\S+) kernel", said)
+    return f"one {kernel[1] if kernel else 'fused'} kernel of {ctx.path} with its producers, within the bound of its sums"
+
+
+def _fused_at(cause: Cause, ctx: Any, d: Any) -> CauseVerdict | None:
+    from ..localize.localizer import replayable
     from ..localize.region import make_region, run_region
 
     artifact = ctx.artifact()
     if artifact is None or ctx.path_vals is None or ctx.base_vals is None:
         return None
-    for d in _named(ctx.localization):
-        fused = _fused_region(ctx, d, artifact)
-        if fused is None:
-            continue
-        kernel, ops = fused
-        program = ctx.program
-        names = " → ".join(f"#{i} {program.ops[i].info.primitive}" for i in ops)
-        seen = (f"{artifact.runtime} computes {names} ({d.op.user_source or d.op.source or 'unknown line'}) as one "
-                f"{kernel.kind} kernel")
-        what = f"the {kernel.kind} that makes {_where(d)}'s output in {artifact.runtime}, run alone on {ctx.path}"
-        try:
-            region = make_region(program, ctx.path_vals, ops, d.op.index)
-            alone = run_region(ctx.path, region)
-            exact = run_region("f64", region)
-        except Exception as e:  # noqa: BLE001 - the region is evidence, not a requirement (RegionError, a runtime's)
-            return CauseVerdict(cause.id, cause.title, "partly", what, f"{seen}; the region could not be run alone "
-                                f"({str(e).splitlines()[0] if str(e) else type(e).__name__})")
-        vid, mine, base = _differing_output(ctx, d)
-        position = [v for v in program.ops[d.op.index].outputs if v is not None].index(vid)
-        if alone[position].tobytes() != mine.tobytes():
-            return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}, but that region alone on {ctx.path} "
-                                "does not reproduce the path's values: the difference is not the kernel's alone")
-        seen += f"; that region alone, as a one-kernel model on {ctx.path}, reproduces its values bit for bit"
-        bound = _region_bound(region, position, mine, base, program, ops)
-        if bound is None:
-            return CauseVerdict(cause.id, cause.title, "confirmed", what, seen + ": another order of operations "
-                                "inside the kernel", cause.fix)
-        limit, n = bound
-        wide = np.asarray(exact[position], np.float64)
-        err_mine = float(np.max(np.abs(mine.astype(np.float64) - wide), initial=0.0))
-        err_base = float(np.max(np.abs(np.asarray(base, np.float64) - wide), initial=0.0))
-        within = err_mine <= float(np.max(limit, initial=0.0)) and bool(np.all(
-            np.abs(mine.astype(np.float64) - wide) <= limit))
-        if within and np.all(np.abs(np.asarray(base, np.float64) - wide) <= limit):
-            return CauseVerdict(cause.id, cause.title, "noise", what, f"{seen}; both sides are within the error bound "
-                                f"of summing {n} terms (from the exact result: {ctx.path} {err_mine:.3g}, "
-                                f"{ctx.baseline} {err_base:.3g}, bound up to {float(np.max(limit)):.3g}): another "
-                                "order of summation, neither wrong", cause.fix)
-        who = ctx.path if not within else ctx.baseline
-        return CauseVerdict(cause.id, cause.title, "confirmed", what, f"{seen}; {who} is beyond the error bound of "
-                            f"summing {n} terms (from the exact result: {ctx.path} {err_mine:.3g}, {ctx.baseline} "
-                            f"{err_base:.3g}, bound up to {float(np.max(limit)):.3g}): {who} is wrong here",
-                            "report it to the maintainers of " + who + " with this report (jaxparity reduce writes a "
-                            "standalone reproducer)")
-    return None
+    fused = _fused_region(ctx, d, artifact)
+    if fused is None:
+        return None
+    kernel, ops = fused
+    program = ctx.program
+    names = " → ".join(f"#{i} {program.ops[i].info.primitive}" for i in ops)
+    seen = (f"{artifact.runtime} computes {names} ({d.op.user_source or d.op.source or 'unknown line'}) as one "
+            f"{kernel.kind} kernel")
+    what = f"the {kernel.kind} that makes {_where(d)}'s output in {artifact.runtime}, run alone on {ctx.path}"
+    vid, mine, base = _differing_output(ctx, d)
+    position = [v for v in program.ops[d.op.index].outputs if v is not None].index(vid)
+    try:
+        region = make_region(program, ctx.path_vals, ops, d.op.index)
+        alone = run_region(ctx.path, region)
+        exact = run_region("f64", region)
+        # the baseline on the same inputs: its own replay where it can run a region, else its own values
+        # where its inputs are the path's
+        theirs = np.asarray(run_region(ctx.baseline, region)[position]) if replayable(ctx.baseline) else (
+            base if all(np.asarray(a).tobytes() == np.asarray(b).tobytes() for a, b in
+                        zip(region.values, make_region(program, ctx.base_vals, ops, d.op.index).values)) else None)
+    except Exception as e:  # noqa: BLE001 - the region is evidence, not a requirement (RegionError, a runtime's)
+        return CauseVerdict(cause.id, cause.title, "partly", what, f"{seen}; the region could not be run alone "
+                            f"({str(e).splitlines()[0] if str(e) else type(e).__name__})")
+    if alone[position].tobytes() != mine.tobytes():
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}, but that region alone on {ctx.path} "
+                            "does not reproduce the path's values: the difference is not the kernel's alone")
+    seen += f"; that region alone, as a one-kernel model on {ctx.path}, reproduces its values bit for bit"
+    bound = _region_bound(region, position, mine, theirs if theirs is not None else mine, program, ops)
+    if bound is None or theirs is None:
+        return CauseVerdict(cause.id, cause.title, "confirmed", what, seen + ": another order of operations "
+                            "inside the kernel", cause.fix)
+    limit, n = bound
+    wide = np.asarray(exact[position], np.float64)
+    off_mine = np.abs(mine.astype(np.float64) - wide)
+    off_theirs = np.abs(np.asarray(theirs, np.float64) - wide)
+    errs = (f"from the exact result on the same inputs: {ctx.path} {float(off_mine.max(initial=0)):.3g}, "
+            f"{ctx.baseline} {float(off_theirs.max(initial=0)):.3g}, bound up to {float(np.max(limit)):.3g}")
+    mine_ok, theirs_ok = bool(np.all(off_mine <= limit)), bool(np.all(off_theirs <= limit))
+    if mine_ok and theirs_ok:
+        return CauseVerdict(cause.id, cause.title, "noise", what, f"{seen}; both sides are within the error bound "
+                            f"of summing {n} terms ({errs}): another order of summation, neither wrong", cause.fix)
+    who = ctx.path if not mine_ok else ctx.baseline
+    return CauseVerdict(cause.id, cause.title, "confirmed", what, f"{seen}; {who} is beyond the error bound of "
+                        f"summing {n} terms ({errs}): {who} is wrong here",
+                        "report it to the maintainers of " + who + " with this report (jaxparity reduce writes a "
+                        "standalone reproducer)")
 
 
 def _region_bound(region: Any, position: int, mine: np.ndarray, base: Any, program: Any,

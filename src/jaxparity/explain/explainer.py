@@ -19,7 +19,7 @@ from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
 from ..metrics import as_wide, ulp_distance
 from ..paths import make_path, parse_spec
-from .artifact_evidence import ARTIFACT_RULES, kept_wide
+from .artifact_evidence import ARTIFACT_RULES, fused_noise, kept_wide
 from .causes import CAUSES, COMPILED, RUNTIMES, Cause
 from .op_evidence import OP_RULES, decide
 from .variant_evidence import decide_variant
@@ -232,13 +232,16 @@ NOISE_OUTPUT_ULP = 2**16
 BLAMED = 0.9  # share of the output difference the divergences injected together must reproduce to judge by them
 
 
-def _rounding_only(d: Any) -> str | None:
+def _rounding_only(d: Any, ctx: _Context | None = None) -> str | None:
     """How a local divergence is rounding and nothing more, or None: a reduction within the error bound of
-    two summation orders, or an elementary function both sides compute within a math library's few ULP."""
+    two summation orders, an elementary function both sides compute within a math library's few ULP, or an
+    op the runtime computes with its producers as one kernel within the bound of its sums (``fused_noise``)."""
     from .op_evidence import _MATH, MATH_LIBRARY_ULP
 
     if d.within_noise_bound:
         return "a sum within its error bound"
+    if ctx is not None and (fused := fused_noise(ctx, d)):
+        return fused
     ev = d.elements
     if (d.op.primitive in _MATH and ev is not None and ev.path_ulp is not None and ev.baseline_ulp is not None
             and not ev.flushes and not ev.implementation_defined
@@ -268,10 +271,10 @@ def _carried_noise(cause: Cause, ctx: _Context, loc: Localization) -> CauseVerdi
     what = "checked each divergence that carries the output difference against its error bound"
     blamed = b.together >= BLAMED
     named = [(c, loc.local[c.divergence]) for c in b.carriers]
-    how = [(f"#{d.op.index} {d.op.primitive} ({max(c.alone, c.needed):.0%})", _rounding_only(d)) for c, d in named]
+    how = [(f"#{d.op.index} {d.op.primitive} ({max(c.alone, c.needed):.0%})", _rounding_only(d, ctx)) for c, d in named]
     if not blamed:  # every divergence found, not only those that carry part of it
         what = "checked every local divergence against its error bound"
-        how += [(f"#{d.op.index} {d.op.primitive}", _rounding_only(d)) for d in loc.local
+        how += [(f"#{d.op.index} {d.op.primitive}", _rounding_only(d, ctx)) for d in loc.local
                 if all(d is not n for _, n in named)]
     how.sort(key=lambda x: x[1] is not None)  # what is not rounding alone first
     shown = "; ".join(f"{who}: {why or 'not rounding alone'}" for who, why in how[:3]) + \
@@ -747,7 +750,9 @@ def explain_path(
         # A fingerprint of subnormal flushing and an amplifier downstream do not explain the divergence alone.
         partial = verdict.cause == "amplification" or (verdict.cause == "denormal-flush"
                                                        and verdict.experiment.startswith("candidate"))
-        if verdict.status == "confirmed" and not partial and restores:
+        # rounding noise established on every divergence that carries the difference explains it too: a
+        # whole-program "another lowering" re-run then adds nothing
+        if (verdict.status == "confirmed" and not partial and restores) or verdict.status == "noise":
             explained_by = explained_by or verdict.cause
     causes = _name_the_pass(causes)
     if kind in RUNTIMES:  # XLA's flags do nothing in another runtime: its own fix, where the table has one
