@@ -100,7 +100,7 @@ class ElementEvidence:
                 who, other = (path, baseline) if wrong == "path" else (baseline, path)
                 far = max(self.path_ulp, self.baseline_ulp) >= _FAR
                 if self.exact_op:
-                    parts[-1] += f": {who} is wrong (an exact op has one right result)"
+                    parts[-1] += f": {who} is wrong (an exact op: wrong code)"
                 elif far:
                     parts[-1] += f": {who} is wrong"
                 else:  # a few ULP: another rounding of the same math (fused, reassociated), not a wrong result
