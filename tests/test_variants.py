@@ -65,3 +65,63 @@ def test_a_saturating_float8_cast_clips_at_the_largest_finite_value_and_the_rewr
     assert got[1] == top and got[2] == -top and np.isnan(got[4])
     fixed = np.asarray(v.rewrite(jnp.asarray(x), new_dtype=dtype)).astype(np.float32)
     assert fixed[1] == top and fixed[2] == -top
+
+
+def test_the_division_rewrite_divides_as_lax_div_and_keeps_xlas_values_where_it_is_undefined():
+    x = np.array([7, -7, 5, 0, -2**31, -2**31, 9, 3], np.int32)
+    y = np.array([2, 2, 0, 0, -1, 3, -2, 0], np.int32)
+    for primitive, op in (("div", lax.div), ("rem", lax.rem)):
+        v = next(v for v in VARIANTS[primitive] if v.name.startswith("zero"))
+        declared = np.asarray(op(jnp.asarray(x), jnp.asarray(y)))
+        assert v.compute({}, [x, y], declared).tolist() == np.where(y == 0, 0, declared).tolist()
+        got = np.asarray(v.rewrite(jnp.asarray(x), jnp.asarray(y)))
+        assert got.tolist() == declared.tolist(), primitive  # XLA's own values, with no division by zero left
+
+
+def test_an_unclamped_gather_leaves_exactly_the_out_of_bounds_elements_to_memory_and_the_clamp_is_the_gather():
+    x = jnp.arange(8, dtype=jnp.float32) * 1.5
+    i = jnp.array([0, 7, 8, 11, 3, 30], jnp.int32)
+    eqn = jax.make_jaxpr(lambda x, i: x[i])(x, i).jaxpr.eqns[-1]
+    assert eqn.primitive.name == "gather"
+    idx = np.asarray(i).reshape(-1, 1)
+    declared = np.asarray(x[i])
+    v = variant("gather", "unclamped indices")
+    values, unknown = v.compute(dict(eqn.params), [np.asarray(x), idx], declared)
+    assert unknown.tolist() == [False, False, True, True, False, True]
+    assert values.tolist() == declared.tolist()
+    got = np.asarray(v.rewrite(x, jnp.asarray(idx), eqn=eqn))
+    assert got.tolist() == declared.tolist()
+
+
+def test_a_half_away_from_zero_rounding_from_truncation_is_lax_round():
+    rng = np.random.default_rng(1)
+    halves = np.arange(-20, 21, dtype=np.float32) + 0.5
+    x = np.concatenate([halves, rng.normal(scale=50, size=300).astype(np.float32), np.nextafter(halves, 0),
+                        np.array([0.0, -0.0, 0.49999997, 2**23 + 1, -2**24, np.inf, -np.inf], np.float32)])
+    want = np.asarray(lax.round(jnp.asarray(x)))
+    got = np.asarray(variant("round", "ties to even").rewrite(jnp.asarray(x)))
+    assert got.tobytes() == want.tobytes()
+    assert variant("round", "ties to even").compute({}, [halves], want).tolist() == np.rint(halves).tolist()
+
+
+def test_max_and_min_with_the_nan_made_explicit_are_jnp_maximum_and_minimum():
+    x = np.array([1.0, np.nan, 3.0, np.nan, -0.5, np.inf], np.float32)
+    y = np.array([np.nan, 2.0, 1.0, np.nan, 5.0, -np.inf], np.float32)
+    for primitive, op in (("max", jnp.maximum), ("min", jnp.minimum)):
+        for v in VARIANTS[primitive]:
+            want = np.asarray(op(x, y))
+            np.testing.assert_array_equal(np.asarray(v.rewrite(jnp.asarray(x), jnp.asarray(y))), want)
+            got = v.compute({}, [x, y], want)
+            assert np.isnan(got).sum() == 2  # a comparison and a select keep one of the three NaN pairs
+    assert variant("max", "comparison select").compute({}, [x, y], None)[1] == 2.0
+
+
+def test_the_scaled_complex_magnitude_is_finite_where_the_unscaled_one_overflows_or_underflows():
+    z = np.array([3e30 + 4e30j, 1e-30 + 1e-30j, 3 + 4j, 0j, complex(np.inf, 1.0)], np.complex64)
+    want = np.asarray(jnp.abs(jnp.asarray(z)))
+    v = variant("abs", "unscaled complex magnitude")
+    unscaled = v.compute({}, [z], want)
+    assert unscaled[0] == np.inf and unscaled[1] == 0 and unscaled[2] == 5
+    got = np.asarray(v.rewrite(jnp.asarray(z)))
+    np.testing.assert_allclose(got[:4], want[:4], rtol=3e-7)
+    assert got[4] == np.inf

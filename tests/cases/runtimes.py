@@ -209,6 +209,59 @@ def make_fp8_overflow():
     return fn, (jnp.array([500.0, 1000.0, -1e5, 448.0, 3.3], jnp.float32),)
 
 
+def make_integer_division_by_zero():
+    """An integer x / 0: StableHLO leaves it to the implementation. XLA gives -1, ONNX's reference evaluator 0
+    (numpy's), ONNX Runtime and TFLite refuse to run; neither value is "exact" (issue 20)."""
+
+    def fn(x, y):
+        return jax.lax.div(x, y)  # planted: division by zero
+
+    return fn, (jnp.array([7, -7, 5, 0, -3, 9], jnp.int32), jnp.array([2, 2, 0, 0, 0, -2], jnp.int32))
+
+
+def make_gather_out_of_bounds():
+    """Indexing past the end: StableHLO's gather clamps start indices into bounds (XLA gives the last row);
+    IREE's single-index lowering drops the clamp and reads whatever memory holds (iree-org/iree#24881)."""
+
+    def fn(x, i):
+        return x[i]  # planted: gather out of bounds
+
+    return fn, (100.0 + 1.5 * jnp.arange(8, dtype=jnp.float32), jnp.array([0, 3, 7, 8, 11, 2, 30], jnp.int32))
+
+
+def make_maximum_nan():
+    """jnp.maximum propagates a NaN of either operand; TFLite's MAXIMUM is x > y ? x : y, which keeps only the
+    second operand's: maximum(nan, 2) is 2 on TFLite (both kernel sets)."""
+
+    def fn(x, y):
+        return jnp.maximum(x, y)  # planted: maximum nan
+
+    return fn, (jnp.array([1.0, np.nan, 3.0, np.nan, -2.0], jnp.float32),
+                jnp.array([np.nan, 2.0, 1.0, np.nan, 5.0], jnp.float32))
+
+
+def make_complex_abs():
+    """|z| of complex64 values near the ends of float32's range: JAX scales (hypot); IREE computes
+    sqrt(re² + im²) and gives inf for 3e30 + 4e30j and 0 for 1e-30 + 1e-30j."""
+
+    def fn(z):
+        return jnp.abs(z)  # planted: complex abs
+
+    return fn, (jnp.array([3e30 + 4e30j, 1e-30 + 1e-30j, 3 + 4j, -2e25 + 1e25j], jnp.complex64),)
+
+
+def make_negative_base_pow():
+    """lax.pow with a negative base and integer exponents: IREE computes exp(y · log x) and gives NaN for
+    (-2) ** 3, where the power is -8 (issue 20: "explicit products for IREE's pow")."""
+
+    def fn(x, y):
+        return jax.lax.pow(x, y)  # planted: pow
+
+    x = np.array([-2.0, -1.5, 0.0, 2.0, 1e-3, 3.7, -3.0, 10.0], np.float32)
+    y = np.array([3.0, 2.0, 2.0, 0.5, 2.0, 2.5, 2.0, 7.0], np.float32)
+    return fn, (jnp.asarray(x), jnp.asarray(y))
+
+
 def make_conv_then_pool():
     """flax's mnist CNN in small: a convolution (TFLite sums in another order), then a 2x2 average pool that
     TFLite runs as one AVERAGE_POOL_2D on inputs that already differ: each side is judged on the same inputs,

@@ -305,9 +305,11 @@ CAUSES: tuple[Cause, ...] = (
         id="semantic-variant",
         title="another known semantics of the op (e.g. an arithmetic shift where a logical one is declared)",
         description="Implementations compute some primitives in known other ways: a right shift arithmetic or "
-        "logical, a remainder truncated or floored, a sigmoid accurate in absolute terms only, a cast to an 8-bit "
-        "float that saturates (interpreter/variants.py). The variant that reproduces the path's values on the op's "
-        "own inputs is the mechanism; a rewrite that gives one result under every variant is the fix.",
+        "logical, a remainder truncated or floored, an integer x / 0 as 0 or -1, a sigmoid accurate in absolute "
+        "terms only, a cast to an 8-bit float that saturates, a gather that does not clamp its indices, max and min "
+        "as a comparison that drops a NaN, halves rounded to even, pow as exp(y·log x), an unscaled complex "
+        "magnitude (interpreter/variants.py). The variant that reproduces the path's values on the op's own inputs "
+        "is the mechanism; a rewrite that gives one result under every variant is the fix.",
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),

@@ -806,7 +806,8 @@ def _converter_or_runtime(causes: list[CauseVerdict], ctx: _Context, keep: dict)
     from ..localize.region import differs, make_region, run_region
 
     other = make_path(ctx.path).same_artifact
-    wrong = next((c for c in causes if c.cause == "wrong-code" and c.status == "confirmed"), None)
+    wrong = next((c for c in causes if c.cause in ("wrong-code", "semantic-variant") and c.status == "confirmed"),
+                 None)
     d = ctx.localization.lead if ctx.localization is not None else None
     if other is None or wrong is None or d is None or frame_key(d.within) not in keep:
         return causes
@@ -817,8 +818,9 @@ def _converter_or_runtime(causes: list[CauseVerdict], ctx: _Context, keep: dict)
     except Exception as e:
         note = f"; {other} could not run the op alone to tell the converter from the runtime ({_first_line(e)})"
     else:
-        note = (f"; {other} gives the same values on the op alone: the converter ({make_path(ctx.path).converter}) maps "
-                f"{d.op.primitive} to ONNX wrongly, not the runtime" if not differs(mine, theirs) else
+        how = "wrongly" if wrong.cause == "wrong-code" else "so"
+        note = (f"; {other} gives the same values on the op alone: "
+                f"{make_path(ctx.path).same_artifact_agrees(d.op.primitive, how)}" if not differs(mine, theirs) else
                 f"; {other} gives other values on the same converted op: {ctx.path}'s kernel is at fault, not the "
                 "converter")
     return [dataclasses.replace(c, evidence=c.evidence + note) if c is wrong else c for c in causes]

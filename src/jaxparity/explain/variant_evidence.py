@@ -33,6 +33,14 @@ def _departs(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
     return (u < 0) | (u > MATH_LIBRARY_ULP)
 
 
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit for bit, but a NaN is a NaN whatever its sign and payload (no runtime promises those)."""
+    if a.dtype.kind in "fc":
+        nan = np.isnan(a) & np.isnan(b)
+        return a[~nan].tobytes() == b[~nan].tobytes() and bool(np.all(np.isnan(a) == np.isnan(b)))
+    return a.tobytes() == b.tobytes()
+
+
 def decide_variant(cause: Cause, ctx: Any) -> CauseVerdict | None:
     from ..interpreter import evaluate_eqn
     from ..interpreter.variants import VARIANTS
@@ -57,19 +65,41 @@ def decide_variant(cause: Cause, ctx: Any) -> CauseVerdict | None:
             continue
         for v in variants:
             got = v.compute(dict(op.eqn.params), ins, declared)
+            unknown = np.zeros(mine.shape, bool)
+            if v.undetermined and got is not None:
+                got, unknown = got
             if got is None or got.shape != mine.shape or got.dtype != mine.dtype:
                 continue
-            if got[far].tobytes() != mine[far].tobytes():
+            if v.undetermined and not (far & unknown).any():
+                continue  # the variant's own elements are not where the path departs
+            known = far & ~unknown
+            if not _same_bits(got[known], mine[known]):
                 continue
-            i = tuple(int(k) for k in np.argwhere(far)[0])
-            at = ", ".join(show(np.broadcast_to(x, mine.shape)[i]) if x.ndim else show(x) for x in ins)
-            seen = (f"{ctx.path} {v.does}: at element {list(i)}, ({at}) gives {show(mine[i])} on {ctx.path}, where "
-                    f"{d.op.primitive} declares {show(declared[i])} ({ctx.baseline}: {show(theirs[i])}); the "
-                    f"{v.name} reproduces {ctx.path}'s values in all {int(far.sum())} element"
-                    f"{'s' if far.sum() != 1 else ''} where it departs")
-            what = f"each known variant of {d.op.primitive} on the captured inputs of {where(d)}"
-            return _verified(cause, ctx, d, v, what, seen)
+            i = tuple(int(k) for k in np.argwhere(far & unknown if v.undetermined else far)[0])
+            return _verified(cause, ctx, d, v, f"each known variant of {d.op.primitive} on the captured inputs of "
+                             f"{where(d)}", _seen(ctx, d, v, ins, i, mine, theirs, declared, far, unknown))
     return None
+
+
+def _seen(ctx: Any, d: Any, v: Any, ins: list[np.ndarray], i: tuple[int, ...], mine: np.ndarray,
+          theirs: np.ndarray, declared: np.ndarray, far: np.ndarray, unknown: np.ndarray) -> str:
+    """What the variant shows: one element, its inputs and each side's value, and how many it reproduces."""
+    from ..interpreter.variants import gather_index_words
+
+    op = ctx.program.ops[d.op.index]
+    if d.op.primitive == "gather":
+        at = gather_index_words(dict(op.eqn.params), ins, i) or "its indices"
+    else:
+        at = "(" + ", ".join(show(np.broadcast_to(x, mine.shape)[i]) if x.ndim else show(x) for x in ins) + ")"
+    n = int(far.sum())
+    elements = f"{n} element{'s' if n != 1 else ''}"
+    seen = (f"{ctx.path} {v.does}: at element {list(i)}, {at} gives {show(mine[i])} on {ctx.path}, where "
+            f"{d.op.primitive} declares {show(declared[i])} ({ctx.baseline}: {show(theirs[i])}); ")
+    if v.undetermined:
+        return seen + (f"all {elements} where it departs are where {v.name} leave the value to memory, and it "
+                       f"agrees bit for bit elsewhere")
+    where_ = f"the {elements}" if n == 1 else f"all {elements}"
+    return seen + f"the {v.name} reproduces {ctx.path}'s values in {where_} where it departs"
 
 
 def _verified(cause: Cause, ctx: Any, d: Any, variant: Any, what: str, seen: str) -> CauseVerdict:
@@ -79,7 +109,7 @@ def _verified(cause: Cause, ctx: Any, d: Any, variant: Any, what: str, seen: str
         return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy)
 
     def instead(op: Any, ins: list[Any]) -> list[Any]:
-        kw = {"new_dtype": op.eqn.params["new_dtype"]} if op.eqn.primitive.name == "convert_element_type" else {}
+        kw = {k: op.eqn if k == "eqn" else op.eqn.params[k] for k in variant.takes}
         return [variant.rewrite(*ins, **kw)]
 
     return model_change(cause, ctx, what, seen, remedy, with_op(ctx.program, d.op.index, instead),

@@ -1,7 +1,8 @@
 """The ways implementations are known to compute a primitive other than JAX declares it, as data.
 
 Each ``Variant`` computes the op on given inputs (numpy, the op's own captured values) as one family of
-implementations does: TFLite shifts right arithmetically where ``shift_right_logical`` is declared, and
+implementations does (``compute`` gives ``(values, undetermined)`` where an implementation's values are
+whatever memory holds, as for an unchecked out-of-bounds read): TFLite shifts right arithmetically where ``shift_right_logical`` is declared, and
 takes the floored remainder (FLOOR_MOD) where ``rem`` truncates; ONNX Runtime's sigmoid is accurate in
 absolute terms only (0 where the result is below float32's unit roundoff); a cast to an 8-bit float that
 saturates at the largest finite value where JAX gives NaN. The explainer runs every variant of the
@@ -32,6 +33,11 @@ class Variant:
     # function of the op's inputs (JAX) that replaces the op when it is verified; None: words only.
     fix: str
     rewrite: Callable[..., Any] | None = None
+    # The equation's params the rewrite takes as keywords ("eqn": the equation itself, to bind it again).
+    takes: tuple[str, ...] = ()
+    # True where ``compute`` also returns the elements whose value no computation can reproduce (an
+    # unchecked read of memory out of bounds): the path must depart there only, and agree elsewhere.
+    undetermined: bool = False
 
 
 def _bits(x: np.ndarray) -> int:
@@ -133,6 +139,187 @@ def _clip_then_cast(x: Any, *, new_dtype: Any) -> Any:
     return jnp.clip(x, -top, top).astype(new_dtype)
 
 
+def _zero_at_zero(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> np.ndarray | None:
+    """An integer x / 0 and x % 0 as numpy and ONNX's reference evaluator give them: 0 (XLA: -1 and x)."""
+    x, y = (np.asarray(v) for v in ins)
+    d = np.asarray(declared)
+    if d.dtype.kind not in "iu":
+        return None
+    return np.where(np.broadcast_to(y == 0, d.shape), np.zeros_like(d), d)
+
+
+def _defined_division(x: Any, y: Any, *, remainder: bool) -> Any:
+    """x / y (or x % y) with the divisor masked, so no runtime divides by zero or overflows, and XLA's values
+    kept where it would: x / 0 = -1 (all bits set), x % 0 = x, MIN / -1 = MIN, MIN % -1 = 0."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    undefined = y == 0
+    if jnp.issubdtype(x.dtype, jnp.signedinteger):
+        overflow = (x == jnp.iinfo(x.dtype).min) & (y == -1)
+    else:
+        overflow = jnp.zeros(jnp.broadcast_shapes(jnp.shape(x), jnp.shape(y)), bool)
+    safe = jnp.where(undefined | overflow, jnp.ones_like(y), y)
+    if remainder:
+        return jnp.where(undefined, x, jnp.where(overflow, jnp.zeros_like(x), lax.rem(x, safe)))
+    every_bit = jnp.full_like(x, -1) if jnp.issubdtype(x.dtype, jnp.signedinteger) else \
+        jnp.full_like(x, jnp.iinfo(x.dtype).max)
+    return jnp.where(undefined, every_bit, lax.div(x, safe))
+
+
+def _gather_bounds(params: dict, operand_shape: tuple[int, ...]) -> tuple[list[int], np.ndarray] | None:
+    """The operand dimension each start index addresses and the largest start StableHLO allows there
+    (dim - slice size), from the gather's dimension numbers; None where the gather fills out of bounds."""
+    mode = params.get("mode")
+    if "FILL" in str(getattr(mode, "name", mode)).upper():
+        return None  # mode="fill" defines the out-of-bounds result: no implementation is free there
+    dims = list(getattr(params.get("dimension_numbers"), "start_index_map", ()))
+    sizes = params.get("slice_sizes", ())
+    if not dims or len(sizes) != len(operand_shape):
+        return None
+    return dims, np.array([operand_shape[d] - sizes[d] for d in dims])
+
+
+def _unclamped_gather(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> tuple | None:
+    """A gather that reads its start indices as they are (no clamp into bounds, as StableHLO declares):
+    in bounds, the declared values; out of bounds, whatever memory holds there (undetermined)."""
+    operand, idx = (np.asarray(v) for v in ins[:2])
+    d = np.asarray(declared)
+    bounds = _gather_bounds(params, operand.shape)
+    if bounds is None or idx.ndim == 0 or idx.shape[-1] != len(bounds[0]):
+        return None
+    starts = idx.reshape(-1, idx.shape[-1]).astype(np.int64)
+    outside = ((starts < 0) | (starts > bounds[1])).any(axis=1).reshape(idx.shape[:-1])
+    offset = set(getattr(params.get("dimension_numbers"), "offset_dims", ()))
+    batch = [k for k in range(d.ndim) if k not in offset]
+    if [d.shape[k] for k in batch] != list(outside.shape):
+        return None
+    where = np.broadcast_to(outside.reshape([d.shape[k] if k in batch else 1 for k in range(d.ndim)]), d.shape)
+    return d, where
+
+
+def _clamped_gather(operand: Any, idx: Any, *, eqn: Any) -> Any:
+    """The gather with its start indices clamped in the model (jnp.clip), as StableHLO's gather clamps them:
+    every runtime then reads in bounds, whether or not its gather clamps."""
+    import jax.numpy as jnp
+
+    dims, hi = _gather_bounds(dict(eqn.params), tuple(operand.shape))
+    clipped = jnp.clip(idx, 0, jnp.asarray(hi, idx.dtype))
+    return eqn.primitive.bind(operand, clipped, **eqn.params)
+
+
+def gather_index_words(params: dict, ins: list[np.ndarray], element: tuple[int, ...]) -> str | None:
+    """The start index that output ``element`` reads, against its bounds: "start index 8 (in bounds: 0 to 7)"."""
+    operand, idx = (np.asarray(v) for v in ins[:2])
+    bounds = _gather_bounds(params, operand.shape)
+    if bounds is None:
+        return None
+    offset = set(getattr(params.get("dimension_numbers"), "offset_dims", ()))
+    start = idx[tuple(i for k, i in enumerate(element) if k not in offset)].reshape(-1).tolist()
+    hi = bounds[1].tolist()
+    if len(start) == 1:
+        return f"start index {start[0]} (in bounds: 0 to {hi[0]})"
+    return f"start indices {start} (in bounds: 0 to {hi})"
+
+
+def _select(pick_first: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray | None]:
+    """max or min as a comparison and a select (``x > y ? x : y``): a NaN survives only where the comparison,
+    false for a NaN, selects it."""
+    def compute(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> np.ndarray | None:
+        x, y = np.broadcast_arrays(*(np.asarray(v) for v in ins))
+        if x.dtype.kind != "f":
+            return None
+        with np.errstate(invalid="ignore"):
+            return np.where(pick_first(x, y), x, y).astype(x.dtype)
+    return compute
+
+
+def _nan_propagating(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """max or min with its NaN made explicit: NaN wherever an operand is NaN (x + y is NaN then), whether or not
+    the runtime's kernel propagates it."""
+    def rewrite(x: Any, y: Any) -> Any:
+        import jax.numpy as jnp
+
+        return jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, op(x, y))
+    return rewrite
+
+
+def _max(x: Any, y: Any) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.maximum(x, y)
+
+
+def _min(x: Any, y: Any) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.minimum(x, y)
+
+
+def _away_from_zero(params: dict) -> bool:
+    return int(getattr(params.get("rounding_method", 0), "value", params.get("rounding_method", 0))) == 0
+
+
+def _half_to_even(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> np.ndarray | None:
+    x = np.asarray(ins[0])
+    if x.dtype.kind != "f" or not _away_from_zero(params):
+        return None  # declared half to even already: this variant is the declared op
+    return np.rint(x).astype(x.dtype)
+
+
+def _half_away(x: Any) -> Any:
+    """lax.round's halves away from zero from operations that round nowhere: the truncation (floor or ceil
+    toward zero), then one step away where the fraction is at least 1/2 (x - t is exact)."""
+    import jax.numpy as jnp
+
+    t = jnp.where(x < 0, jnp.ceil(x), jnp.floor(x))
+    return jnp.where(jnp.abs(x - t) >= 0.5, t + jnp.sign(x), t)
+
+
+def _unscaled_abs(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> np.ndarray | None:
+    """|re + i im| as sqrt(re² + im²) in the component type: overflowing to inf above the square root of
+    the largest float, underflowing to 0 below that of the smallest (a scaled hypot does neither)."""
+    z = np.asarray(ins[0])
+    if z.dtype.kind != "c":
+        return None
+    re, im = z.real, z.imag
+    with np.errstate(all="ignore"):
+        return np.sqrt(re * re + im * im).astype(re.dtype)
+
+
+def _scaled_abs(z: Any) -> Any:
+    """|z| scaled by its larger component, so no square overflows or underflows on any runtime."""
+    import jax.numpy as jnp
+
+    re, im = jnp.abs(jnp.real(z)), jnp.abs(jnp.imag(z))
+    m = jnp.maximum(re, im)
+    s = jnp.where((m == 0) | jnp.isinf(m), jnp.ones_like(m), m)
+    scaled = s * jnp.sqrt((re / s) ** 2 + (im / s) ** 2)
+    return jnp.where(jnp.isinf(m), m, jnp.where(m == 0, m, scaled))
+
+
+def _exp_log_pow(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> np.ndarray | None:
+    """x ** y as exp(y · log x), the way a math library without a pow of its own computes it: NaN for every
+    negative base, even where the exponent is an integer and the power is a number ((-2) ** 3 = -8)."""
+    x, y = np.broadcast_arrays(*(np.asarray(v) for v in ins))
+    if x.dtype.kind != "f":
+        return None
+    with np.errstate(all="ignore"):
+        return np.exp(y.astype(np.float64) * np.log(x.astype(np.float64))).astype(np.asarray(declared).dtype)
+
+
+def _signed_pow(x: Any, y: Any) -> Any:
+    """x ** y with a negative base and an integer exponent computed on |x| and signed by the exponent's parity,
+    so a runtime whose pow is exp(y · log x) gives a number there too."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    integral = (y == jnp.round(y)) & (x < 0)
+    odd = jnp.abs(jnp.remainder(y, 2.0)) == 1.0
+    magnitude = lax.pow(jnp.where(integral, -x, x), y)
+    return jnp.where(integral & odd, -magnitude, magnitude)
+
+
 VARIANTS: dict[str, tuple[Variant, ...]] = {
     "shift_right_logical": (
         Variant("shift_right_logical", "arithmetic shift", "shifts arithmetically (sign bits shifted in)",
@@ -145,11 +332,6 @@ VARIANTS: dict[str, tuple[Variant, ...]] = {
                 "keep the sign explicitly: shift the magnitude and restore the sign, or use jnp.floor_divide by a "
                 "power of two"),
     ),
-    "rem": (
-        Variant("rem", "floored remainder", "takes the floored remainder (the sign of the divisor, as FLOOR_MOD "
-                "and Python's %)", _floored_rem, "take the truncated remainder whichever one the runtime computes: r = "
-                "lax.rem(x, y); jnp.where((r != 0) & (jnp.sign(r) != jnp.sign(x)), r - y, r)", _truncated_rem),
-    ),
     "logistic": (
         Variant("logistic", "absolute accuracy", "computes a sigmoid accurate in absolute terms only (0 where the "
                 "result is below float's unit roundoff)", _absolute_sigmoid, "where small probabilities matter, "
@@ -160,6 +342,64 @@ VARIANTS: dict[str, tuple[Variant, ...]] = {
         Variant("convert_element_type", "saturating cast", "saturates the cast at the largest finite value where "
                 "JAX gives NaN or inf", _saturating_cast, "clip to the target's finite range before the cast "
                 "(jnp.clip(x, -max, max), max = jnp.finfo(dtype).max): every runtime then casts alike",
-                _clip_then_cast),
+                _clip_then_cast, takes=("new_dtype",)),
+    ),
+    "div": (
+        Variant("div", "zero quotient", "gives 0 for an integer x / 0 (as numpy does), where XLA gives -1: "
+                "StableHLO leaves it to the implementation", _zero_at_zero, "mask the divisor so no runtime "
+                "divides by zero: q = lax.div(x, jnp.where(y == 0, 1, y)), then jnp.where(y == 0, <the value "
+                "you mean>, q) (jaxparity's rewrite keeps XLA's -1)",
+                lambda x, y: _defined_division(x, y, remainder=False)),
+    ),
+    "rem": (
+        Variant("rem", "floored remainder", "takes the floored remainder (the sign of the divisor, as FLOOR_MOD "
+                "and Python's %)", _floored_rem, "take the truncated remainder whichever one the runtime computes: r = "
+                "lax.rem(x, y); jnp.where((r != 0) & (jnp.sign(r) != jnp.sign(x)), r - y, r)", _truncated_rem),
+        Variant("rem", "zero remainder", "gives 0 for an integer x % 0 (as numpy does), where XLA gives x: "
+                "StableHLO leaves it to the implementation", _zero_at_zero, "mask the divisor so no runtime "
+                "divides by zero: r = lax.rem(x, jnp.where(y == 0, 1, y)), then jnp.where(y == 0, <the value you "
+                "mean>, r) (jaxparity's rewrite keeps XLA's x)",
+                lambda x, y: _defined_division(x, y, remainder=True)),
+    ),
+    "gather": (
+        Variant("gather", "unclamped indices", "reads out-of-bounds start indices unclamped (whatever memory holds "
+                "there), where StableHLO's gather clamps them into bounds", _unclamped_gather, "clamp the indices "
+                "in the model, jnp.clip(i, 0, n - 1) (or index with .at[i].get(mode='fill')), so no runtime relies "
+                "on the gather's own clamp", _clamped_gather, takes=("eqn",), undetermined=True),
+    ),
+    "max": (
+        Variant("max", "comparison select", "computes max as x > y ? x : y, which keeps a NaN of the second operand "
+                "only, where max propagates every NaN", _select(lambda x, y: x > y), "make the NaN explicit: "
+                "jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.maximum(x, y))", _nan_propagating(_max)),
+        Variant("max", "reversed comparison select", "computes max as x < y ? y : x, which keeps a NaN of the first "
+                "operand only, where max propagates every NaN", _select(lambda x, y: ~(x < y)), "make the NaN "
+                "explicit: jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.maximum(x, y))", _nan_propagating(_max)),
+    ),
+    "min": (
+        Variant("min", "comparison select", "computes min as x < y ? x : y, which keeps a NaN of the second operand "
+                "only, where min propagates every NaN", _select(lambda x, y: x < y), "make the NaN explicit: "
+                "jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.minimum(x, y))", _nan_propagating(_min)),
+        Variant("min", "reversed comparison select", "computes min as x > y ? y : x, which keeps a NaN of the first "
+                "operand only, where min propagates every NaN", _select(lambda x, y: ~(x > y)), "make the NaN "
+                "explicit: jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.minimum(x, y))", _nan_propagating(_min)),
+    ),
+    "round": (
+        Variant("round", "ties to even", "rounds halves to even (ONNX's Round, tf.round, numpy), where lax.round "
+                "rounds them away from zero", _half_to_even, "round halves away from zero from truncation, which "
+                "every runtime computes alike: t = jnp.where(x < 0, jnp.ceil(x), jnp.floor(x)); jnp.where(jnp.abs(x "
+                "- t) >= 0.5, t + jnp.sign(x), t) (or declare jnp.round, half to even, if that is what you mean)",
+                _half_away),
+    ),
+    "abs": (
+        Variant("abs", "unscaled complex magnitude", "computes |re + i·im| as sqrt(re² + im²) without scaling, which "
+                "overflows to inf and underflows to 0 where the magnitude itself is finite", _unscaled_abs,
+                "scale by the larger component: m = max(|re|, |im|); m * sqrt((re/m)² + (im/m)²) (m = 0 and inf "
+                "kept)", _scaled_abs),
+    ),
+    "pow": (
+        Variant("pow", "exp(y·log x)", "computes x ** y as exp(y · log x), which is NaN for every negative base",
+                _exp_log_pow, "where the exponent is a constant integer, write the power as products (x * x * x, "
+                "or lax.integer_pow(x, 3)), exact on every runtime; otherwise take the power of |x| and restore "
+                "the sign for odd integer exponents (jaxparity.interpreter.variants._signed_pow)", _signed_pow),
     ),
 }

@@ -72,10 +72,12 @@ class ElementEvidence:
     # "results") when flushing subnormal results to zero (FTZ) gives the baseline's, ...
     flushes: tuple[tuple[str, str], ...] = ()
 
-    def describe(self, path: str, baseline: str, within_bound: bool = False, unrounded: bool = False) -> str:
+    def describe(self, path: str, baseline: str, within_bound: bool = False, unrounded: bool = False,
+                 variant: bool = False) -> str:
         """One sentence: who is right on these inputs, what the differing elements share, an example.
         ``within_bound``: the op is a sum within its error bound (two orders, neither wrong);
-        ``unrounded``: the path's op read its narrow input unrounded (excess precision)."""
+        ``unrounded``: the path's op read its narrow input unrounded (excess precision); ``variant``: a known
+        other semantics of the op reproduces the wrong side (not wrong code: the cause names it)."""
         parts = []
         if self.implementation_defined:
             parts.append(f"{self.implementation_defined} differing element{'s are' if self.implementation_defined > 1 else ' is'} "
@@ -99,7 +101,9 @@ class ElementEvidence:
             elif wrong in ("path", "baseline"):
                 who, other = (path, baseline) if wrong == "path" else (baseline, path)
                 far = max(self.path_ulp, self.baseline_ulp) >= _FAR
-                if self.exact_op:
+                if self.exact_op and variant:
+                    parts[-1] += f": {who} is wrong (it computes the op another way, named below)"
+                elif self.exact_op:
                     parts[-1] += f": {who} is wrong (an exact op: wrong code)"
                 elif far:
                     parts[-1] += f": {who} is wrong"
@@ -317,6 +321,18 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
             outside = ~np.isfinite(v) | (v < info.min) | (v >= float(info.max) + 1)
         count(f"outside the range of {p.dtype} (NaN, inf or too large)", outside)
         undefined |= outside
+    if name in ("div", "rem") and len(at) == 2 and all(a is not None for a in at) \
+            and dtype_class(p.dtype) in ("int", "uint"):
+        # StableHLO leaves an integer x / 0 and x % 0 (and the signed MIN / -1 overflow) to the
+        # implementation: XLA gives -1 (all bits set) and x, numpy and ONNX's reference 0, others trap.
+        x, y = at
+        zero = np.broadcast_to(y == 0, shape)
+        count("division by zero (x / 0 and x % 0 are implementation-defined)", zero)
+        undefined |= zero
+        if dtype_class(p.dtype) == "int":
+            overflow = np.broadcast_to((x == np.iinfo(p.dtype).min) & (y == -1), shape)
+            count(f"overflow (the smallest {p.dtype} divided by -1)", overflow)
+            undefined |= overflow
     if name == "round" and at and at[0] is not None and dtype_class(at[0].dtype) == "float":
         with np.errstate(invalid="ignore"):
             v = at[0].astype(np.float64)

@@ -117,6 +117,11 @@ class Path(ABC):
     same_artifact: ClassVar[str | None] = None
     converter: ClassVar[str] = ""  # what makes that artifact, for sentences ("jax2onnx")
 
+    def same_artifact_agrees(self, primitive: str, how: str) -> str:
+        """What it means that ``same_artifact`` gives this path's values on the op alone: another runtime of
+        the same converted model computes it alike, so the conversion is at fault ("maps erf wrongly")."""
+        return f"the converter ({self.converter}) maps {primitive} {how}, not the runtime"
+
     def __init__(self, options: Mapping[str, str] | None = None, env: str | None = None) -> None:
         self.options = dict(options or {})
         self.env = env  # the --env this path runs in; None: this Python environment

@@ -111,6 +111,12 @@ class TFLitePath(Path):
         the conversion (or TFLite's own op), not XNNPACK's or the optimized kernel, is at fault."""
         return None if self.options.get("kernels") == "reference" else "tflite:kernels=reference"
 
+    def same_artifact_agrees(self, primitive: str, how: str) -> str:
+        """Both of TFLite's kernel sets are TFLite's: agreeing, they show the op the converter chose, as TFLite
+        defines it, not one kernel's bug."""
+        return (f"both TFLite kernel sets compute it so: the TFLite op {self.converter} chose for "
+                f"{primitive}, as TFLite defines it, not one kernel")
+
     def __init__(self, options: Any = None, **kwargs: Any) -> None:
         super().__init__(options, **kwargs)
         if self.options.get("kernels", "xnnpack") not in _KERNELS:

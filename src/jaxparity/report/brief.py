@@ -286,7 +286,8 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines += [("", x) for x in noise]
         if d.elements is not None:
             lines.append(("who", readable(d.elements.describe(e.path, e.baseline, d.within_noise_bound,
-                                                             d.unrounded is not None))))
+                                                             d.unrounded is not None,
+                                                             main is not None and main.cause == "semantic-variant"))))
     if main is None or main.cause == "unknown":
         lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)" +
                       ("; the small local error above is amplified by the program itself" if amplified else "")))

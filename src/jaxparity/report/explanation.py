@@ -9,7 +9,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from .format import HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, fmt, readable, ulp_text
+from .format import HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, explaining_cause, fmt, readable, ulp_text
 
 __all__ = ["fit_columns", "group_explanations", "iteration_growth", "layer_growth", "local_distance",
            "render_brief", "render_explanation", "stacked"]
@@ -259,7 +259,9 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
                 if d.detail:
                     parts.append(Text(f"#{d.op.index}: {d.detail}", style="italic"))
                 if d.elements is not None and (d.elements.classes or d.elements.wrong_side()):
-                    said = d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None)
+                    variant = d is loc.lead and getattr(explaining_cause(e.causes, d), "cause", "") == "semantic-variant"
+                    said = d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None,
+                                               variant)
                     parts.append(Text(f"#{d.op.index}: {readable(said)}", style="italic"))
                 for m in d.semantics:
                     if m.reproduces_path:
