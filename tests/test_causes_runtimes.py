@@ -136,6 +136,24 @@ def test_an_integer_division_by_zero_is_implementation_defined_not_exact():
     assert "neither side is wrong" in ev.describe("onnx-ref", "eager")
 
 
+@pytest.mark.parametrize("factory, path, what", [
+    ("make_integer_division_by_zero", "onnx", "divides an integer by zero"),
+    ("make_integer_division_by_zero", "tflite", "divides an integer by zero"),
+    ("make_gather_out_of_bounds", "onnx", "reads start indices out of bounds"),
+])
+def test_a_runtime_that_refuses_the_program_is_told_which_op_and_elements_and_how_to_define_them(factory, path, what):
+    """ONNX Runtime and TFLite refuse an integer x / 0 and an out-of-bounds gather: the failed path's message
+    keeps the runtime's own words and adds the op, its line, how many elements, and the model-side change."""
+    case = load_case(f"{CASES}:{factory}")
+    r = jaxparity.compare(case.fn, *case.args, paths=["eager", path])
+    p = r.path(path)
+    assert p.status == "error", p
+    said = p.message.split("What in the program a runtime may refuse: ")
+    assert len(said) == 2 and said[0], p.message  # the runtime's own error first, then the hint
+    assert what in said[1] and "runtimes.py:" in said[1], said[1]
+    assert (" in 3 of 6 elements; mask the divisor" if "div" in factory else " in 3 of 7 elements; clamp") in said[1]
+
+
 def test_an_out_of_bounds_gather_on_iree_reads_unclamped_and_the_clamp_in_the_model_restores_parity():
     """iree-org/iree#24881: the elements IREE gets wrong are exactly those whose start index is out of bounds
     (their values are whatever memory holds, so nothing is asserted about them); in bounds it agrees bit for

@@ -44,9 +44,9 @@ def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: flo
     except PathUnavailable as e:
         return PathRun(path.spec, "unavailable", message=str(e))
     except PathError as e:
-        return PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=str(e))
+        return _with_hint(PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=str(e)), fn, args)
     except Exception as e:  # the user's function or a runtime raised: report, never propagate
-        return _error_run(path.spec, e, time.perf_counter() - start)
+        return _with_hint(_error_run(path.spec, e, time.perf_counter() - start), fn, args)
     outputs = tuple(named_leaves(out, "out"))
     return PathRun(path.spec, "ok", outputs, time.perf_counter() - start, notes=tuple(path.notes),
                    output_rules=_output_rules(path, fn, args))
@@ -94,6 +94,15 @@ def to_host(run: PathRun) -> PathRun:
     except Exception as e:
         return _error_run(run.spec, e, run.seconds + time.perf_counter() - start)
     return replace(run, outputs=outputs, seconds=run.seconds + time.perf_counter() - start)
+
+
+def _with_hint(run: PathRun, fn: Callable[..., Any], args: tuple) -> PathRun:
+    """A failed run with what in the program may have made the runtime refuse it (``localize.refusals``)."""
+    from ..localize.refusals import refusal_hint
+
+    hint = refusal_hint(fn, args)
+    said = (run.message or "").rstrip(". ")
+    return replace(run, message=f"{said}. What in the program a runtime may refuse: {hint}") if hint else run
 
 
 def _error_run(spec: str, e: Exception, seconds: float) -> PathRun:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["VARIANTS", "Variant"]
+__all__ = ["VARIANTS", "Variant", "division_undefined", "refusable"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,35 @@ def _clip_then_cast(x: Any, *, new_dtype: Any) -> Any:
 
     top = float(jnp.finfo(new_dtype).max)
     return jnp.clip(x, -top, top).astype(new_dtype)
+
+
+def division_undefined(x: np.ndarray, y: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Where an integer x / y or x % y has no declared result: (y == 0, the signed MIN / -1 overflow)."""
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    zero = y == 0
+    if np.dtype(dtype).kind == "i":
+        return zero, (x == np.iinfo(dtype).min) & (y == -1)
+    return zero, np.zeros(zero.shape, bool)
+
+
+def refusable(primitive: str, params: dict, ins: list[np.ndarray], out: np.ndarray) -> tuple[int, str, str] | None:
+    """Elements of an op that some runtime may refuse to compute, or compute its own way, on these inputs:
+    (how many, what they do, how to make them defined), for a path that failed; None where there are none."""
+    out = np.asarray(out)
+    if primitive in ("div", "rem") and out.dtype.kind in "iu" and len(ins) == 2:
+        zero, overflow = division_undefined(ins[0], ins[1], out.dtype)
+        n = int(np.count_nonzero(zero | overflow))
+        sign = "/" if primitive == "div" else "%"
+        what = (f"divides an integer by zero (x {sign} 0 is implementation-defined: XLA gives "
+                f"{'-1' if primitive == 'div' else 'x'}, some runtimes refuse)" if zero.any() else
+                "overflows (the smallest integer divided by -1)")
+        return (n, what, next(v.fix for v in VARIANTS[primitive] if v.name.startswith("zero"))) if n else None
+    if primitive == "gather" and len(ins) >= 2:
+        got = _unclamped_gather(params, ins, out)
+        n = 0 if got is None else int(np.count_nonzero(got[1]))
+        return (n, "reads start indices out of bounds (StableHLO clamps them; some runtimes refuse, or read "
+                   "memory)", VARIANTS["gather"][0].fix) if n else None
+    return None
 
 
 def _zero_at_zero(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> np.ndarray | None:

@@ -325,14 +325,12 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
             and dtype_class(p.dtype) in ("int", "uint"):
         # StableHLO leaves an integer x / 0 and x % 0 (and the signed MIN / -1 overflow) to the
         # implementation: XLA gives -1 (all bits set) and x, numpy and ONNX's reference 0, others trap.
-        x, y = at
-        zero = np.broadcast_to(y == 0, shape)
+        from ..interpreter.variants import division_undefined
+
+        zero, overflow = division_undefined(at[0], at[1], p.dtype)
         count("division by zero (x / 0 and x % 0 are implementation-defined)", zero)
-        undefined |= zero
-        if dtype_class(p.dtype) == "int":
-            overflow = np.broadcast_to((x == np.iinfo(p.dtype).min) & (y == -1), shape)
-            count(f"overflow (the smallest {p.dtype} divided by -1)", overflow)
-            undefined |= overflow
+        count(f"overflow (the smallest {p.dtype} divided by -1)", overflow)
+        undefined |= zero | overflow
     if name == "round" and at and at[0] is not None and dtype_class(at[0].dtype) == "float":
         with np.errstate(invalid="ignore"):
             v = at[0].astype(np.float64)

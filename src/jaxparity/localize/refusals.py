@@ -1,0 +1,49 @@
+"""Why a runtime may refuse a program, read from the program itself: the ops whose inputs leave their result
+undefined for some runtimes (an integer x / 0, a gather out of bounds), found by running the program eagerly
+once on the same inputs. A path that failed ("Integer division by zero", "indices element out of data
+bounds") is reported with the op, the elements and the model-side change that makes them defined."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["refusal_hint"]
+
+_PRIMITIVES = ("div", "rem", "gather")  # where ``interpreter.variants.refusable`` looks
+
+
+def refusal_hint(fn: Callable[..., Any], args: tuple, limit: int = 2) -> str | None:
+    """The program's ops that compute undefined elements on ``args`` ("#0 div (case.py:16) divides an integer
+    by zero in 3 of 6 elements ...; mask the divisor ..."), or None (none, or the program does not run)."""
+    import jax
+
+    from ..interpreter.variants import refusable
+    from .program import flatten
+
+    try:
+        program = flatten(fn, args)
+        if not any(op.info.primitive in _PRIMITIVES for op in program.ops):
+            return None
+        found: list[str] = []
+
+        def apply(op: Any, ins: list[Any]) -> Any:
+            outs = op.eqn.primitive.bind(*ins, **op.eqn.params)
+            outs = outs if op.eqn.primitive.multiple_results else [outs]
+            if op.info.primitive in _PRIMITIVES and len(found) < limit:
+                out = np.asarray(outs[0])
+                said = refusable(op.info.primitive, dict(op.eqn.params), [np.asarray(x) for x in ins], out)
+                if said is not None:
+                    where = op.info.user_source or op.info.source or "the program"
+                    n, what, fix = said
+                    found.append(f"#{op.info.index} {op.info.primitive} ({where}) {what} in {n} of {out.size} "
+                                 f"element{'s' if out.size != 1 else ''}; {fix}")
+            return outs
+
+        with jax.disable_jit():
+            program.evaluate(jax.tree_util.tree_leaves(args), apply)
+    except Exception:  # noqa: BLE001 - the hint is a courtesy: the path's own error stands without it
+        return None
+    return "; ".join(found) if found else None
