@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -429,3 +430,16 @@ def reference_error(x: np.ndarray, ideal: np.ndarray) -> ReferenceError:
         max_ulp=max_ulp,
         ideal_scale=float(size.max(initial=0.0)) if kind in ("float", "complex") else None,
     )
+
+
+def max_gaps(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> list[float]:
+    """Per output pair, the largest absolute difference (inf where one side is NaN or inf and the other not;
+    NaN against NaN is no difference)."""
+    gaps = []
+    for x, y in zip(a, b):
+        x, y = as_wide(np.asarray(x)), as_wide(np.asarray(y))
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.abs(x - y)
+        same = (x == y) | (np.isnan(x) & np.isnan(y))
+        gaps.append(float(np.where(same, 0.0, np.where(np.isfinite(d), d, np.inf)).max(initial=0.0)))
+    return gaps

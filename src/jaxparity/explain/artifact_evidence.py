@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from jax.extend.core import Literal
 
+from ..metrics import max_gaps
 from ..paths.artifact import MOVES
 from .captured import bound as _bound
 from .captured import model_change as _model_change
@@ -560,16 +561,16 @@ def _kernel_attribute(cause: Cause, ctx: Any) -> CauseVerdict | None:
             f"departs from {ctx.baseline}: its inputs hold {ctx.baseline}'s values, its output does not")
     what = f"each other attribute value of that {kernel.kind} on the served model, re-run on {ctx.path}"
     ideal = ctx.run("f64")
-    noise = max(_gaps(ctx.base_out, ideal)) if not isinstance(ideal, str) else 0.0
+    noise = max(max_gaps(ctx.base_out, ideal)) if not isinstance(ideal, str) else 0.0
     tried = []
     for words, spec in variants:
         outs = ctx.run(spec)
         if isinstance(outs, str):
             tried.append((math.inf, words, spec, None))
             continue
-        tried.append((max(_gaps(outs, ctx.base_out), default=0.0), words, spec, ctx.compare(outs, ctx.base_out)))
+        tried.append((max(max_gaps(outs, ctx.base_out), default=0.0), words, spec, ctx.compare(outs, ctx.base_out)))
     gap, words, spec, rerun = min(tried, key=lambda x: x[0])
-    before = max(_gaps(ctx.path_out, ctx.base_out), default=0.0)
+    before = max(max_gaps(ctx.path_out, ctx.base_out), default=0.0)
     if rerun is None or not (rerun.outcome == "parity" or gap <= 2 * noise) or gap >= before:
         shown = "; ".join(f"{sp.split('set_attribute=', 1)[-1]}: max abs {g:.3g}" for g, _, sp, _ in tried[:4])
         return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}; no other attribute value brings it to "
@@ -577,7 +578,7 @@ def _kernel_attribute(cause: Cause, ctx: Any) -> CauseVerdict | None:
     same = path.same_artifact
     if same is not None:
         other = ctx.run(same)
-        if not isinstance(other, str) and max(_gaps(other, ctx.path_out), default=0.0) <= 2 * noise < before:
+        if not isinstance(other, str) and max(max_gaps(other, ctx.path_out), default=0.0) <= 2 * noise < before:
             seen += (f"; {same} runs the same converted model to {ctx.path}'s values (within the model's rounding "
                      "noise): the converter's choice of attribute, not the runtime's kernel")
     state = (f"at parity with {ctx.baseline}" if rerun.outcome == "parity" else
@@ -589,20 +590,6 @@ def _kernel_attribute(cause: Cause, ctx: Any) -> CauseVerdict | None:
               f"that attribute on its {kernel.kind} nodes), and report the converter's choice to its maintainers")
     proof = Fix("runtime option", remedy, spec, True, evidence, rerun=rerun)
     return CauseVerdict(cause.id, cause.title, "confirmed", what, f"{seen}; {evidence}", remedy, proof)
-
-
-def _gaps(a: Any, b: Any) -> list[float]:
-    """Per output, the largest absolute difference (inf where one side is not finite and the other is)."""
-    from ..metrics import as_wide
-
-    found = []
-    for x, y in zip(a, b):
-        x, y = as_wide(np.asarray(x)), as_wide(np.asarray(y))
-        with np.errstate(invalid="ignore", over="ignore"):
-            d = np.abs(x - y)
-        same = (x == y) | (np.isnan(x) & np.isnan(y))
-        found.append(float(np.where(same, 0.0, np.where(np.isfinite(d), d, np.inf)).max(initial=0.0)))
-    return found
 
 
 # Elementwise arithmetic a compiler may keep in float32 across ops where the program declares bf16/f16.

@@ -17,7 +17,7 @@ from ..localize.blame import blame_localization
 from ..localize.localizer import Localization, localize, output_cone, replayable
 from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
-from ..metrics import as_wide, ulp_distance
+from ..metrics import max_gaps, ulp_distance
 from ..paths import make_path, parse_spec
 from .artifact_evidence import ARTIFACT_RULES, fused_noise, kept_wide
 from .causes import CAUSES, COMPILED, RUNTIMES, Cause
@@ -112,8 +112,8 @@ class _Context:
     def compare(self, mine: Sequence[np.ndarray], theirs: Sequence[np.ndarray]) -> Rerun:
         """A model change re-run on both sides: the path's and the baseline's outputs of the changed model,
         against the difference the two had before."""
-        before = (*_distance(self.path_out, self.base_out), max(_max_gap(self.path_out, self.base_out), default=0.0))
-        after = (*_distance(mine, theirs), max(_max_gap(mine, theirs), default=0.0))
+        before = (*_distance(self.path_out, self.base_out), max(max_gaps(self.path_out, self.base_out), default=0.0))
+        after = (*_distance(mine, theirs), max(max_gaps(mine, theirs), default=0.0))
         result = narrowing(before, after, _distance(mine, self.path_out)[0] > 0)
         return Rerun(before, after, _OUTCOMES[result])  # type: ignore[arg-type]
 
@@ -168,8 +168,8 @@ _OUTCOMES = {": parity restored": "parity", NARROWS: "narrows", ": no change": "
 
 def measured_rerun(outs: Sequence[np.ndarray], ctx: _Context) -> tuple[Rerun, str]:
     """The re-run ``outs`` against the baseline, and the words of its judgement (``narrowing``)."""
-    before = (*_distance(ctx.path_out, ctx.base_out), max(_max_gap(ctx.path_out, ctx.base_out), default=0.0))
-    after = (*_distance(outs, ctx.base_out), max(_max_gap(outs, ctx.base_out), default=0.0))
+    before = (*_distance(ctx.path_out, ctx.base_out), max(max_gaps(ctx.path_out, ctx.base_out), default=0.0))
+    after = (*_distance(outs, ctx.base_out), max(max_gaps(outs, ctx.base_out), default=0.0))
     result = narrowing(before, after, _distance(outs, ctx.path_out)[0] > 0)
     return Rerun(before, after, _OUTCOMES[result]), result  # type: ignore[arg-type]
 
@@ -292,8 +292,8 @@ def _carried_noise(cause: Cause, ctx: _Context, loc: Localization) -> CauseVerdi
         unsound.append(f"the outputs differ by {out_ulp} ULP, more than rounding noise of sums grows to here")
     if not blamed:
         ideal = ctx.run("f64")
-        if isinstance(ideal, str) or not all(g <= 2 * f for g, f in zip(_max_gap(ctx.path_out, ctx.base_out),
-                                                                         _max_gap(ctx.base_out, ideal))):
+        if isinstance(ideal, str) or not all(g <= 2 * f for g, f in zip(max_gaps(ctx.path_out, ctx.base_out),
+                                                                         max_gaps(ctx.base_out, ideal))):
             unsound.append(f"the divergences found reproduce only {b.together:.0%} of the output difference and "
                            "the outputs are not within twice the model's own rounding noise")
     floor = "" if unsound else ", and the outputs are within twice the model's own rounding noise"
@@ -519,19 +519,6 @@ def _partitioned(cause: Cause, ctx: _Context) -> CauseVerdict:
     return CauseVerdict(cause.id, cause.title, status, what, "; ".join(t for _, t in parts), cause.fix)
 
 
-def _max_gap(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> list[float]:
-    """Per output, the largest absolute difference (inf where one side is NaN/inf and the other not)."""
-    gaps = []
-    for x, y in zip(a, b):
-        x, y = as_wide(np.asarray(x)), as_wide(np.asarray(y))
-        with np.errstate(invalid="ignore", over="ignore"):
-            d = np.abs(x - y)
-        same = (x == y) | (np.isnan(x) & np.isnan(y))
-        d = np.where(same, 0.0, np.where(np.isfinite(d), d, np.inf))
-        gaps.append(float(d.max(initial=0.0)))
-    return gaps
-
-
 WELL_CONDITIONED = "well-conditioned model"
 
 
@@ -564,14 +551,14 @@ def _well_conditioned(cause: Cause, ctx: _Context) -> CauseVerdict:
                    if isinstance(o, str)), None)
     if failed is not None:
         return CauseVerdict(cause.id, cause.title, "not run", what, f"the rewritten program failed ({failed})")
-    before, worst = max(_max_gap(ctx.path_out, ctx.base_out)), max(_max_gap(mine, theirs))
+    before, worst = max(max_gaps(ctx.path_out, ctx.base_out)), max(max_gaps(mine, theirs))
     # Rounding noise: the path is then about as far from f64 as the baseline is (a factor 2), output by output.
-    mine_err, base_err = _max_gap(mine, ideal), _max_gap(theirs, ideal)
+    mine_err, base_err = max_gaps(mine, ideal), max_gaps(theirs, ideal)
     within = all(m <= 2 * b for m, b in zip(mine_err, base_err))
     were = ""
     if not isinstance(ideal_before, str):
-        were = (f" (were {max(_max_gap(ctx.path_out, ideal_before)):.3g} and "
-                f"{max(_max_gap(ctx.base_out, ideal_before)):.3g})")
+        were = (f" (were {max(max_gaps(ctx.path_out, ideal_before)):.3g} and "
+                f"{max(max_gaps(ctx.base_out, ideal_before)):.3g})")
     words = (f"on {ctx.path} the difference from {ctx.baseline} falls from {before:.3g} to {worst:.3g} (max abs); "
              f"{ctx.path} is then {max(mine_err):.3g} and {ctx.baseline} {max(base_err):.3g} from the f64 ideal{were}"
              f": {'within' if within else 'beyond'} the rewritten program's own rounding noise")
@@ -783,7 +770,7 @@ def _within_own_noise(path_out: Sequence[np.ndarray], base_out: Sequence[np.ndar
         ideal = program_values(program, "f64", flat_args).outputs
     except Exception:  # the interpreter cannot run it: not established
         return False
-    return all(g <= 2 * f for g, f in zip(_max_gap(path_out, base_out), _max_gap(base_out, ideal)))
+    return all(g <= 2 * f for g, f in zip(max_gaps(path_out, base_out), max_gaps(base_out, ideal)))
 
 
 def _name_the_pass(causes: list[CauseVerdict]) -> list[CauseVerdict]:
