@@ -101,6 +101,8 @@ REDUCED = [
     ("runtimes.py:make_sort_ties", "eager", "iree", ("sort",), True),  # ties of a stable sort
     ("runtimes.py:make_max_nan", "eager", "tflite", ("reduce_max",), True),  # NaN ignored by the kernel
     ("loops.py:make_scan_fma", "eager", "jit", ("mul", "sub"), True),  # inside a loop: one iteration
+    ("runtimes.py:make_integer_rem", "eager", "tflite", ("rem",), True),  # a variant: its rewrite written in
+    ("runtimes.py:make_round_half", "eager", "onnx", ("round",), True),  # a variant through a converter
 ]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["VARIANTS", "Variant", "division_undefined", "refusable"]
+__all__ = ["VARIANTS", "Variant", "division_undefined", "refusable", "standalone_source"]
 
 
 @dataclass(frozen=True)
@@ -177,23 +177,29 @@ def _zero_at_zero(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> 
     return np.where(np.broadcast_to(y == 0, d.shape), np.zeros_like(d), d)
 
 
-def _defined_division(x: Any, y: Any, *, remainder: bool) -> Any:
-    """x / y (or x % y) with the divisor masked, so no runtime divides by zero or overflows, and XLA's values
-    kept where it would: x / 0 = -1 (all bits set), x % 0 = x, MIN / -1 = MIN, MIN % -1 = 0."""
+def _defined_div(x: Any, y: Any) -> Any:
+    """x / y with the divisor masked, so no runtime divides by zero or overflows, and XLA's values kept where
+    it would: x / 0 = -1 (all bits set; the largest value unsigned), MIN / -1 = MIN."""
     import jax.numpy as jnp
     from jax import lax
 
+    signed = jnp.issubdtype(x.dtype, jnp.signedinteger)
     undefined = y == 0
-    if jnp.issubdtype(x.dtype, jnp.signedinteger):
-        overflow = (x == jnp.iinfo(x.dtype).min) & (y == -1)
-    else:
-        overflow = jnp.zeros(jnp.broadcast_shapes(jnp.shape(x), jnp.shape(y)), bool)
-    safe = jnp.where(undefined | overflow, jnp.ones_like(y), y)
-    if remainder:
-        return jnp.where(undefined, x, jnp.where(overflow, jnp.zeros_like(x), lax.rem(x, safe)))
-    every_bit = jnp.full_like(x, -1) if jnp.issubdtype(x.dtype, jnp.signedinteger) else \
-        jnp.full_like(x, jnp.iinfo(x.dtype).max)
-    return jnp.where(undefined, every_bit, lax.div(x, safe))
+    overflow = (x == jnp.iinfo(x.dtype).min) & (y == -1) if signed else jnp.zeros_like(undefined)
+    q = lax.div(x, jnp.where(undefined | overflow, jnp.ones_like(y), y))
+    return jnp.where(undefined, jnp.full_like(x, -1 if signed else jnp.iinfo(x.dtype).max), q)
+
+
+def _defined_rem(x: Any, y: Any) -> Any:
+    """x % y with the divisor masked, and XLA's values kept where it would: x % 0 = x, MIN % -1 = 0."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    signed = jnp.issubdtype(x.dtype, jnp.signedinteger)
+    undefined = y == 0
+    overflow = (x == jnp.iinfo(x.dtype).min) & (y == -1) if signed else jnp.zeros_like(undefined)
+    r = lax.rem(x, jnp.where(undefined | overflow, jnp.ones_like(y), y))
+    return jnp.where(undefined, x, jnp.where(overflow, jnp.zeros_like(x), r))
 
 
 def _gather_bounds(params: dict, operand_shape: tuple[int, ...]) -> tuple[list[int], np.ndarray] | None:
@@ -263,26 +269,19 @@ def _select(pick_first: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Calla
     return compute
 
 
-def _nan_propagating(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """max or min with its NaN made explicit: NaN wherever an operand is NaN (x + y is NaN then), whether or not
-    the runtime's kernel propagates it."""
-    def rewrite(x: Any, y: Any) -> Any:
-        import jax.numpy as jnp
-
-        return jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, op(x, y))
-    return rewrite
-
-
-def _max(x: Any, y: Any) -> Any:
+def _nan_max(x: Any, y: Any) -> Any:
+    """max with its NaN made explicit: NaN wherever an operand is NaN (x + y is NaN then), whether or not the
+    runtime's kernel propagates it."""
     import jax.numpy as jnp
 
-    return jnp.maximum(x, y)
+    return jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.maximum(x, y))
 
 
-def _min(x: Any, y: Any) -> Any:
+def _nan_min(x: Any, y: Any) -> Any:
+    """min with its NaN made explicit (see ``_nan_max``)."""
     import jax.numpy as jnp
 
-    return jnp.minimum(x, y)
+    return jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.minimum(x, y))
 
 
 def _away_from_zero(params: dict) -> bool:
@@ -378,7 +377,7 @@ VARIANTS: dict[str, tuple[Variant, ...]] = {
                 "StableHLO leaves it to the implementation", _zero_at_zero, "mask the divisor so no runtime "
                 "divides by zero: q = lax.div(x, jnp.where(y == 0, 1, y)), then jnp.where(y == 0, <the value "
                 "you mean>, q) (jaxparity's rewrite keeps XLA's -1)",
-                lambda x, y: _defined_division(x, y, remainder=False)),
+                _defined_div),
     ),
     "rem": (
         Variant("rem", "floored remainder", "takes the floored remainder (the sign of the divisor, as FLOOR_MOD "
@@ -388,7 +387,7 @@ VARIANTS: dict[str, tuple[Variant, ...]] = {
                 "StableHLO leaves it to the implementation", _zero_at_zero, "mask the divisor so no runtime "
                 "divides by zero: r = lax.rem(x, jnp.where(y == 0, 1, y)), then jnp.where(y == 0, <the value you "
                 "mean>, r) (jaxparity's rewrite keeps XLA's x)",
-                lambda x, y: _defined_division(x, y, remainder=True)),
+                _defined_rem),
     ),
     "gather": (
         Variant("gather", "unclamped indices", "reads out-of-bounds start indices unclamped (whatever memory holds "
@@ -399,18 +398,18 @@ VARIANTS: dict[str, tuple[Variant, ...]] = {
     "max": (
         Variant("max", "comparison select", "computes max as x > y ? x : y, which keeps a NaN of the second operand "
                 "only, where max propagates every NaN", _select(lambda x, y: x > y), "make the NaN explicit: "
-                "jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.maximum(x, y))", _nan_propagating(_max)),
+                "jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.maximum(x, y))", _nan_max),
         Variant("max", "reversed comparison select", "computes max as x < y ? y : x, which keeps a NaN of the first "
                 "operand only, where max propagates every NaN", _select(lambda x, y: ~(x < y)), "make the NaN "
-                "explicit: jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.maximum(x, y))", _nan_propagating(_max)),
+                "explicit: jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.maximum(x, y))", _nan_max),
     ),
     "min": (
         Variant("min", "comparison select", "computes min as x < y ? x : y, which keeps a NaN of the second operand "
                 "only, where min propagates every NaN", _select(lambda x, y: x < y), "make the NaN explicit: "
-                "jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.minimum(x, y))", _nan_propagating(_min)),
+                "jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.minimum(x, y))", _nan_min),
         Variant("min", "reversed comparison select", "computes min as x > y ? y : x, which keeps a NaN of the first "
                 "operand only, where min propagates every NaN", _select(lambda x, y: ~(x > y)), "make the NaN "
-                "explicit: jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.minimum(x, y))", _nan_propagating(_min)),
+                "explicit: jnp.where(jnp.isnan(x) | jnp.isnan(y), x + y, jnp.minimum(x, y))", _nan_min),
     ),
     "round": (
         Variant("round", "ties to even", "rounds halves to even (ONNX's Round, tf.round, numpy), where lax.round "
@@ -432,3 +431,19 @@ VARIANTS: dict[str, tuple[Variant, ...]] = {
                 "the sign for odd integer exponents (jaxparity.interpreter.variants._signed_pow)", _signed_pow),
     ),
 }
+
+
+def standalone_source(variant: Variant) -> str | None:
+    """The rewrite's source where it stands alone (it imports what it uses, numpy aside, and takes no
+    params): a reproducer writes it in and calls it under ``--fixed``. None otherwise."""
+    import inspect
+    import textwrap
+
+    fn = variant.rewrite
+    if fn is None or variant.takes or fn.__name__ == "<lambda>" or fn.__code__.co_freevars:
+        return None
+    module = inspect.getmodule(fn)
+    names = set(fn.__code__.co_names)
+    if any(n != "np" and hasattr(module, n) and not n.startswith("__") for n in names):
+        return None  # it calls another helper of this module
+    return textwrap.dedent(inspect.getsource(fn))

@@ -87,8 +87,24 @@ def _fixes(expl: Any, path: str, region: Region) -> tuple[dict[str, str], dict[s
         what = ", ".join(f"{k}={v}" for k, v in extra.items())
         return flags, env, ModelFix(), f"{fix.kind}: {what}"
     causes = [c.cause for c in expl.causes if c.status == "confirmed"]
-    change = model_fix(region, causes)
+    change = _variant_fix(expl, region) or model_fix(region, causes)
     return {}, {}, change, change.text
+
+
+def _variant_fix(expl: Any, region: Region) -> ModelFix | None:
+    """The verified rewrite of a known variant of the region's one op (``interpreter.variants``), computed
+    instead of the op under --fixed, where its source stands alone."""
+    from ..interpreter.variants import VARIANTS, standalone_source
+
+    v = next((c for c in expl.causes if c.cause == "semantic-variant" and c.status == "confirmed"
+              and c.proof is not None and c.proof.verified and c.proof.spec), None)
+    if v is None or len(region.ops) != 1:
+        return None
+    name = v.proof.spec[v.proof.spec.index("[") + 1:].removesuffix("]").removesuffix(" rewritten")
+    op = region.program.ops[region.target]
+    variant = next((x for x in VARIANTS.get(op.info.primitive, ()) if x.name == name), None)
+    source = standalone_source(variant) if variant is not None else None
+    return ModelFix(instead=source, text=f"model change: {variant.fix}") if source else None
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,8 @@ class ModelFix:
     lines: tuple[str, ...] = ()
     params: tuple[tuple[str, str], ...] = ()  # (name, source expression using FIXED)
     text: str | None = None
+    # A function (its source, written into the script) computed instead of the target op under --fixed.
+    instead: str | None = None
 
 
 def _is_index(v: np.ndarray, dimension: int) -> bool:
@@ -225,7 +243,8 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
         flags, env, change, what = _fixes(expl, path, region)
         doc = _docstring(expl, d, region, baseline, path, case_name, when, what, b, p, name)
         script = write_script(region, baseline, path, docstring=doc, expected=b, fix_flags=flags, fix_env=env,
-                              model_fix=change.lines, fix_params=dict(change.params), fix_text=what, name=name)
+                              model_fix=change.lines, fix_params=dict(change.params), fix_text=what, name=name,
+                              fix_instead=change.instead)
         log(f"checking the script in a fresh process ({script.code_lines} lines of code)")
         rc, tail, fixed_run = _verify_both(script, name)
         if rc != 1 or " elements differ" not in tail:

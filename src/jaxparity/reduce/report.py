@@ -94,8 +94,9 @@ def docstring(expl: Any, d: Any, region: Region, baseline: str, path: str, case:
            f"captured input{'s' if n_in > 1 else ''}, {kept}.",
            f"In the case, cause: {cause}" + (f": {evidence}" if evidence else "") + "."]
     if d.elements is not None:
+        variant = any(c.cause == "semantic-variant" and c.status == "confirmed" for c in expl.causes)
         out.append("In the case, element evidence: " + d.elements.describe(path, baseline, d.within_noise_bound,
-                                                                            d.unrounded is not None) + ".")
+                                                                            d.unrounded is not None, variant) + ".")
     out += ["", "This script, when it was written (its own inputs and shapes):",
             *[f"  {r}" for r in _table(expected, observed, baseline, path)],
             f"  with {versions(baseline, path)}; CPU {cpu_features()}", "",
@@ -136,8 +137,9 @@ def markdown(red: Any, case: str, name: str) -> str:
              "## What differs", "", *[f"- {r}" for r in _table(red.expected, red.observed, red.baseline, red.path)], "",
              "## Cause", "", f"**{cause}**" + (f": {evidence}" if evidence else "") + "."]
     if first is not None and first.elements is not None:
+        variant = any(c.cause == "semantic-variant" and c.status == "confirmed" for c in expl.causes)
         lines += ["", first.elements.describe(red.path, red.baseline, first.within_noise_bound,
-                                              first.unrounded is not None) + "."]
+                                              first.unrounded is not None, variant) + "."]
     if wrong is not None:
         lines += ["", f"The differing result is wrong code, not rounding: {wrong.evidence}."]
     if red.script.fixed:

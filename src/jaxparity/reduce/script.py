@@ -136,8 +136,9 @@ def _fn_name(spec: str) -> str:
 
 
 def _function(region: Region, names: list[str], model_fix: Sequence[str],
-              fix_params: dict[str, str] | None = None) -> list[str]:
-    """``def f(x0, ...)``: the region's ops bound in program order, the target's outputs returned."""
+              fix_params: dict[str, str] | None = None, fix_instead: str | None = None) -> list[str]:
+    """``def f(x0, ...)``: the region's ops bound in program order, the target's outputs returned;
+    ``fix_instead``: the name of a function computed instead of the target op under --fixed."""
     prog = region.program
     env = dict(zip(region.inputs, names))
     lines = [f"def f({', '.join(names)}):"]
@@ -155,6 +156,8 @@ def _function(region: Region, names: list[str], model_fix: Sequence[str],
         if op.eqn.primitive.multiple_results and len(outs) == 1:
             target += ","
         where = op.info.user_source or op.info.source or ""
+        if fix_instead and i == region.target and not op.eqn.primitive.multiple_results:
+            call = f"{fix_instead}({', '.join(ins)}) if FIXED else {call}"
         lines.append(f"    {target} = {call}" + (f"  # {where}" if where else ""))
     lines.append(f"    return {', '.join(env[v] for v in region.outputs)},")
     return lines
@@ -163,16 +166,17 @@ def _function(region: Region, names: list[str], model_fix: Sequence[str],
 def write_script(region: Region, baseline: str, path: str, *, docstring: str, expected: list[np.ndarray] | None,
                  fix_flags: dict[str, str] | None = None, fix_env: dict[str, str] | None = None,
                  model_fix: Sequence[str] = (), fix_params: dict[str, str] | None = None, fix_text: str | None = None,
-                 name: str = "repro.py") -> Script:
+                 name: str = "repro.py", fix_instead: str | None = None) -> Script:
     """The standalone script for ``region``: ``baseline`` and ``path`` each run ``f``; exit 1 while
     they differ. ``--fixed`` applies ``fix_flags`` (compile options of the path), ``fix_env``
     (environment of the process, e.g. XLA_FLAGS for TensorFlow), ``model_fix`` (lines at the top of
-    ``f``) or ``fix_params`` (parameters of the target op)."""
+    ``f``), ``fix_params`` (parameters of the target op) or ``fix_instead`` (the source of a function
+    computed instead of the target op)."""
     names = [f"x{i}" for i in range(len(region.values))]
     data: list[str] = []
     sidecar: dict[str, np.ndarray] = {}
     path_env = {k: v for k, v in parse_spec(path)[1].items() if k.isupper()}
-    uses_fixed = bool(fix_flags or model_fix or fix_params)  # the FIXED name, inside the program
+    uses_fixed = bool(fix_flags or model_fix or fix_params or fix_instead)  # the FIXED name, inside the program
     inline = region.size <= INLINE_ELEMENTS
     code = ["import os", "import sys",
             "sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # failing: exit 2"]
@@ -180,10 +184,11 @@ def write_script(region: Region, baseline: str, path: str, *, docstring: str, ex
     if fix_env:
         code += [f"if '--fixed' in sys.argv:  # {fix_text or 'the fix'}"]
         code += [f"    os.environ[{k!r}] = {v!r}" for k, v in fix_env.items()]
-    if not (fix_env or fix_flags or model_fix or fix_params):
+    if not (fix_env or fix_flags or model_fix or fix_params or fix_instead):
         code += ["if '--fixed' in sys.argv:",
                  "    sys.exit(print('no fix was verified for this divergence: --fixed changes nothing') or 2)"]
-    code += ["", "import jax", "import numpy as np"]
+    code += ["", "import jax", "import numpy as np"] + (["from typing import Any  # the rewrite's annotations"]
+                                                       if fix_instead else [])
     if any(primitive_source(region.program.ops[i].info.primitive).startswith("primitives.") for i in region.ops):
         code.append("import jax.extend.core.primitives as primitives")
     if uses_fixed:
@@ -198,7 +203,10 @@ def write_script(region: Region, baseline: str, path: str, *, docstring: str, ex
         data.append(f"_npz = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), {stem + '.npz'!r}))")
         data += [f"{n} = _npz[{n!r}].view({_dtype(np.asarray(v).dtype)})" for n, v in zip(names, region.values)]
     fix_lines = [f"if FIXED:  # {fix_text or 'the fix'}"] + [f"    {ln}" for ln in model_fix] if model_fix else []
-    body = _function(region, names, fix_lines, fix_params)
+    instead = fix_instead.split("def ", 1)[1].split("(", 1)[0] if fix_instead else None
+    body = _function(region, names, fix_lines, fix_params, instead)
+    if fix_instead:  # the rewrite, as jaxparity verified it, before f
+        body = [f"# with --fixed: {fix_text or 'the fix'}", *fix_instead.rstrip().splitlines(), "", "", *body]
     if fix_params and not model_fix:
         body.insert(1, f"    # with --fixed: {fix_text or 'the fix'}")
     runners = []
