@@ -259,3 +259,28 @@ def test_a_capture_budget_keeps_digests_beyond_it_and_still_finds_an_early_diver
     loc = e.localization
     assert loc.first is not None and loc.first.op.primitive == "div"
     assert any("beyond the capture budget" in n for n in loc.notes) and loc.unchecked > 0
+
+
+def test_a_capture_that_moves_only_what_a_second_plain_run_moves_too_is_the_paths_own_nondeterminism():
+    """A path whose result is not determined by its inputs (here: a host callback drawing random numbers, as
+    IREE's unclamped gather reads whatever memory holds) moves under capture where it moves between two plain
+    runs: the capture is the program's own; one that moves a stable element is not."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxparity.explain.explainer import _unstable
+
+    rng = np.random.default_rng()
+
+    def fn(x):
+        noise = jax.pure_callback(lambda: rng.random(3).astype(np.float32),
+                                  jax.ShapeDtypeStruct((3,), jnp.float32))
+        return jnp.concatenate([x * 2, noise])
+
+    x = (jnp.arange(4, dtype=jnp.float32),)
+    first, captured = np.asarray(fn(*x)), np.asarray(fn(*x))
+    assert _unstable(fn, x, "eager", [first], [captured]) == 3  # only the random tail moves, in every run
+    wrong = captured.copy()
+    wrong[0] += 1  # a deterministic element the capture changed: not nondeterminism
+    assert _unstable(fn, x, "eager", [first], [wrong]) is None
+    assert _unstable(lambda x: x * 2, x, "eager", [np.asarray(x[0]) * 2], [np.asarray(x[0]) * 2]) is None

@@ -684,6 +684,10 @@ def explain_path(
             elif together is not None and together >= BLAMED:
                 notes.append(f"{seen}, yet the divergences seen in its per-op values reproduce {together:.0%} of "
                              "its own output difference: judged by them")
+            elif (unstable := _unstable(fn, args, path, path_out, path_vals.outputs)) is not None:
+                notes.append(f"{seen}, but only where two plain runs of {path} disagree with each other too "
+                             f"({unstable} output elements: {path}'s result there is not determined by its inputs, "
+                             "e.g. a read of memory it does not own): judged by them")
             elif _within_own_noise(path_out, base_out, program, flat_args):
                 notes.append(f"{seen}; the divergences seen in its per-op values reproduce {together or 0:.0%} of its "
                              "own output difference, and its outputs are within twice the model's own rounding noise: "
@@ -771,6 +775,35 @@ def _within_own_noise(path_out: Sequence[np.ndarray], base_out: Sequence[np.ndar
     except Exception:  # the interpreter cannot run it: not established
         return False
     return all(g <= 2 * f for g, f in zip(max_gaps(path_out, base_out), max_gaps(base_out, ideal)))
+
+
+def _unchanged(a: Any, b: Any) -> np.ndarray:
+    """Where two results of one output are the same (NaN against NaN the same, whatever its bits)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return np.zeros(a.shape, bool)
+    same = a == b
+    if a.dtype.kind in "fc":
+        same |= np.isnan(a) & np.isnan(b)
+    return same
+
+
+def _unstable(fn: Callable[..., Any], args: tuple, path: str, path_out: Sequence[np.ndarray],
+              captured: Sequence[Any]) -> int | None:
+    """A capture that moved the outputs only where the path is not deterministic: a second plain run of the
+    path differs from the first wherever the capture does (and maybe elsewhere). The number of output
+    elements the two plain runs disagree on, or None (the path is deterministic, or the capture moved other
+    elements too)."""
+    from ..execution.inprocess import run_in_process
+
+    r = run_in_process(make_path(path), fn, args)
+    if r.status != "ok" or not r.outputs or len(r.outputs) != len(path_out):
+        return None
+    again = [a for _, a in r.outputs]
+    stable = [_unchanged(x, y) for x, y in zip(path_out, again)]
+    unstable = sum(int(np.count_nonzero(~m)) for m in stable)
+    moved_elsewhere = any(np.any(m & ~_unchanged(x, c)) for m, x, c in zip(stable, path_out, captured))
+    return unstable if unstable and not moved_elsewhere else None
 
 
 def _name_the_pass(causes: list[CauseVerdict]) -> list[CauseVerdict]:
