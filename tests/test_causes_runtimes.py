@@ -281,6 +281,22 @@ def test_a_bf16_matmul_on_iree_accumulates_in_its_bf16_output_tile_by_tile():
     assert explaining_cause(e.causes, d).cause == "narrow-accumulation"
 
 
+def test_a_bf16_convolution_on_iree_accumulates_a_window_position_at_a_time_in_its_bf16_output():
+    """vit_jax's patch embedding in bf16 (found on the real model: it was called wrong code): IREE's
+    convolution is a linalg.generic whose reduction tile (read from its own configuration, after its ins and
+    outs) adds the input features of one window position in float32, then rounds to bf16; that reproduces
+    IREE bit for bit, and a float32 accumulator on the convolution restores parity."""
+    e = explain("make_bf16_patch_conv", "iree")
+    d = e.localization.lead
+    assert d.op.primitive == "conv_general_dilated" and line(d) == planted("patch conv")
+    v = verdict(e, "narrow-accumulation")
+    assert v.status == "confirmed", v
+    assert "linalg.generic" in v.evidence and "vector_reduction = [0, 0, 0, 0, " in v.evidence, v.evidence
+    assert "adds the 192 products" in v.evidence and "reproduces its values bit for bit" in v.evidence
+    assert v.proof.verified and v.proof.rerun.outcome == "parity" and "convolution" in v.proof.description
+    assert verdict(e, "wrong-code").status != "confirmed"
+
+
 def test_erfc_through_jax2onnx_is_the_converters_decomposition_one_minus_erf():
     """jax2onnx writes erfc as Erf → Sub (1 - Erf): read from the converted graph, with each node's value at
     the example element (Erf gives 1, Sub 0), and onnx-ref erring alike on the op alone: the converter."""

@@ -148,6 +148,20 @@ def make_bf16_matmul():
     return fn, (jnp.asarray(a), jnp.asarray(b))
 
 
+def make_bf16_patch_conv():
+    """vit_jax's patch embedding in bf16 (an 8x8 stride-8 convolution of 3 channels): IREE adds the 3
+    channels of each window position in float32 and rounds the running sum to bf16 between positions (its
+    vector_reduction = [0, 0, 0, 0, 1, 1, 3]); eager accumulates all 192 in float32 and rounds once."""
+
+    def fn(x, w):
+        return jax.lax.conv_general_dilated(x, w, (8, 8), "VALID",  # planted: patch conv
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    rng = np.random.default_rng(0)
+    return fn, (jnp.asarray(rng.normal(size=(2, 32, 32, 3)), jnp.bfloat16),
+                jnp.asarray(rng.normal(size=(8, 8, 3, 64)) * 0.1, jnp.bfloat16))
+
+
 def make_erfc():
     """erfc for inputs up to 6: jax2onnx writes it as 1 - Erf(x), which cancels where erf(x) rounds to 1 in
     float32 (erfc(4) = 1.5e-8 becomes 0); onnx and onnx-ref alike: the converter (issue 20)."""

@@ -328,14 +328,15 @@ def _narrow_accumulation(cause: Cause, ctx: Any) -> CauseVerdict | None:
     terms in float32 and rounding the running sum to the narrow dtype between blocks; the block is the
     runtime's own reduction tile where its artifact says it (IREE's ``vector_reduction``), else each power
     of two is tried. The fix, an explicit float32 accumulator, is re-run on both sides."""
-    from ..interpreter.accumulation import blocked_dot_general
+    from ..interpreter.accumulation import blocked_conv, blocked_dot_general
     from ..localize.localizer import _contraction_length
 
+    blocked = {"dot_general": blocked_dot_general, "conv_general_dilated": blocked_conv}
     if ctx.path_vals is None or ctx.base_vals is None:
         return None
     for d in _named(ctx.localization):
         op = ctx.program.ops[d.op.index]
-        if d.op.primitive != "dot_general" or not d.op.outputs or not d.op.outputs[0].startswith(("bfloat16", "float16")):
+        if d.op.primitive not in blocked or not d.op.outputs or not d.op.outputs[0].startswith(("bfloat16", "float16")):
             continue
         found = _differing_output(ctx, d)
         if found is None:
@@ -349,7 +350,7 @@ def _narrow_accumulation(cause: Cause, ctx: Any) -> CauseVerdict | None:
         tried = [t for t, _ in tiles] or [2 ** i for i in range(int(math.log2(max(n, 1))) + 1) if 2 ** i < n]
         what = f"accumulation in blocks, on the captured inputs of {_where(d)}"
         for block in dict.fromkeys(tried):
-            got = blocked_dot_general(op.eqn.params, lhs, rhs, dtype, block)
+            got = blocked[d.op.primitive](op.eqn.params, lhs, rhs, dtype, block)
             if got is None or got.astype(dtype).tobytes() != mine.tobytes():
                 continue
             kernel = next((k for t, k in tiles if t == block), None)
@@ -375,9 +376,10 @@ def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) 
         return [op.eqn.primitive.bind(*ins, **params).astype(op.eqn.outvars[0].aval.dtype)]
 
     at = d.op.user_source or d.op.source or "the op's line"
-    remedy = (f"accumulate in float32 on every path: preferred_element_type=jnp.float32 on the dot at {at}, then "
-              f".astype(jnp.{d.op.outputs[0].split('[')[0]}) (flax: the layer's dtype stays, its dot_general gets "
-              "preferred_element_type)")
+    what_op = "dot" if d.op.primitive == "dot_general" else "convolution"
+    remedy = (f"accumulate in float32 on every path: preferred_element_type=jnp.float32 on the {what_op} at {at}, "
+              f"then .astype(jnp.{d.op.outputs[0].split('[')[0]}) (flax: the layer's dtype stays, its "
+              f"{d.op.primitive} gets preferred_element_type)")
     return _model_change(cause, ctx, what, seen, remedy, _with_op(ctx.program, d.op.index, wide),
                          "float32 accumulator", f"with a float32 accumulator at {at}")
 

@@ -204,12 +204,13 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         id="narrow-accumulation",
-        title="a narrow dot accumulated in its narrow output (the running sum rounded between blocks)",
-        description="The runtime adds a bf16/f16 dot's products in float32 a block at a time and stores the "
-        "running sum in the narrow output between blocks, rounding it each time (IREE's llvm-cpu matmul "
-        "accumulates into its bf16 output, tiled by its vector reduction size); XLA accumulates every term in "
-        "float32 and rounds once.",
-        primitives=("dot_general",),
+        title="a narrow dot or convolution accumulated in its narrow output (the running sum rounded between "
+        "blocks)",
+        description="The runtime adds a bf16/f16 dot's or convolution's products in float32 a block at a time and "
+        "stores the running sum in the narrow output between blocks, rounding it each time (IREE's llvm-cpu "
+        "matmul and convolution accumulate into their bf16 output, tiled by their vector reduction size); XLA "
+        "accumulates every term in float32 and rounds once.",
+        primitives=("dot_general", "conv_general_dilated"),
         dtypes=("bfloat16", "float16"),
         devices=("cpu", "gpu", "tpu"),
         paths=RUNTIMES,

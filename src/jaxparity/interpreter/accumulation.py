@@ -71,6 +71,19 @@ _SEQUENTIAL: dict[str, Callable] = {"reduce_sum": _seq_reduce_sum, "dot_general"
                                     "conv_general_dilated": _seq_conv}
 
 
+def _blocked(a: np.ndarray, b: np.ndarray, dtype: Any, block: int) -> np.ndarray:
+    """a (B, M, K) times b (B, K, N), accumulated ``block`` terms at a time in float32 (each product exact:
+    16-bit operands), the running sum rounded to ``dtype`` between blocks."""
+    n = a.shape[2]
+    acc = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
+    for k0 in range(0, n, block):
+        part = acc
+        for k in range(k0, min(k0 + block, n)):
+            part = part + (a[:, :, k, None] * b[:, None, k, :]).astype(np.float32)
+        acc = round_to_dtype(part.astype(np.float64), dtype).astype(np.float32)
+    return acc
+
+
 def blocked_dot_general(p: dict, lhs: np.ndarray, rhs: np.ndarray, dtype: Any, block: int) -> np.ndarray | None:
     """dot_general accumulated ``block`` terms at a time in float32 (in index order, each product exact: the
     operands are 16-bit floats), the running sum rounded to ``dtype`` between blocks: what a kernel does
@@ -79,11 +92,27 @@ def blocked_dot_general(p: dict, lhs: np.ndarray, rhs: np.ndarray, dtype: Any, b
     if np.iscomplexobj(lhs) or np.iscomplexobj(rhs) or block < 1:
         return None
     a, b, shape = _dot_operands(p, lhs, rhs, np.float64)
-    n = a.shape[2]
-    acc = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
-    for k0 in range(0, n, block):
-        part = acc
-        for k in range(k0, min(k0 + block, n)):
-            part = part + (a[:, :, k, None] * b[:, None, k, :]).astype(np.float32)
-        acc = round_to_dtype(part.astype(np.float64), dtype).astype(np.float32)
-    return acc.reshape(shape)
+    return _blocked(a, b, dtype, block).reshape(shape)
+
+
+def blocked_conv(p: dict, lhs: np.ndarray, rhs: np.ndarray, dtype: Any, block: int) -> np.ndarray | None:
+    """conv_general_dilated accumulated as ``blocked_dot_general`` does, over (window position, input
+    feature) with the feature innermost: the loop order of IREE's linalg convolution (its reduction dims
+    kh, kw, c; ``vector_reduction = [.., 1, 1, 3]`` adds the 3 features of one window position per block).
+    Ungrouped convolutions only (None otherwise)."""
+    if p["batch_group_count"] != 1 or p["feature_group_count"] != 1 or np.iscomplexobj(lhs) \
+            or np.iscomplexobj(rhs) or block < 1:
+        return None
+    dn = p["dimension_numbers"]
+    x, w = np.asarray(lhs, np.float64).transpose(dn.lhs_spec), np.asarray(rhs, np.float64).transpose(dn.rhs_spec)
+    n, (o, i), win = x.shape[0], w.shape[:2], w.shape[2:]
+    patches = np.asarray(lax.conv_general_dilated_patches(  # exact: a one-hot kernel gathers
+        x, win, p["window_strides"], p["padding"], p["lhs_dilation"], p["rhs_dilation"],
+        precision=lax.Precision.HIGHEST))  # N, C*W (C major), *out_spatial
+    spatial = patches.shape[2:]
+    k = math.prod(win)
+    a = patches.reshape(n, i, k, -1).transpose(0, 3, 2, 1).reshape(1, -1, k * i)  # (N*S, window, feature)
+    b = w.reshape(o, i, k).transpose(2, 1, 0).reshape(1, k * i, o)
+    acc = _blocked(a, b, dtype, block).reshape(n, *spatial, o)  # N, *S, O
+    out = np.moveaxis(acc, -1, 1)  # N, O, *S: the out_spec's order
+    return out.transpose(np.argsort(dn.out_spec))

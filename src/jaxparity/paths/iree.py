@@ -35,8 +35,9 @@ _OP = re.compile(r"=\s*(arith|math|vector)\.(\w+)\s*(?:<(\w+)>)?(.*)$")
 # A linalg op with its lowering configuration, as iree-compile prints executable configurations:
 # "%7 = linalg.matmul {lowering_config = #iree_cpu.lowering_config<...>} ins(%3, %4 : tensor<32x64xbf16>,
 # tensor<64x64xbf16>) outs(%6 : tensor<32x64xbf16>) -> tensor<32x64xbf16>"
-_LINALG = re.compile(r"=\s*(?P<kind>linalg\.[\w.]+)\s*\{.*?lowering_config<(?P<config>[^>]*)>.*?\}"
-                     r".*?ins\([^:]*:(?P<ins>[^)]*)\)\s*outs\([^:]*:(?P<outs>[^)]*)\)")
+# A linalg op of a dispatch, its operand and result types; its lowering_config may come before its ins/outs
+# (named ops) or after them, among its attrs (linalg.generic: a convolution).
+_LINALG = re.compile(r"=\s*(?P<kind>linalg\.[\w.]+)\s*.*?ins\([^:]*:(?P<ins>[^)]*)\)\s*outs\([^:]*:(?P<outs>[^)]*)\)")
 _DUMP = re.compile(r"^// -----// IR Dump (Before|After) \S+: \S+ //----- //$", re.M)
 
 
@@ -197,8 +198,9 @@ class IreePath(Path):
             op = _LINALG.search(line)
             if op is None or "lowering_config" not in line:
                 continue
+            config = re.search(r"lowering_config<(?P<config>[^>]*)>", line)
             attributes = {"dispatch": dispatch, "operands": op["ins"].strip(), "accumulator": op["outs"].strip()}
-            attributes.update((k, v) for k, v in re.findall(r"(\w+) = (\[[^\]]*\])", op["config"]))
+            attributes.update((k, v) for k, v in re.findall(r"(\w+) = (\[[^\]]*\])", config["config"]))
             kernels.append(Kernel(len(kernels), op["kind"], (), (), attributes))
         found = Artifact("IREE's compiled dispatches", tuple(kernels), {}, {}, ())
         found.notes.append(f"read IREE's executable configurations back: {len({k.attributes['dispatch'] for k in kernels})} "

@@ -311,7 +311,15 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     real = t is not None and t.startswith("a real divergence")
     for line in advice(e):  # the fix or workaround of a cause that no re-run above shows
         head, _, rest = line.partition(": ")
-        if real and rest.startswith("nothing is wrong"):
+        if real and rest.startswith("nothing is wrong") and main is not None and main.status == "noise" \
+                and "× the model's own rounding noise" in t:
+            # The carriers are sums within their bounds (the cause says so), yet the outputs are further apart
+            # than the baseline's own error: one side's order is the less accurate one here. Both are said.
+            rest = (f"summation order, as the cause says, but {e.path}'s sums are less accurate than "
+                    f"{e.baseline}'s here (the outputs are further apart than {e.baseline}'s own rounding noise, "
+                    "triage above): compare with a tolerance (the smallest passing --ulp / --atol is printed) "
+                    "only if that accuracy is acceptable")
+        elif real and rest.startswith("nothing is wrong"):
             rest = (f"not rounding noise: {e.path} differs from {e.baseline} beyond the model's own rounding noise "
                     f"(triage above), which {short_title(main.title) if main else 'this cause'} does not account for; "
                     "compare with a tolerance only once the divergence that carries it is understood")
