@@ -262,6 +262,29 @@ def test_the_tflite_artifact_is_the_served_flatbuffer_with_its_own_tensors():
     assert art.holding(np.asarray(out)) == [t] and art.producer(t).kind == "AVERAGE_POOL_2D"
 
 
+def test_the_served_models_tensors_are_found_by_the_names_tflite_gives_them():
+    """``Artifact.named``: each division of the two pools is the output of its own AVERAGE_POOL_2D (numbered
+    "div", "div1"), and each relu the fused conv's output ("max;...": named among its fused ops), found by
+    name and shape, not by value."""
+    from jaxparity.localize.program import flatten
+    from jaxparity.paths import make_path
+
+    case = load_case(f"{CASES}:make_two_pools")
+    art = make_path("tflite").artifact(case.fn, case.args)
+    program = flatten(case.fn, case.args)
+    ops = [op.info for op in program.ops]
+    divs = [o.index for o in ops if o.primitive == "div"]
+    relus = [o.index for o in ops if o.primitive == "max"]
+    assert len(divs) == 2 and len(relus) == 2
+    pools = [art.named(program, i) for i in divs]
+    assert None not in pools and pools[0] != pools[1]
+    assert [art.producer(t).kind for t in pools] == ["AVERAGE_POOL_2D"] * 2
+    convs = [art.named(program, i) for i in relus]
+    assert None not in convs and {art.producer(t).kind for t in convs} <= {"CONV_2D", "DEPTHWISE_CONV_2D"}
+    # each pool reads the fused conv+relu before it
+    assert [art.producer(t).inputs[0] for t in pools] == convs
+
+
 def test_a_bf16_matmul_on_iree_accumulates_in_its_bf16_output_tile_by_tile():
     """IREE's matmul adds the products in float32 one vector-reduction tile at a time and stores the running
     sum in its bf16 output between tiles: the tile is read from IREE's own dispatch configuration (it depends

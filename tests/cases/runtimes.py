@@ -292,3 +292,24 @@ def make_conv_then_pool():
     w = (rng.normal(size=(3, 3, 1, 8)) / 3).astype(np.float32)
     v = (rng.normal(size=(6 * 6 * 8, 10)) / 17).astype(np.float32)
     return fn, (jnp.asarray(x), jnp.asarray(w), jnp.asarray(v))
+
+
+def make_two_pools():
+    """flax's mnist CNN without its dense layers: conv → relu → 2x2 average pool, twice. TFLite fuses each
+    relu into its conv and each window sum with its division into an AVERAGE_POOL_2D, and names the tensors
+    after JAX's ops ("jit(fn)/div", "jit(fn)/div1", "max;...conv_general_dilated1"): the served model's
+    tensors are found by name where their values are not the capture's (issue 20)."""
+
+    def pool(y):
+        return jax.lax.reduce_window(y, 0.0, jax.lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4.0
+
+    def fn(x, w1, w2):
+        y = pool(jax.nn.relu(jax.lax.conv_general_dilated(x, w1, (1, 1), "SAME",
+                                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))))
+        return pool(jax.nn.relu(jax.lax.conv_general_dilated(y, w2, (1, 1), "SAME",
+                                                           dimension_numbers=("NHWC", "HWIO", "NHWC"))))
+
+    rng = np.random.default_rng(1)
+    return fn, (jnp.asarray(rng.normal(size=(2, 12, 12, 1)).astype(np.float32)),
+                jnp.asarray((rng.normal(size=(3, 3, 1, 8)) / 3).astype(np.float32)),
+                jnp.asarray((rng.normal(size=(3, 3, 8, 16)) / 8).astype(np.float32)))

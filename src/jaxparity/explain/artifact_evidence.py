@@ -28,6 +28,7 @@ Each rule returns a verdict, or None when no divergence offers that evidence.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -139,18 +140,22 @@ def _value_of(ctx: Any, vid: int) -> np.ndarray | None:
     return None
 
 
-def _fused_region(ctx: Any, d: Any, artifact: Any) -> tuple[Any, list[int]] | None:
-    """The kernel that makes the tensor holding the op's output, and the JAX ops it computes: those
-    between the values its inputs hold and the op (more than the op itself: a fusion)."""
+def _fused_region(ctx: Any, d: Any, artifact: Any) -> tuple[Any, list[int], dict[int, np.ndarray], np.ndarray] | None:
+    """The kernel that makes the tensor holding the op's output, the JAX ops it computes (those between the
+    values its inputs hold and the op: more than the op itself, a fusion), the served model's own values of
+    its inputs (value id -> array) and of its output. A tensor is found by the bits it holds, else by the name
+    the converter gave it (``Artifact.named``: where returning every intermediate changed the values)."""
     found = _differing_output(ctx, d)
     if found is None:
         return None
     vid, mine, _ = found
-    tensors = artifact.holding(mine, constant=False)
-    kernel = next((k for t in tensors if (k := artifact.producer(t)) is not None), None)
+    program = ctx.program
+    out = next((t for t in artifact.holding(mine, constant=False) if artifact.producer(t) is not None), None)
+    if out is None:
+        out = artifact.named(program, d.op.index)
+    kernel = artifact.producer(out) if out is not None else None
     if kernel is None:
         return None
-    program = ctx.program
     up = _ancestors(program, d.op.index)
     # Each input tensor of the kernel is the value of an op upstream (or an argument of the case).
     by_value: dict[int, int | None] = {}
@@ -162,13 +167,17 @@ def _fused_region(ctx: Any, d: Any, artifact: Any) -> tuple[Any, list[int]] | No
         match = [v for v in candidates if (y := _value_of(ctx, v)) is not None and y.dtype == x.dtype
                  and y.shape == x.shape and y.tobytes() == x.tobytes()]
         if not match:
+            match = [v for i in sorted(up) if artifact.named(program, i) == t
+                     for v in program.ops[i].outputs[:1] if v is not None]
+        if not match:
             return None  # an input the program does not hold: the kernel's own intermediate
         by_value[t] = match[-1]  # the latest such value (a reshape of the same bits maps to the nearest)
     sources = set(by_value.values())
     producers = {v: i for i, op in enumerate(program.ops) for v in op.outputs if v is not None}
     stop = {producers[v] for v in sources if v in producers}
     region = [i for i in sorted(up) if i not in stop and _reaches_from(program, i, sources)] + [d.op.index]
-    return (kernel, region) if len(region) > 1 else None
+    served = {v: artifact.values[t] for t, v in by_value.items()}
+    return (kernel, region, served, artifact.values[out]) if len(region) > 1 else None
 
 
 def _reaches_from(program: Any, index: int, sources: set[int]) -> bool:
@@ -229,7 +238,7 @@ def _fused_at(cause: Cause, ctx: Any, d: Any) -> CauseVerdict | None:
     fused = _fused_region(ctx, d, artifact)
     if fused is None:
         return None
-    kernel, ops = fused
+    kernel, ops, served, served_out = fused
     program = ctx.program
     names = " → ".join(f"#{i} {program.ops[i].info.primitive}" for i in ops)
     seen = (f"{artifact.runtime} computes {names} ({d.op.user_source or d.op.source or 'unknown line'}) as one "
@@ -237,8 +246,16 @@ def _fused_at(cause: Cause, ctx: Any, d: Any) -> CauseVerdict | None:
     what = f"the {kernel.kind} that makes {_where(d)}'s output in {artifact.runtime}, run alone on {ctx.path}"
     vid, mine, base = _differing_output(ctx, d)
     position = [v for v in program.ops[d.op.index].outputs if v is not None].index(vid)
+    own = {v: x for v, x in served.items() if (y := _value_of(ctx, v)) is None or y.tobytes() != x.tobytes()}
+    if own:  # the capture's values are not the served model's: judge the kernel on the served model's own
+        vals = dataclasses.replace(ctx.path_vals, values={**ctx.path_vals.values, **own})
+        mine = np.asarray(served_out).reshape(mine.shape)
+        seen += (f" (read from {ctx.path}'s own run of its served model: the capture's values of its inputs are "
+                 "not the served model's)")
+    else:
+        vals = ctx.path_vals
     try:
-        region = make_region(program, ctx.path_vals, ops, d.op.index)
+        region = make_region(program, vals, ops, d.op.index)
         alone = run_region(ctx.path, region)
         exact = run_region("f64", region)
         # the baseline on the same inputs: its own replay where it can run a region, else its own values

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,37 @@ class Artifact:
                 found.append(i)
         return found
 
+    def named(self, program: Any, index: int) -> int | None:
+        """The computed tensor the converter named after op ``index`` of ``program`` (a FlatProgram), of the
+        op's shape. TFLite keeps JAX's location names, numbering repeats ("jit(fn)/div1": the second ``div``
+        of that name stack) and joining the names of fused ops with ";" (numbered as a whole). A case output
+        is the artifact's output tensor; else the exact name; else the one tensor of that shape that names the
+        op among its fused ones; else None."""
+        import re
+
+        op = program.ops[index].info
+        stem = "/".join(filter(None, [op.name_stack, op.primitive]))
+        same = [o.info.index for o in program.ops
+                if o.info.primitive == op.primitive and o.info.name_stack == op.name_stack]
+        key = stem + (str(same.index(index)) if same.index(index) else "")
+        shape = _shape(op.outputs[0]) if op.outputs else None
+        first = next((v for v in program.ops[index].outputs if v is not None), None)
+        if first in program.out_ids and len(self.outputs) == len(program.out_ids):  # a case output: its tensor
+            t = self.outputs[list(program.out_ids).index(first)]
+            if self.values.get(t) is not None and tuple(self.values[t].shape) == shape:
+                return t
+        exact, loose = [], []
+        for i, t in self.tensors.items():
+            x = self.values.get(i)
+            if t.constant or self.producer(i) is None or x is None or tuple(x.shape) != shape:
+                continue
+            names = [n.rsplit(")/", 1)[-1] for n in t.name.split(";")]  # without "jit(fn)/"
+            if key in (names[0], names[-1]):
+                exact.append(i)
+            elif stem in [n.rsplit(")/", 1)[-1] for n in re.sub(r"\d+$", "", t.name).split(";")]:
+                loose.append(i)
+        return exact[0] if exact else loose[0] if len(loose) == 1 else None
+
     def describe(self, tensor: int) -> str:
         """'arith.constant1 = -3.4028235e+38, an input of SELECT_V2': a tensor as a sentence names it."""
         t = self.tensors[tensor]
@@ -102,3 +134,9 @@ def kinds(kernels: Sequence[Kernel]) -> str:
     """'AVERAGE_POOL_2D' or 'SELECT_V2 and REDUCE_MAX': the kernels' op codes for a sentence."""
     names = list(dict.fromkeys(k.kind for k in kernels))
     return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+def _shape(aval: str) -> tuple[int, ...] | None:
+    """(2, 14, 14, 32) from an OpInfo type, "float32[2,14,14,32]"."""
+    inside = aval[aval.find("[") + 1:aval.rfind("]")] if "[" in aval else None
+    return None if inside is None else tuple(int(x) for x in inside.split(",") if x.strip())
