@@ -199,6 +199,7 @@ def test_rounding_noise_is_judged_on_the_divergences_that_carry_it_a_math_librar
     (noise,) = [c for c in e.causes if c.cause == "reduction-order"]
     assert noise.status == "noise", noise
     assert re.search(r"#\d+ rsqrt( \(\d+%\))?: both within \d+ ULP of the correctly rounded rsqrt", noise.evidence)
+    assert noise.title.startswith("reduction order and math libraries"), noise.title  # not summation order alone
     assert not any(c.cause == "unknown" for c in e.causes)
 
 

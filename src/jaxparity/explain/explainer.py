@@ -308,7 +308,10 @@ def _carried_noise(cause: Cause, ctx: _Context, loc: Localization) -> CauseVerdi
     if unsound:
         return CauseVerdict(cause.id, cause.title, "refuted", what, f"{found}; but {'; and '.join(unsound)}: "
                             "not established as noise")
-    return CauseVerdict(cause.id, cause.title, "noise", what, found, cause.fix)
+    # Elementary functions among them (exp, tanh within a few ULP): two math libraries, not only two orders.
+    math = any(why is not None and "ULP of the correctly rounded" in why for _, why in how)
+    title = cause.title.replace("reduction order", "reduction order and math libraries", 1) if math else cause.title
+    return CauseVerdict(cause.id, title, "noise", what, found, cause.fix)
 
 
 def _noise(cause: Cause, ctx: _Context) -> CauseVerdict:
