@@ -86,7 +86,9 @@ def test_an_unclamped_gather_leaves_exactly_the_out_of_bounds_elements_to_memory
     idx = np.asarray(i).reshape(-1, 1)
     declared = np.asarray(x[i])
     v = variant("gather", "unclamped indices")
-    values, unknown = v.compute(dict(eqn.params), [np.asarray(x), idx], declared)
+    values = v.compute(dict(eqn.params), [np.asarray(x), idx], declared)
+    unknown = v.undetermined(dict(eqn.params), [np.asarray(x), idx], declared)
+    assert v.inputs_words(dict(eqn.params), [np.asarray(x), idx], (2,)) == "start index 8 (in bounds: 0 to 7)"
     assert unknown.tolist() == [False, False, True, True, False, True]
     assert values.tolist() == declared.tolist()
     got = np.asarray(v.rewrite(x, jnp.asarray(idx), eqn=eqn))

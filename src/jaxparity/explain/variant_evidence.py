@@ -64,18 +64,19 @@ def decide_variant(cause: Cause, ctx: Any) -> CauseVerdict | None:
         if not far.any():
             continue
         for v in variants:
-            got = v.compute(dict(op.eqn.params), ins, declared)
-            unknown = np.zeros(mine.shape, bool)
-            if v.undetermined and got is not None:
-                got, unknown = got
+            params = dict(op.eqn.params)
+            got = v.compute(params, ins, declared)
             if got is None or got.shape != mine.shape or got.dtype != mine.dtype:
                 continue
-            if v.undetermined and not (far & unknown).any():
-                continue  # the variant's own elements are not where the path departs
+            unknown = np.zeros(mine.shape, bool)
+            if v.undetermined is not None:
+                unknown = v.undetermined(params, ins, declared)
+                if unknown is None or not (far & unknown).any():
+                    continue  # the variant's own elements are not where the path departs
             known = far & ~unknown
             if not _same_bits(got[known], mine[known]):
                 continue
-            i = tuple(int(k) for k in np.argwhere(far & unknown if v.undetermined else far)[0])
+            i = tuple(int(k) for k in np.argwhere(far & unknown if v.undetermined is not None else far)[0])
             return _verified(cause, ctx, d, v, f"each known variant of {d.op.primitive} on the captured inputs of "
                              f"{where(d)}", _seen(ctx, d, v, ins, i, mine, theirs, declared, far, unknown))
     return None
@@ -84,18 +85,14 @@ def decide_variant(cause: Cause, ctx: Any) -> CauseVerdict | None:
 def _seen(ctx: Any, d: Any, v: Any, ins: list[np.ndarray], i: tuple[int, ...], mine: np.ndarray,
           theirs: np.ndarray, declared: np.ndarray, far: np.ndarray, unknown: np.ndarray) -> str:
     """What the variant shows: one element, its inputs and each side's value, and how many it reproduces."""
-    from ..interpreter.variants import gather_index_words
-
     op = ctx.program.ops[d.op.index]
-    if d.op.primitive == "gather":
-        at = gather_index_words(dict(op.eqn.params), ins, i) or "its indices"
-    else:
-        at = "(" + ", ".join(show(np.broadcast_to(x, mine.shape)[i]) if x.ndim else show(x) for x in ins) + ")"
+    at = v.inputs_words(dict(op.eqn.params), ins, i) if v.inputs_words is not None else None
+    at = at or "(" + ", ".join(show(np.broadcast_to(x, mine.shape)[i]) if x.ndim else show(x) for x in ins) + ")"
     n = int(far.sum())
     elements = f"{n} element{'s' if n != 1 else ''}"
     seen = (f"{ctx.path} {v.does}: at element {list(i)}, {at} gives {show(mine[i])} on {ctx.path}, where "
             f"{d.op.primitive} declares {show(declared[i])} ({ctx.baseline}: {show(theirs[i])}); ")
-    if v.undetermined:
+    if v.undetermined is not None:
         return seen + (f"all {elements} where it departs are where {v.name} leave the value to memory, and it "
                        f"agrees bit for bit elsewhere")
     where_ = f"the {elements}" if n == 1 else f"all {elements}"

@@ -1,8 +1,8 @@
 """The ways implementations are known to compute a primitive other than JAX declares it, as data.
 
 Each ``Variant`` computes the op on given inputs (numpy, the op's own captured values) as one family of
-implementations does (``compute`` gives ``(values, undetermined)`` where an implementation's values are
-whatever memory holds, as for an unchecked out-of-bounds read): TFLite shifts right arithmetically where ``shift_right_logical`` is declared, and
+implementations does (and, where an implementation's values are whatever memory holds, as for an unchecked
+out-of-bounds read, ``undetermined`` says which elements those are): TFLite shifts right arithmetically where ``shift_right_logical`` is declared, and
 takes the floored remainder (FLOOR_MOD) where ``rem`` truncates; ONNX Runtime's sigmoid is accurate in
 absolute terms only (0 where the result is below float32's unit roundoff); a cast to an 8-bit float that
 saturates at the largest finite value where JAX gives NaN. The explainer runs every variant of the
@@ -35,9 +35,12 @@ class Variant:
     rewrite: Callable[..., Any] | None = None
     # The equation's params the rewrite takes as keywords ("eqn": the equation itself, to bind it again).
     takes: tuple[str, ...] = ()
-    # True where ``compute`` also returns the elements whose value no computation can reproduce (an
-    # unchecked read of memory out of bounds): the path must depart there only, and agree elsewhere.
-    undetermined: bool = False
+    # The elements whose value no computation can reproduce (an unchecked read of memory out of bounds),
+    # as a mask from (params, inputs, declared): the path must depart there only, and agree elsewhere.
+    undetermined: Callable[[dict, list[np.ndarray], np.ndarray], np.ndarray | None] | None = None
+    # How an element's inputs are said, from (params, inputs, element), where listing their values would not
+    # show the mechanism ("start index 8 (in bounds: 0 to 7)"); None: the input values at that element.
+    inputs_words: Callable[[dict, list[np.ndarray], tuple[int, ...]], str | None] | None = None
 
 
 def _bits(x: np.ndarray) -> int:
@@ -161,8 +164,8 @@ def refusable(primitive: str, params: dict, ins: list[np.ndarray], out: np.ndarr
                 "overflows (the smallest integer divided by -1)")
         return (n, what, next(v.fix for v in VARIANTS[primitive] if v.name.startswith("zero"))) if n else None
     if primitive == "gather" and len(ins) >= 2:
-        got = _unclamped_gather(params, ins, out)
-        n = 0 if got is None else int(np.count_nonzero(got[1]))
+        outside = _out_of_bounds(params, ins, out)
+        n = 0 if outside is None else int(np.count_nonzero(outside))
         return (n, "reads start indices out of bounds (StableHLO clamps them; some runtimes refuse, or read "
                    "memory)", VARIANTS["gather"][0].fix) if n else None
     return None
@@ -215,9 +218,9 @@ def _gather_bounds(params: dict, operand_shape: tuple[int, ...]) -> tuple[list[i
     return dims, np.array([operand_shape[d] - sizes[d] for d in dims])
 
 
-def _unclamped_gather(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> tuple | None:
-    """A gather that reads its start indices as they are (no clamp into bounds, as StableHLO declares):
-    in bounds, the declared values; out of bounds, whatever memory holds there (undetermined)."""
+def _out_of_bounds(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> np.ndarray | None:
+    """The output elements a gather reads from an out-of-bounds start index (which StableHLO clamps into
+    bounds, and an unchecked gather reads from memory); None where the gather's indices cannot be read so."""
     operand, idx = (np.asarray(v) for v in ins[:2])
     d = np.asarray(declared)
     bounds = _gather_bounds(params, operand.shape)
@@ -229,8 +232,13 @@ def _unclamped_gather(params: dict, ins: list[np.ndarray], declared: np.ndarray)
     batch = [k for k in range(d.ndim) if k not in offset]
     if [d.shape[k] for k in batch] != list(outside.shape):
         return None
-    where = np.broadcast_to(outside.reshape([d.shape[k] if k in batch else 1 for k in range(d.ndim)]), d.shape)
-    return d, where
+    return np.broadcast_to(outside.reshape([d.shape[k] if k in batch else 1 for k in range(d.ndim)]), d.shape)
+
+
+def _unclamped_gather(params: dict, ins: list[np.ndarray], declared: np.ndarray) -> np.ndarray | None:
+    """A gather that reads its start indices as they are (no clamp into bounds, as StableHLO declares): in
+    bounds, the declared values; out of bounds, whatever memory holds (``_out_of_bounds``, undetermined)."""
+    return None if _out_of_bounds(params, ins, declared) is None else np.asarray(declared)
 
 
 def _clamped_gather(operand: Any, idx: Any, *, eqn: Any) -> Any:
@@ -393,7 +401,8 @@ VARIANTS: dict[str, tuple[Variant, ...]] = {
         Variant("gather", "unclamped indices", "reads out-of-bounds start indices unclamped (whatever memory holds "
                 "there), where StableHLO's gather clamps them into bounds", _unclamped_gather, "clamp the indices "
                 "in the model, jnp.clip(i, 0, n - 1) (or index with .at[i].get(mode='fill')), so no runtime relies "
-                "on the gather's own clamp", _clamped_gather, takes=("eqn",), undetermined=True),
+                "on the gather's own clamp", _clamped_gather, takes=("eqn",), undetermined=_out_of_bounds,
+                inputs_words=gather_index_words),
     ),
     "max": (
         Variant("max", "comparison select", "computes max as x > y ? x : y, which keeps a NaN of the second operand "

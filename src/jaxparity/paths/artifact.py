@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -60,8 +61,32 @@ class Artifact:
     outputs: tuple[int, ...]  # the tensor of each flat output of the case, in order
     notes: list[str] = field(default_factory=list)
 
+    @cached_property
+    def _producers(self) -> dict[int, Kernel]:
+        made: dict[int, Kernel] = {}
+        for k in self.kernels:
+            for t in k.outputs:
+                made.setdefault(t, k)
+        return made
+
+    @cached_property
+    def _computed_names(self) -> dict[tuple[int, ...], list[tuple[int, tuple[str, str], list[str]]]]:
+        """Each computed tensor with a value, by shape: its index, its first and last fused name without
+        "jit(fn)/", and those names without their numbers (what ``named`` looks up, indexed once)."""
+        import re
+
+        by_shape: dict[tuple[int, ...], list[tuple[int, tuple[str, str], list[str]]]] = {}
+        for i, t in self.tensors.items():
+            x = self.values.get(i)
+            if t.constant or i not in self._producers or x is None:
+                continue
+            names = [n.rsplit(")/", 1)[-1] for n in t.name.split(";")]
+            stems = [n.rsplit(")/", 1)[-1] for n in re.sub(r"\d+$", "", t.name).split(";")]
+            by_shape.setdefault(tuple(x.shape), []).append((i, (names[0], names[-1]), stems))
+        return by_shape
+
     def producer(self, tensor: int) -> Kernel | None:
-        return next((k for k in self.kernels if tensor in k.outputs), None)
+        return self._producers.get(tensor)
 
     def consumers(self, tensor: int) -> list[Kernel]:
         return [k for k in self.kernels if tensor in k.inputs]
@@ -87,8 +112,6 @@ class Artifact:
         of that name stack) and joining the names of fused ops with ";" (numbered as a whole). A case output
         is the artifact's output tensor; else the exact name; else the one tensor of that shape that names the
         op among its fused ones; else None."""
-        import re
-
         op = program.ops[index].info
         stem = "/".join(filter(None, [op.name_stack, op.primitive]))
         same = [o.info.index for o in program.ops
@@ -101,14 +124,10 @@ class Artifact:
             if self.values.get(t) is not None and tuple(self.values[t].shape) == shape:
                 return t
         exact, loose = [], []
-        for i, t in self.tensors.items():
-            x = self.values.get(i)
-            if t.constant or self.producer(i) is None or x is None or tuple(x.shape) != shape:
-                continue
-            names = [n.rsplit(")/", 1)[-1] for n in t.name.split(";")]  # without "jit(fn)/"
-            if key in (names[0], names[-1]):
+        for i, ends, stems in self._computed_names.get(shape, []) if shape is not None else []:
+            if key in ends:
                 exact.append(i)
-            elif stem in [n.rsplit(")/", 1)[-1] for n in re.sub(r"\d+$", "", t.name).split(";")]:
+            elif stem in stems:
                 loose.append(i)
         return exact[0] if exact else loose[0] if len(loose) == 1 else None
 
