@@ -69,6 +69,8 @@ def test_two_divergences_that_cross_a_threshold_only_together_are_named_together
         assert c["alone"] < 0.05 <= c["needed"]
     assert b["amplifier"] is None
     assert "matter only together" in r.stdout
+    verbose = " ".join(run_cli("explain", f"{CASES}:make_only_together", "--paths", "jit", "-v").stdout.split())
+    assert "needed: the share lost when it is left out of all of them injected together" in verbose
 
 
 def test_a_one_pass_variance_is_blamed_on_the_reduction_that_the_cancellation_amplifies():
@@ -113,6 +115,10 @@ def test_the_short_explanation_leads_with_the_triage_and_the_carrier_in_about_15
     assert "causes, each tested" not in text and "which semantics reproduce" not in text
     verbose = render_text(result, width=80, verbose=True)
     assert "causes, each tested" in verbose and " ".join(verbose.split()).count("carries 100% of the output") == 1
+    # one carrier: the "needed" column would read 0%, so it is left out and the legend says why
+    flat = " ".join(verbose.split())
+    assert "alone: the share of the output difference reproduced when only" in flat
+    assert "loses under 1% of it" in flat and " needed " not in flat.split("what carries the output")[1][:300]
 
 
 def test_paths_with_the_same_values_share_one_explanation():

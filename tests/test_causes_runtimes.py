@@ -136,6 +136,19 @@ def test_an_integer_division_by_zero_is_implementation_defined_not_exact():
     assert "neither side is wrong" in ev.describe("onnx-ref", "eager")
 
 
+def test_no_side_is_closer_to_an_ideal_that_x_divided_by_zero_leaves_undefined():
+    """The f64 reference takes XLA's -1 for x / 0; it says so, and the comparison calls no side closer to it."""
+    case = load_case(f"{CASES}:make_integer_division_by_zero")
+    r = jaxparity.compare(case.fn, *case.args, paths=["eager", "onnx-ref", "f64"])
+    (p,) = [p for p in r.paths if p.spec == "onnx-ref"]
+    assert p.verdict == "differs" and all(lf.closer_to_f64 is None for lf in p.leaves)
+    (ideal,) = [p for p in r.paths if p.spec == "f64"]
+    assert any("the ideal is undefined" in n and "divides an integer by zero" in n and "3 of 6" in n
+               for n in ideal.notes), ideal.notes
+    ok = jaxparity.compare(lambda x, y: x // (y * y + 1), *case.args, paths=["eager", "onnx-ref", "f64"])  # no x / 0
+    assert not any("the ideal is undefined" in n for p in ok.paths for n in p.notes)
+
+
 @pytest.mark.parametrize("factory, path, what", [
     ("make_integer_division_by_zero", "onnx", "divides an integer by zero"),
     ("make_integer_division_by_zero", "tflite", "divides an integer by zero"),

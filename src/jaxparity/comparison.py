@@ -26,6 +26,7 @@ from .execution.inprocess import run_in_process
 from .metrics import Tolerance, UnsupportedDtype, diff_leaf, dtype_class, reference_error
 from .rounding import round_to_dtype
 from .paths import DEFAULT_PATHS, make_path, spec_env
+from .paths.reference import IDEAL_UNDEFINED
 from .execution.runners import Runners
 from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
@@ -315,6 +316,8 @@ def build_result(
     rules = next((r.output_rules for r in runs.values() if r.output_rules), {})
     ideal = runs.get(IDEAL)
     ideal_out = dict(ideal.outputs) if ideal and ideal.status == "ok" and ideal.outputs else {}
+    # An integer x / 0 in the program: no ideal there, so no side is nearer it (the ideal run says why).
+    judge_ideal = not (ideal and any(n.startswith(IDEAL_UNDEFINED) for n in ideal.notes))
     results = []
     for spec, run in runs.items():
         path = make_path(spec)
@@ -340,7 +343,7 @@ def build_result(
             else:
                 try:
                     leaves = [_leaf(name, dict(outputs), dict(base.outputs), ideal_out, spec == baseline, tolerance,
-                                    rules.get(name)) for name, _ in outputs]
+                                    rules.get(name), judge_ideal) for name, _ in outputs]
                     verdict = _verdict(leaves) if spec != baseline else "baseline"
                 except UnsupportedDtype as e:  # never "equal" for values nothing can measure
                     leaves, verdict, message = [], "error", f"cannot compare its outputs: {e}"
@@ -376,9 +379,10 @@ def build_result(
 
 
 def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray], ideal: dict[str, np.ndarray],
-          is_baseline: bool, tolerance: Tolerance, rule: OutputRule | None) -> LeafResult:
+          is_baseline: bool, tolerance: Tolerance, rule: OutputRule | None, judge_ideal: bool = True) -> LeafResult:
     """One output leaf against the baseline's and the ideal's; with a ``rule``, each pair is first
-    brought to the canonical form the math defines (eigenvectors up to sign...)."""
+    brought to the canonical form the math defines (eigenvectors up to sign...). ``judge_ideal`` False: the
+    ideal is undefined somewhere (``IDEAL_UNDEFINED``), so neither side is called closer to it."""
     got = outputs[name]
     kind = dtype_class(got.dtype)  # raises UnsupportedDtype first, whatever the baseline says
     how = None
@@ -405,7 +409,8 @@ def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray]
         diff=diff,
         error_vs_f64=err,
         baseline_error_vs_f64=base_err,
-        closer_to_f64=_closer(err, base_err) if err and base_err and not is_baseline else None,  # type: ignore[arg-type]
+        closer_to_f64=(_closer(err, base_err) if err and base_err and not is_baseline and judge_ideal  # type: ignore[arg-type]
+                       else None),
         values=_values(got) if got.size <= 16 else None,
         rule=how,
     )

@@ -15,9 +15,11 @@ __all__ = ["refusal_hint"]
 _PRIMITIVES = ("div", "rem", "gather")  # where ``interpreter.variants.refusable`` looks
 
 
-def refusal_hint(fn: Callable[..., Any], args: tuple, limit: int = 2) -> str | None:
+def refusal_hint(fn: Callable[..., Any], args: tuple, limit: int = 2,
+                 primitives: tuple[str, ...] = _PRIMITIVES) -> str | None:
     """The program's ops that compute undefined elements on ``args`` ("#0 div (case.py:16) divides an integer
-    by zero in 3 of 6 elements ...; mask the divisor ..."), or None (none, or the program does not run)."""
+    by zero in 3 of 6 elements ...; mask the divisor ..."), or None (none, or the program does not run).
+    ``primitives``: the ops looked at (of ``_PRIMITIVES``); the program runs only where it holds one."""
     import jax
 
     from ..interpreter.variants import refusable
@@ -25,14 +27,16 @@ def refusal_hint(fn: Callable[..., Any], args: tuple, limit: int = 2) -> str | N
 
     try:
         program = flatten(fn, args)
-        if not any(op.info.primitive in _PRIMITIVES for op in program.ops):
+        if not any(op.info.primitive in primitives and (op.info.primitive == "gather" or
+                                                        str(op.info.outputs[0]).startswith(("int", "uint")))
+                   for op in program.ops if op.info.outputs):
             return None
         found: list[str] = []
 
         def apply(op: Any, ins: list[Any]) -> Any:
             outs = op.eqn.primitive.bind(*ins, **op.eqn.params)
             outs = outs if op.eqn.primitive.multiple_results else [outs]
-            if op.info.primitive in _PRIMITIVES and len(found) < limit:
+            if op.info.primitive in primitives and len(found) < limit:
                 out = np.asarray(outs[0])
                 said = refusable(op.info.primitive, dict(op.eqn.params), [np.asarray(x) for x in ins], out)
                 if said is not None:

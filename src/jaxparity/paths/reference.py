@@ -2,6 +2,10 @@
 
 ``declared`` rounds each op's result once to the dtype the program declares for it: the numbers
 the program *means*. ``f64`` never rounds: ideal math, against which every path's error is measured.
+
+Where the program divides an integer by zero (or the smallest integer by -1) the result is left to the
+implementation: there is no ideal there. Both references take XLA's values (-1 for x / 0, x for x % 0)
+and ``f64`` says so in a note beginning ``IDEAL_UNDEFINED``, so that no side is called closer to it.
 """
 
 from __future__ import annotations
@@ -9,6 +13,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .base import Path
+
+__all__ = ["DeclaredPath", "F64Path", "IDEAL_UNDEFINED"]
+
+IDEAL_UNDEFINED = "the ideal is undefined where the program leaves its result to the implementation"
 
 
 class DeclaredPath(Path):
@@ -27,3 +35,13 @@ class F64Path(DeclaredPath):
     name = "f64"
     summary = "reference: ideal math, every float op in float64 and never rounded"
     mode = "f64"
+
+    def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
+        from ..localize.refusals import refusal_hint
+
+        out = super().run(fn, args, timeout=timeout)
+        undefined = refusal_hint(fn, args, primitives=("div", "rem"))
+        if undefined:
+            self.notes.append(f"{IDEAL_UNDEFINED} ({undefined.split('; mask')[0]}): XLA's values stand in there, "
+                              f"and no path is called closer to the ideal")
+        return out

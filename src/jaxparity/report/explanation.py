@@ -229,14 +229,17 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
         t = Table(title=f"what carries the output difference (each divergence's own error injected into a replay by "
                   f"{b.method}; all together: {b.together:.0%})", title_justify="left", show_edge=False,
                   header_style="bold", pad_edge=False)
-        cols = ("#", "op", "line", "alone", "needed") + (("measured on",) if b.screened else ())
+        needed = blame_needed_shown(b)
+        cols = ("#", "op", "line", "alone") + (("needed",) if needed else ()) + (("measured on",) if b.screened else ())
         for col in cols:
             t.add_column(col, overflow="fold", justify="right" if col in ("#", "alone", "needed") else "left")
         for c in b.carriers:
             d = loc.local[c.divergence]
             t.add_row(Text(str(d.op.index)), Text(f"{d.op.primitive}"), Text(_where(d.op)), Text(f"{c.alone:.0%}"),
-                      Text(f"{c.needed:.0%}"), *((Text("screen" if c.screened else "replay"),) if b.screened else ()))
+                      *((Text(f"{c.needed:.0%}"),) if needed else ()),
+                      *((Text("screen" if c.screened else "replay"),) if b.screened else ()))
         parts.append(_Fit(t))
+        parts.append(Text(blame_legend(b), style="italic"))
     if loc is not None:
         shown = [d for d in loc.local if not d.within_noise_bound][:5] or list(loc.local[:5])
         if shown:
@@ -338,3 +341,20 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
         parts += [Text(""), Text(f"what remains with {e.remainder.path} applied", style="bold"),
                   render_explanation(e.remainder, verbose, all_causes=all_causes)]
     return Group(*parts)
+
+
+def blame_needed_shown(b: Any) -> bool:
+    """Whether the blame table shows its "needed" column: only where leaving some divergence out of all of
+    them together loses a share worth a percent (else the column would read 0% throughout)."""
+    return any(round(c.needed, 2) > 0 for c in b.carriers)
+
+
+def blame_legend(b: Any) -> str:
+    """What the blame table's columns mean, said under it (the terminal and the HTML report alike)."""
+    said = ("alone: the share of the output difference reproduced when only that divergence's own error is "
+            "injected")
+    if blame_needed_shown(b):
+        return said + ("; needed: the share lost when it is left out of all of them injected together (0%: the "
+                       "others carry the difference without it)")
+    return said + ("; leaving any one out of all of them injected together loses under 1% of it (each one's "
+                   "difference is carried by the others too)")

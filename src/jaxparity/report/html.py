@@ -23,7 +23,8 @@ from typing import Any
 
 from ..metrics import dtype_class
 from ..result import ComparisonResult, LeafResult, PathResult
-from .explanation import group_explanations, iteration_growth, layer_growth, local_distance, side_name
+from .explanation import (blame_legend, blame_needed_shown, group_explanations, iteration_growth, layer_growth,
+                          local_distance, side_name)
 from .format import (HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, fmt, leaf_line, path_line, producer, readable, summary_line,
                      ulp_text, values_text)
 
@@ -395,15 +396,18 @@ def _blame_table(e: Any, sid: str) -> str:
     if b is None or not b.carriers:
         return ""
     rows = []
+    needed = blame_needed_shown(b)
     for c in b.carriers:
         d = e.localization.local[c.divergence]
         rows.append([str(d.op.index), f"<code>{_e(_op(d.op))}</code>", f"<code>{_e(_where(d.op))}</code>",
-                     f"{c.alone:.0%}", f"{c.needed:.0%}"] + (["screen" if c.screened else "replay"] if b.screened else []))
+                     f"{c.alone:.0%}"] + ([f"{c.needed:.0%}"] if needed else [])
+                    + (["screen" if c.screened else "replay"] if b.screened else []))
     screen = (f"; {b.screened} measured on the compiled screen, within {b.screen_gap:.1%} of the replay where both ran"
               if b.screened else "")
     return _table(f"blame-{sid}", f"what carries the output difference (replayed with {b.method}; all together: "
                   f"{b.together:.0%}; {len(b.noise)} divergences carry none{screen})",
-                  ["#", "op", "line", "alone", "needed"] + (["measured on"] if b.screened else []), rows, {0, 3, 4})
+                  ["#", "op", "line", "alone"] + (["needed"] if needed else []) + (["measured on"] if b.screened else []),
+                  rows, {0, 3, 4} if needed else {0, 3}) + f'<p class="note">{_e(blame_legend(b))}</p>'
 
 
 def _explanation_one(e: Any, result: Any = None) -> str:
