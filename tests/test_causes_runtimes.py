@@ -256,6 +256,15 @@ def test_a_window_sum_and_a_division_run_by_tflite_as_one_average_pool_kernel():
     assert "reduce_window_sum → #1 div" in v.evidence and "one AVERAGE_POOL_2D kernel" in v.evidence
     assert "reproduces its values bit for bit" in v.evidence and "summing 9 terms" in v.evidence
     assert not any(c.cause == "unknown" for c in e.causes)
+    # the divergence tables say the div is the kernel's, not that tflite departs from the div's rounding
+    lead = e.localization.lead
+    assert lead.kernel == "AVERAGE_POOL_2D" and lead.fused == ("#0 reduce_window_sum",)
+    said = lead.elements_said("tflite", "eager")
+    assert "one AVERAGE_POOL_2D kernel" in said and "departs" not in said
+    from jaxparity.report.brief import brief
+
+    who = " ".join(t for label, t in brief(e) if label == "who")
+    assert "with #0 reduce_window_sum as one AVERAGE_POOL_2D kernel" in who and "departs" not in who, who
 
 
 def test_the_tflite_artifact_is_the_served_flatbuffer_with_its_own_tensors():

@@ -270,6 +270,9 @@ def _fused_at(cause: Cause, ctx: Any, d: Any) -> CauseVerdict | None:
         return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}, but that region alone on {ctx.path} "
                             "does not reproduce the path's values: the difference is not the kernel's alone")
     seen += f"; that region alone, as a one-kernel model on {ctx.path}, reproduces its values bit for bit"
+    # the op is the kernel's on this path: the divergence tables say so (``LocalDivergence.kernel``)
+    ctx.memo.setdefault("kernels", {})[d.op.index] = (kernel.kind, tuple(
+        f"#{i} {program.ops[i].info.primitive}" for i in ops if i != d.op.index))
     bound = _region_bound(region, position, mine, theirs if theirs is not None else mine, program, ops)
     if bound is None or theirs is None:
         return CauseVerdict(cause.id, cause.title, "confirmed", what, seen + ": another order of operations "

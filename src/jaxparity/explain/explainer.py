@@ -759,12 +759,23 @@ def explain_path(
                                    "no known cause's experiment restored parity or reproduced the numbers"))
     fixes = _fixes(ctx, causes)
     notes.extend(n for n in ctx.notes if n not in notes)
+    localization = _as_kernels(localization, ctx.memo.get("kernels", {}))
     from ..report.brief import sentences
 
     remainder = _peel(ctx, causes, fixes, evidence, depth)
     found = PathExplanation(path, baseline, "", localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes),
                             remainder)
     return dataclasses.replace(found, summary=sentences(found))
+
+
+def _as_kernels(loc: Localization | None, kernels: dict[int, tuple[str, tuple[str, ...]]]) -> Localization | None:
+    """The localization with each divergence the runtime computes inside a fused kernel marked so (its op
+    code and the ops fused with it, found by ``fused-kernel`` on the path's own artifact)."""
+    if loc is None or not kernels:
+        return loc
+    local = tuple(dataclasses.replace(d, kernel=kernels[d.op.index][0], fused=kernels[d.op.index][1])
+                  if not d.within and d.op.index in kernels else d for d in loc.local)
+    return dataclasses.replace(loc, local=local)
 
 
 def _within_own_noise(path_out: Sequence[np.ndarray], base_out: Sequence[np.ndarray], program: FlatProgram,

@@ -91,6 +91,32 @@ class LocalDivergence:
     # Which elements differ, what their inputs share, and each side's distance from the correctly
     # rounded result of the op on the same inputs (``localize.elements``).
     elements: ElementEvidence | None = None
+    # How the path's runtime really computes the op where it is not an op of its own there, read from its
+    # artifact (set by the explainer): the kernel's op code ("AVERAGE_POOL_2D") and the ops fused into it
+    # with this one ("#2 reduce_window_sum"). Its per-op value is then the kernel's, and says nothing of
+    # the op's own rounding.
+    kernel: str | None = None
+    fused: tuple[str, ...] = ()
+
+    def elements_said(self, path: str, baseline: str, variant: bool = False) -> str | None:
+        """What the differing elements show, as a sentence (``ElementEvidence.describe``); for an op the
+        runtime fuses into a kernel, that kernel instead. None where the elements show nothing to say."""
+        if self.kernel is not None:
+            return (f"{path} computes it with {' and '.join(self.fused)} as one {self.kernel} kernel of its own "
+                    "model: the op has no rounding of its own there, so the kernel is judged as a whole (the "
+                    "cause says how)")
+        e = self.elements
+        if e is None or not (e.classes or e.wrong_side()):
+            return None
+        return e.describe(path, baseline, self.within_noise_bound, self.unrounded is not None, variant)
+
+    def kept_by(self, path: str, baseline: str) -> str:
+        """Who keeps the declared semantics, as the divergence tables say it ("fused in AVERAGE_POOL_2D" where
+        the runtime has no op of its own to keep them)."""
+        if self.kernel is not None:
+            return f"fused in {self.kernel}"
+        return {"path": path, "baseline": baseline, "both": f"both ({path}, {baseline})"}.get(
+            self.declared_side, self.declared_side)
 
     @property
     def top_index(self) -> int:

@@ -284,10 +284,10 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         if d.detail and not (main is not None and "never rounded" in main.evidence):  # else the cause says it
             lines.append(("", d.detail))
         lines += [("", x) for x in noise]
-        if d.elements is not None:
-            lines.append(("who", readable(d.elements.describe(e.path, e.baseline, d.within_noise_bound,
-                                                             d.unrounded is not None,
-                                                             main is not None and main.cause == "semantic-variant"))))
+        said = d.elements_said(e.path, e.baseline, main is not None and main.cause == "semantic-variant")
+        if said is not None or d.elements is not None:
+            said = said or d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None)
+            lines.append(("who", readable(said)))
     if main is None or main.cause == "unknown":
         lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)" +
                       ("; the small local error above is amplified by the program itself" if amplified else "")))

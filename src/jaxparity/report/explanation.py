@@ -130,11 +130,6 @@ def local_distance(d: Any) -> str:
     return f"{d.max_ulp} ULP" if floats and len(floats) == len(outputs) else str(d.max_ulp)
 
 
-def side_name(side: str, path: str, baseline: str) -> str:
-    """"path"/"baseline"/"both"/"neither" as the report says it: the paths' own names."""
-    return {"path": path, "baseline": baseline, "both": f"both ({path}, {baseline})"}.get(side, side)
-
-
 def _divergence_key(e: Any) -> tuple | None:
     """What makes two paths' divergences the same: baseline, first local op (loop frames, op, line), the
     confirmed causes and which side is wrong (a path that is right where the baseline is wrong is not
@@ -256,15 +251,14 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
                 t.add_row(Text(str(d.op.index)), *((Text(": ".join(f.describe() for f in d.within)),) if loops else ()),
                           Text(f"{d.op.primitive} {','.join(d.op.inputs)}->{','.join(d.op.outputs)}"),
                           Text(d.op.name_stack or ""), Text(_where(d.op)), Text(local_distance(d)),
-                          Text(f"{d.n_differ}/{d.size}"), Text(side_name(d.declared_side, e.path, e.baseline)))
+                          Text(f"{d.n_differ}/{d.size}"), Text(d.kept_by(e.path, e.baseline)))
             parts.append(_Fit(t))
             for d in shown:
                 if d.detail:
                     parts.append(Text(f"#{d.op.index}: {d.detail}", style="italic"))
-                if d.elements is not None and (d.elements.classes or d.elements.wrong_side()):
-                    variant = d is loc.lead and getattr(explaining_cause(e.causes, d), "cause", "") == "semantic-variant"
-                    said = d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None,
-                                               variant)
+                variant = d is loc.lead and getattr(explaining_cause(e.causes, d), "cause", "") == "semantic-variant"
+                said = d.elements_said(e.path, e.baseline, variant)
+                if said is not None:
                     parts.append(Text(f"#{d.op.index}: {readable(said)}", style="italic"))
                 for m in d.semantics:
                     if m.reproduces_path:

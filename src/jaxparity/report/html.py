@@ -24,7 +24,7 @@ from typing import Any
 from ..metrics import dtype_class
 from ..result import ComparisonResult, LeafResult, PathResult
 from .explanation import (blame_legend, blame_needed_shown, group_explanations, iteration_growth, layer_growth,
-                          local_distance, side_name)
+                          local_distance)
 from .format import (HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, fmt, leaf_line, path_line, producer, readable, summary_line,
                      ulp_text, values_text)
 
@@ -429,7 +429,7 @@ def _explanation_one(e: Any, result: Any = None) -> str:
             rows = [[str(d.op.index)] + ([_e(": ".join(f.describe() for f in d.within))] if loops else []) +
                     [f"<code>{_e(_op(d.op))}</code>", _e(d.op.name_stack or ""),
                      f"<code>{_e(_where(d.op))}</code>", _e(local_distance(d)), f"{d.n_differ}/{d.size}",
-                     _e(side_name(d.declared_side, e.path, e.baseline))] for d in shown]
+                     _e(d.kept_by(e.path, e.baseline))] for d in shown]
             cols = ["#"] + (["in loop"] if loops else []) + ["op", "module", "line", "max diff", "differ",
                                                               "declared kept by"]
             opened = " and the loop bodies opened" if any(d.within for d in loc.local) else ""
@@ -437,9 +437,8 @@ def _explanation_one(e: Any, result: Any = None) -> str:
                               f"ops{opened}; {noise} are reduction noise)", cols, rows,
                               {0, 4 + loops, 5 + loops}))
             details = [f"<li><b>#{d.op.index}</b>: {_e(d.detail)}</li>" for d in shown if d.detail]
-            details += [f"<li><b>#{d.op.index}</b>: "
-                        f"{_e(readable(d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None)))}</li>"
-                        for d in shown if d.elements is not None and (d.elements.classes or d.elements.wrong_side())]
+            details += [f"<li><b>#{d.op.index}</b>: {_e(readable(said))}</li>"
+                        for d in shown if (said := d.elements_said(e.path, e.baseline)) is not None]
             details += [f"<li><b>#{d.op.index}</b>: {_e(m.description)} "
                         f"{'reproduces the path bit for bit' if m.reproduces_path else f'is {m.max_ulp_to_path} ULP from the path'}"
                         f"</li>" for d in shown for m in d.semantics if m.reproduces_path]
