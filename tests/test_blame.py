@@ -204,9 +204,17 @@ def test_rounding_noise_is_judged_on_the_divergences_that_carry_it_a_math_librar
     assert "rsqrt" in prims and any(not d.within_noise_bound for d in e.localization.local), prims
     (noise,) = [c for c in e.causes if c.cause == "reduction-order"]
     assert noise.status == "noise", noise
-    assert re.search(r"#\d+ rsqrt( \(\d+%\))?: both within \d+ ULP of the correctly rounded rsqrt", noise.evidence)
-    assert noise.title.startswith("reduction order and math libraries"), noise.title  # not summation order alone
     assert not any(c.cause == "unknown" for c in e.causes)
+    # How much of the output difference ORT's 1 ULP rsqrt carries depends on the CPU's kernels (ORT's sums
+    # before it): where it carries a share, the verdict says it is its math library's and the title says so;
+    # where it carries none, the sums alone are the noise.
+    (rsqrt,) = [k for k, d in enumerate(e.localization.local) if d.op.primitive == "rsqrt"]
+    if rsqrt in {c.divergence for c in e.localization.blame.carriers}:
+        assert re.search(r"#\d+ rsqrt( \(\d+%\))?: both within \d+ ULP of the correctly rounded rsqrt", noise.evidence)
+        assert noise.title.startswith("reduction order and math libraries"), noise.title
+    else:
+        assert rsqrt in e.localization.blame.noise and "carry none of it" in noise.evidence, noise.evidence
+        assert "math libraries" not in noise.title, noise.title
 
 
 def test_of_many_divergences_each_share_is_screened_and_agrees_with_replaying_every_one(monkeypatch):
