@@ -326,6 +326,20 @@ def test_a_bf16_matmul_on_iree_accumulates_in_its_bf16_output_tile_by_tile():
     assert explaining_cause(e.causes, d).cause == "narrow-accumulation"
 
 
+def test_a_float32_accumulator_on_every_narrow_dot_where_one_alone_leaves_the_others_rounding_in():
+    """Two bf16 matmuls on IREE, both accumulated in their bf16 outputs: the float32 accumulator on the one
+    that carries most of the difference alone does not restore parity (the other still rounds its running
+    sum), so the same fix on every bf16 dot is re-run too, and it does (found on lm1b and ResNet, where the
+    one-op fix was said as "no closer")."""
+    e = explain("make_two_bf16_matmuls", "iree")
+    v = verdict(e, "narrow-accumulation")
+    assert v.status == "confirmed" and "reproduces its values bit for bit" in v.evidence, v
+    assert v.proof.spec == "iree [float32 accumulators]", v.proof
+    assert v.proof.verified and v.proof.rerun.outcome == "parity"
+    assert "at every bfloat16 dot and convolution" in v.fix and "and 1 other" in v.fix
+    assert v.proof.rerun.ideal is not None  # each side's error against the f64 ideal, before and after
+
+
 def test_a_bf16_convolution_on_iree_accumulates_a_window_position_at_a_time_in_its_bf16_output():
     """vit_jax's patch embedding in bf16 (found on the real model: it was called wrong code): IREE's
     convolution is a linalg.generic whose reduction tile (read from its own configuration, after its ins and

@@ -148,6 +148,20 @@ def make_bf16_matmul():
     return fn, (jnp.asarray(a), jnp.asarray(b))
 
 
+def make_two_bf16_matmuls():
+    """Two bf16 matmuls in a row (lm1b's query and output projections): IREE accumulates both into their bf16
+    outputs, so a float32 accumulator on the one that carries most of the difference leaves the other's
+    rounding in; on both, the paths agree again (issue 20, found on flax's lm1b and ResNet)."""
+
+    def fn(a, b, c):
+        h = jnp.dot(a, b)  # planted: first bf16 matmul
+        return jnp.dot(h, c)  # planted: second bf16 matmul
+
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.normal(size=s).astype(jnp.bfloat16) for s in ((16, 64), (64, 64), (64, 32)))
+    return fn, (jnp.asarray(a), jnp.asarray(b), jnp.asarray(c))
+
+
 def make_bf16_patch_conv():
     """vit_jax's patch embedding in bf16 (an 8x8 stride-8 convolution of 3 channels): IREE adds the 3
     channels of each window position in float32 and rounds the running sum to bf16 between positions (its

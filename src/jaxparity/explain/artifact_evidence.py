@@ -389,19 +389,63 @@ def _narrow_accumulation(cause: Cause, ctx: Any) -> CauseVerdict | None:
     return None
 
 
+def _narrow_contractions(program: Any) -> list[int]:
+    """The program's dots and convolutions that give a narrow (bf16/f16) result without a wider
+    preferred_element_type: every one a runtime may accumulate in its narrow output."""
+    found = []
+    for op in program.ops:
+        if op.info.primitive not in ("dot_general", "conv_general_dilated") or not op.info.outputs:
+            continue
+        preferred = op.eqn.params.get("preferred_element_type")
+        if op.info.outputs[0].startswith(("bfloat16", "float16")) and (
+                preferred is None or np.dtype(preferred).itemsize < 4):
+            found.append(op.info.index)
+    return found
+
+
 def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) -> CauseVerdict:
-    """The dot with an explicit float32 accumulator, cast back after, re-run on the path and the baseline."""
+    """The dot with an explicit float32 accumulator, cast back after, re-run on the path and the baseline;
+    where that alone does not restore parity and the program has other narrow dots and convolutions (the
+    runtime accumulates them alike), all of them rewritten so, re-run too: the closer of the two is said."""
     def wide(op: Any, ins: list[Any]) -> list[Any]:
         params = dict(op.eqn.params, preferred_element_type=np.dtype(np.float32))
         return [op.eqn.primitive.bind(*ins, **params).astype(op.eqn.outvars[0].aval.dtype)]
 
     at = d.op.user_source or d.op.source or "the op's line"
     what_op = "dot" if d.op.primitive == "dot_general" else "convolution"
+    narrow = d.op.outputs[0].split('[')[0]
+    flax = (f"flax: the layer keeps its dtype and gets {d.op.primitive}=lambda *a, **k: jax.lax.{d.op.primitive}(*a, "
+            f"**k, preferred_element_type=jnp.float32).astype(jnp.{narrow})")
     remedy = (f"accumulate in float32 on every path: preferred_element_type=jnp.float32 on the {what_op} at {at}, "
-              f"then .astype(jnp.{d.op.outputs[0].split('[')[0]}) (flax: the layer's dtype stays, its "
-              f"{d.op.primitive} gets preferred_element_type)")
-    return _model_change(cause, ctx, what, seen, remedy, _with_op(ctx.program, d.op.index, wide),
-                         "float32 accumulator", f"with a float32 accumulator at {at}")
+              f"then .astype(jnp.{narrow}) ({flax})")
+    one = _model_change(cause, ctx, what, seen, remedy, _with_op(ctx.program, d.op.index, wide),
+                        "float32 accumulator", f"with a float32 accumulator at {at}")
+    others = [i for i in _narrow_contractions(ctx.program) if i != d.op.index]
+    if one.proof is None or one.proof.verified or not others or one.proof.rerun is None:
+        return one
+    every = set(others) | {d.op.index}
+    n = len(others)
+
+    def all_wide(op: Any, ins: list[Any]) -> list[Any]:
+        return wide(op, ins) if op.info.index in every else _bound(op, ins)
+
+    import jax
+
+    def changed(*args: Any) -> tuple:
+        program = ctx.program
+        return tuple(program.outputs(program.evaluate(jax.tree_util.tree_leaves(args), all_wide)))
+
+    remedy_all = (f"accumulate in float32 on every path, at every {narrow} dot and convolution of the model (the "
+                  f"{what_op} at {at} and {n} other{'s' if n != 1 else ''}: {ctx.path} accumulates them alike): "
+                  f"preferred_element_type=jnp.float32, then .astype(jnp.{narrow}) ({flax})")
+    every_fix = _model_change(cause, ctx, what, seen, remedy_all, changed, "float32 accumulators",
+                              f"with float32 accumulators at its {n + 1} {narrow} dots and convolutions")
+    if every_fix.proof is None or every_fix.proof.rerun is None:
+        return one
+    def worse(v: CauseVerdict) -> tuple:  # parity first, then the smaller max abs, then fewer elements
+        return (v.proof.rerun.outcome != "parity", v.proof.rerun.after[2], v.proof.rerun.after[0])
+
+    return min((one, every_fix), key=worse)
 
 
 def _between(artifact: Any, start: set[int], end: int) -> list[Any] | None:

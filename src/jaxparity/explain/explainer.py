@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..localize.blame import blame_localization
+from ..localize.blame import CARRIES, blame_localization
 from ..localize.localizer import Localization, localize, output_cone, replayable
 from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
@@ -115,7 +115,25 @@ class _Context:
         before = (*_distance(self.path_out, self.base_out), max(max_gaps(self.path_out, self.base_out), default=0.0))
         after = (*_distance(mine, theirs), max(max_gaps(mine, theirs), default=0.0))
         result = narrowing(before, after, _distance(mine, self.path_out)[0] > 0)
-        return Rerun(before, after, _OUTCOMES[result])  # type: ignore[arg-type]
+        return Rerun(before, after, _OUTCOMES[result], self.ideal_errors(mine, theirs))  # type: ignore[arg-type]
+
+    def ideal_errors(self, mine: Sequence[np.ndarray], theirs: Sequence[np.ndarray] | None = None
+                     ) -> tuple[float, float, float, float] | None:
+        """Max abs error against the f64 ideal of the path before and after a re-run (``mine``), and of the
+        baseline before and after (``theirs``; None: the baseline did not change). The ideal is the
+        program's own: a fix rewrites how a value is rounded, not the math it means. None where the ideal
+        cannot be computed or the outputs cannot be set against it."""
+        ideal = self.run("f64")
+        if isinstance(ideal, str) or len(ideal) != len(self.path_out):
+            return None
+        try:
+            def worst(outs: Sequence[np.ndarray]) -> float:
+                return max(max_gaps(outs, ideal), default=0.0)
+
+            return (worst(self.path_out), worst(mine), worst(self.base_out),
+                    worst(self.base_out if theirs is None else theirs))
+        except Exception:  # noqa: BLE001 - shapes the ideal does not share: no such measure
+            return None
 
     def run(self, spec: str, fn: Callable[..., Any] | None = None, label: str = "fixed model"
             ) -> list[np.ndarray] | str:
@@ -171,7 +189,7 @@ def measured_rerun(outs: Sequence[np.ndarray], ctx: _Context) -> tuple[Rerun, st
     before = (*_distance(ctx.path_out, ctx.base_out), max(max_gaps(ctx.path_out, ctx.base_out), default=0.0))
     after = (*_distance(outs, ctx.base_out), max(max_gaps(outs, ctx.base_out), default=0.0))
     result = narrowing(before, after, _distance(outs, ctx.path_out)[0] > 0)
-    return Rerun(before, after, _OUTCOMES[result]), result  # type: ignore[arg-type]
+    return Rerun(before, after, _OUTCOMES[result], ctx.ideal_errors(outs)), result  # type: ignore[arg-type]
 
 
 def _recompile(cause: Cause, ctx: _Context, at_op: bool = True) -> CauseVerdict:
@@ -230,12 +248,17 @@ NOISE_OUTPUT_ULP = 2**16
 
 
 BLAMED = 0.9  # share of the output difference the divergences injected together must reproduce to judge by them
+# Of a capture that moved the outputs, the share its divergences must reproduce to be judged by them at all
+# (as far as they go, where the outputs are within the model's own rounding noise): what one divergence must
+# carry to count as carrying any of it (``localize.blame.CARRIES``); below it they say nothing.
+PARTLY = CARRIES
 
 
 def _rounding_only(d: Any, ctx: _Context | None = None) -> str | None:
     """How a local divergence is rounding and nothing more, or None: a reduction within the error bound of
-    two summation orders, an elementary function both sides compute within a math library's few ULP, or an
-    op the runtime computes with its producers as one kernel within the bound of its sums (``fused_noise``)."""
+    two summation orders, an elementary function both sides compute within a math library's few ULP, an
+    op the runtime computes with its producers as one kernel within the bound of its sums (``fused_noise``),
+    or a loop whose result is as accurate on the path as on the baseline (``ElementEvidence.as_accurate``)."""
     from .op_evidence import _MATH, MATH_LIBRARY_ULP
 
     if d.within_noise_bound:
@@ -243,6 +266,9 @@ def _rounding_only(d: Any, ctx: _Context | None = None) -> str | None:
     if ctx is not None and (fused := fused_noise(ctx, d)):
         return fused
     ev = d.elements
+    if ev is not None and ev.as_accurate():
+        return (f"a loop both sides compute as accurately (against its exact result on the same inputs: "
+                f"{ev.path_error:.3g} and {ev.baseline_error:.3g})")
     if (d.op.primitive in _MATH and ev is not None and ev.path_ulp is not None and ev.baseline_ulp is not None
             and not ev.flushes and not ev.implementation_defined
             and max(ev.path_ulp, ev.baseline_ulp) <= MATH_LIBRARY_ULP):
@@ -320,6 +346,18 @@ def _noise(cause: Cause, ctx: _Context) -> CauseVerdict:
     show the compiled program's difference, and the outputs are not too far apart to be noise."""
     loc = ctx.localization
     what = "checked each local divergence against the error bound of its reduction"
+    unseen = ctx.memo.get("outputs within noise")
+    if loc is None and unseen:  # no op-level view, but the outputs are within the model's own noise
+        gaps = max_gaps(ctx.path_out, ctx.base_out)
+        ideal = ctx.run("f64")
+        floor = max_gaps(ctx.base_out, ideal) if not isinstance(ideal, str) else None
+        sizes = (f" ({ctx.path} is up to {max(gaps):.3g} from {ctx.baseline}, {ctx.baseline} up to {max(floor):.3g} "
+                 "from the f64 ideal)" if gaps and floor else "")
+        return CauseVerdict(cause.id, "rounding noise, judged at the outputs only", "noise",
+                            "the outputs against twice the model's own rounding noise",
+                            f"the outputs are within twice the model's own rounding noise{sizes}; {unseen}",
+                            "compare with a tolerance (the smallest passing --ulp / --atol is printed); no op-level "
+                            "view shows which ops round otherwise")
     if loc is None or not loc.local:
         return CauseVerdict(cause.id, cause.title, "not run", "noise bound", "no per-op values for this path")
     carried = _carried_noise(cause, ctx, loc)
@@ -671,6 +709,7 @@ def explain_path(
         if base_vals is None:
             path_vals = None
     unsound = False  # the per-op values are not the program's, and what they show does not reproduce its outputs
+    memo: dict[str, Any] = {}  # the context's memo (``_Context.memo``), begun where the capture says something
     if path_vals is not None:
         moved = _distance(path_vals.outputs, path_out)[0]
         localization = localize(program, path_vals, base_vals, flat_args, baseline)
@@ -691,10 +730,19 @@ def explain_path(
                 notes.append(f"{seen}, but only where two plain runs of {path} disagree with each other too "
                              f"({unstable} output elements: {path}'s result there is not determined by its inputs, "
                              "e.g. a read of memory it does not own): judged by them")
-            elif _within_own_noise(path_out, base_out, program, flat_args):
-                notes.append(f"{seen}; the divergences seen in its per-op values reproduce {together or 0:.0%} of its "
+            elif (together or 0) >= PARTLY and _within_own_noise(path_out, base_out, program, flat_args):
+                notes.append(f"{seen}; the divergences seen in its per-op values reproduce {together:.0%} of its "
                              "own output difference, and its outputs are within twice the model's own rounding noise: "
                              "judged by them as far as they go")
+            elif _within_own_noise(path_out, base_out, program, flat_args):
+                unsound = True
+                memo["outputs within noise"] = (
+                    f"{seen}, and the divergences seen in its per-op values reproduce {together or 0:.0%} of its "
+                    "output difference: they are not the program it runs, so no op says which")
+                notes.append(f"{seen}: its per-op values are not those of the program it runs (the divergences seen "
+                             f"in them reproduce {together or 0:.0%} of its output difference): no op-level "
+                             "conclusion is drawn from them; its outputs are within twice the model's own rounding "
+                             "noise, judged at the outputs")
             else:
                 unsound = True
                 notes.append(f"{seen}: its per-op values are not those of the program it runs, the divergences seen "
@@ -716,7 +764,7 @@ def explain_path(
     # own artifact and whole-program re-runs still decide where it is not.
     ctx = _Context(fn, tuple(args), path, baseline, list(path_out), list(base_out), device, program, dtypes,
                    None if unsound else localization, fp, {}, base_vals if path_vals is not None else None, flat_args,
-                   path_vals=None if unsound else path_vals, notes=list(notes))
+                   path_vals=None if unsound else path_vals, notes=list(notes), memo=memo)
 
     causes: list[CauseVerdict] = []
     explained_by: str | None = None

@@ -195,7 +195,8 @@ def _math_library(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerd
     return CauseVerdict(cause.id, cause.title, "confirmed", f"each side against the correctly rounded "
                         f"{d.op.primitive} at {_where(d)}", f"{path} is {'up to ' if ev.path_ulp else ''}{ev.path_ulp} ULP and {baseline} "
                         f"{'up to ' if ev.baseline_ulp else ''}{ev.baseline_ulp} ULP from the correctly rounded result on the same inputs: two "
-                        f"implementations within {MATH_LIBRARY_ULP} ULP, neither wrong", cause.fix)
+                        f"implementations of {d.op.primitive}, each within {worst} ULP of it, neither wrong (a math "
+                        f"library is allowed a few ULP; up to {MATH_LIBRARY_ULP} is taken as one)", cause.fix)
 
 
 def _amplified(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:

@@ -33,6 +33,10 @@ class Rerun:
     before: tuple[int, int, float]
     after: tuple[int, int, float]
     outcome: Literal["parity", "narrows", "no closer", "no change"]
+    # Max abs error against the f64 ideal: (path before, path after, baseline before, baseline after); a fix
+    # that leaves the paths apart may still make the path as accurate as the baseline (other roundings
+    # remain). None where the ideal could not be computed.
+    ideal: tuple[float, float, float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,13 @@ class ElementEvidence:
     # with subnormal inputs read as zero (DAZ) gives the path's differing elements, ("baseline",
     # "results") when flushing subnormal results to zero (FTZ) gives the baseline's, ...
     flushes: tuple[tuple[str, str], ...] = ()
+    # A loop or branch (scan, while, cond): its reference rounds every op of its body, so a distance from
+    # it in ULP is rounding accumulated over the body, not one rounding; the sides are judged by their
+    # error against the exact (float64) result of the whole op on the same inputs instead: each side's
+    # largest absolute error over the differing elements.
+    composite: bool = False
+    path_error: float | None = None
+    baseline_error: float | None = None
 
     def describe(self, path: str, baseline: str, within_bound: bool = False, unrounded: bool = False,
                  variant: bool = False) -> str:
@@ -79,6 +86,8 @@ class ElementEvidence:
         ``unrounded``: the path's op read its narrow input unrounded (excess precision); ``variant``: a known
         other semantics of the op reproduces the wrong side (not wrong code: the cause names it)."""
         parts = []
+        if self.composite:
+            return self._describe_composite(path, baseline)
         if self.implementation_defined:
             parts.append(f"{self.implementation_defined} differing element{'s are' if self.implementation_defined > 1 else ' is'} "
                          "implementation-defined (neither side is wrong there)")
@@ -137,10 +146,39 @@ class ElementEvidence:
                          f"{_fmt(ex.baseline)}{correct}")
         return "; ".join(parts)
 
+    def as_accurate(self) -> bool | None:
+        """For a loop or branch: is the path's error against the exact result of the op on the same inputs
+        at most twice the baseline's (another rounding of the same math, as accurate, whatever the ULP
+        distance between the two)? None where it cannot be said (not a loop, or no exact result)."""
+        if not self.composite or self.path_error is None or self.baseline_error is None:
+            return None
+        return self.path_error <= 2 * self.baseline_error
+
+    def _describe_composite(self, path: str, baseline: str) -> str:
+        parts = []
+        if self.path_error is not None and self.baseline_error is not None:
+            said = (f"against the exact result of the whole op on the same inputs (float64), {path}'s error is up to "
+                    f"{self.path_error:.3g} and {baseline}'s up to {self.baseline_error:.3g}")
+            if self.as_accurate():
+                said += (": as accurate as each other (its body rounds at every op, each side in its own way; "
+                         "neither is wrong on this evidence)" if self.baseline_error <= 2 * self.path_error else
+                         f": {path} is the more accurate")
+            else:
+                said += f": {path} is the less accurate, by {self.path_error / max(self.baseline_error, 1e-300):.3g}×"
+            parts.append(said)
+        if self.classes:
+            parts.append("the differing elements have " + ", ".join(f"{c.count} × {c.name}" for c in self.classes))
+        ex = self.example
+        if ex is not None:
+            correct = f", declared (its body's ops each rounded) {_fmt(ex.correct)}" if ex.correct is not None else ""
+            parts.append(f"e.g. element {list(ex.index)}: {path} {_fmt(ex.path)}, {baseline} {_fmt(ex.baseline)}{correct}")
+        return "; ".join(parts)
+
     def wrong_side(self) -> str | None:
         """"path" or "baseline" when one side is far from correct and the other close (within 1 ULP
-        for a rounded op, exactly for an exact one); "both" when both are far; else None."""
-        if self.path_ulp is None or self.baseline_ulp is None:
+        for a rounded op, exactly for an exact one); "both" when both are far; else None. A loop or
+        branch has no correctly rounded result to be far from: None (``as_accurate`` judges it)."""
+        if self.composite or self.path_ulp is None or self.baseline_ulp is None:
             return None
         close = 0 if self.exact_op else 1
         p_ok, b_ok = self.path_ulp <= close, self.baseline_ulp <= close
@@ -154,6 +192,8 @@ class ElementEvidence:
 
 
 _NAN_ULP = np.iinfo(np.int64).max  # the distance of a NaN against a number (see ``_max_ulp``)
+# Ops that run a body of other ops (loops and branches): no one rounding to be correct to.
+_COMPOSITE = frozenset({"scan", "while", "cond"})
 
 
 def _distance_words(who: str, ulp: int, ref: str | None, integer: bool) -> str:
@@ -396,8 +436,16 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
         touched = np.logical_or.reduce([_subnormal(a) for a in floats_in + results]) if floats_in else \
             np.logical_or.reduce([_subnormal(r) for r in results])
         flushes = _flushes(op, arrays, p, b, correct, differ & touched, position)
+    composite = name in _COMPOSITE
+    path_error = base_error = None
+    if composite and exact is not None and np.asarray(exact).shape == shape and dtype_class(p.dtype) == "float":
+        e = np.asarray(exact, np.float64)
+        finite = differ & np.isfinite(e) & np.isfinite(p.astype(np.float64)) & np.isfinite(b.astype(np.float64))
+        if finite.any():
+            path_error = float(np.max(np.abs(p.astype(np.float64) - e)[finite]))
+            base_error = float(np.max(np.abs(b.astype(np.float64) - e)[finite]))
     return ElementEvidence(ordered, example, path_ulp, base_ulp, exact_op, int(np.count_nonzero(differ & undefined)),
-                           flushes)
+                           flushes, composite, path_error, base_error)
 
 
 def _flush(x: np.ndarray) -> np.ndarray:

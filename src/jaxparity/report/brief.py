@@ -192,6 +192,10 @@ def _amplified(a: Any, head: str, tested: bool = False) -> list[str]:
 _MODEL_CHANGES = {"fixed model": "round_like_declared(fn)", "well-conditioned model": "well_conditioned(fn)"}
 
 
+# Model changes whose fix line says the change in its own words (the fix's description), not by its label.
+_IN_WORDS = frozenset({"well-conditioned model", "stored constant", "float32 accumulator", "float32 accumulators"})
+
+
 def model_change(fix: Any, path: str | None = None) -> str | None:
     """'the model change well_conditioned(fn) on tflite' for a model change that was run; a runtime option's
     own words (the attribute set on the converted model); None otherwise."""
@@ -201,7 +205,7 @@ def model_change(fix: Any, path: str | None = None) -> str | None:
         return None
     spec, _, label = fix.spec.partition(" [")
     label = label.removesuffix("]")
-    if label in ("well-conditioned model", "stored constant", "float32 accumulator") or label.endswith(" rewritten"):  # the change in words; the re-run says the path
+    if label in _IN_WORDS or label.endswith(" rewritten"):  # the change in words; the re-run says the path
         return fix.description
     return f"the model change {_MODEL_CHANGES.get(label, label)} on {path or spec}"
 
@@ -228,7 +232,7 @@ def fix_lines(e: Any, main: Any = None) -> list[str]:
         what = model_change(f) or f"{f.kind} {f.spec or f.description}"
         cost = ("" if f.cost is None else "; run time unchanged (warm)" if f.cost == 0 else
                 f"; run time {f.cost:+.0%} (warm, against {e.path} without it)")
-        lines.append(f"{_fix_state(f)} {what}: {readable(rerun_words(f))}{cost}")
+        lines.append(f"{_fix_state(f)} {what}: {readable(rerun_words(f, e.path, e.baseline))}{cost}")
     return lines
 
 
@@ -236,16 +240,24 @@ _BEFORE = re.compile(r"in (\d+) elements \(max (\d+) ULP\)")
 _AFTER = re.compile(r"differs in (\d+) \(max (\d+) ULP\)|still differs from \S+ in (\d+) elements \(max (\d+) ULP")
 
 
-def rerun_words(f: Any) -> str:
-    """What the fix's re-run showed, from its numbers: parity, or how many elements and ULP before and after."""
+def rerun_words(f: Any, path: str = "the path", baseline: str = "the baseline") -> str:
+    """What the fix's re-run showed, from its numbers: parity, or how many elements and ULP before and after,
+    and where the paths stay apart, what it did to each side's error against the f64 ideal."""
     if f.verified:
         within = "within the rewritten program's own rounding noise" in f.evidence or "own rounding noise of" in f.evidence
         return f.evidence if within else "parity restored"
     r = getattr(f, "rerun", None)
     if r is not None:
         (n0, u0, a0), (n1, u1, a1) = r.before, r.after
-        verdict = {"narrows": "narrows, not parity", "no change": "no change"}.get(r.outcome, "no closer")
-        return f"{verdict}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, max abs {fmt(a0)} → {fmt(a1)}"
+        verdict = {"narrows": "narrows, not parity", "no change": "no change"}.get(r.outcome, f"no closer to {baseline}")
+        said = f"{verdict}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, max abs {fmt(a0)} → {fmt(a1)}"
+        if r.ideal is not None and r.outcome != "no change":
+            p0, p1, b0, b1 = r.ideal
+            theirs = f"{fmt(b0)} → {fmt(b1)}" if b1 != b0 else f"{fmt(b0)}"
+            said += f"; max abs error against the f64 ideal: {path} {fmt(p0)} → {fmt(p1)}, {baseline} {theirs}"
+            if p1 <= 0.75 * p0 and p1 <= 1.25 * b1:
+                said += f" ({path} as accurate as {baseline} with it: the rest of the difference is other roundings)"
+        return said
     before, after = _BEFORE.search(f.evidence), _AFTER.search(f.evidence)
     if before is None or after is None:
         return f.evidence

@@ -182,7 +182,7 @@ def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
                 what = model_change(fix, o.path)
                 head = (f"✓ {what}" if what and f" on {o.path}" in what else f"{o.path}: ✓ {what}" if what else
                         f"{o.path}: ✓ {fix.kind} {fix.spec or fix.description}")
-                grid.add_row("fix", Text(f"{head}: {rerun_words(fix)}"))
+                grid.add_row("fix", Text(f"{head}: {rerun_words(fix, o.path, o.baseline)}"))
     for note in e.notes:
         if note.startswith(("explaining failed", "per-op values of", "explained on")):
             grid.add_row("note", Text(note, style="dim"))
@@ -346,7 +346,7 @@ def blame_needed_shown(b: Any) -> bool:
 def blame_legend(b: Any) -> str:
     """What the blame table's columns mean, said under it (the terminal and the HTML report alike)."""
     said = ("alone: the share of the output difference reproduced when only that divergence's own error is "
-            "injected")
+            "injected (shares overlap: several may each reproduce most of it)")
     if blame_needed_shown(b):
         return said + ("; needed: the share lost when it is left out of all of them injected together (0%: the "
                        "others carry the difference without it)")

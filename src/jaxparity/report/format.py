@@ -315,9 +315,9 @@ def narrows(fix: Any) -> bool:
 
 def fix_note(cause: Any, fixes: Sequence[Any] = ()) -> str:
     """' (verified by a re-run)', ' (not verified by a re-run)', ...: what backs the cause's fix text; ''
-    where a re-run cannot verify it (nothing is wrong, or a bug to report)."""
-    if fix_label(cause) == "what to do" or cause.fix.startswith("nothing is wrong"):
-        return ""
+    where a re-run cannot verify it (nothing is wrong, noise to compare with a tolerance, or a bug to report)."""
+    if fix_label(cause) == "what to do" or cause.fix.startswith("nothing is wrong") or cause.status == "noise":
+        return ""  # a bug to report, or a tolerance for noise: nothing a re-run verifies
     proof = cause.proof if cause.proof is not None and cause.proof.verified else \
         next((f for f in fixes if f.verified and f.description == cause.fix), None)
     if proof is not None:
