@@ -379,7 +379,15 @@ def test_a_cubic_resize_through_jax2onnx_is_an_attribute_the_converter_chose_and
     set on it brings ONNX Runtime within the model's rounding noise of eager (verified by that re-run), and
     onnx-ref running the same model alike names the converter."""
     e = explain("make_cubic_resize", "onnx")
-    assert e.localization.perturbed and any("no op-level conclusion is drawn" in n for n in e.notes), e.notes
+    # Whether ORT's kernels for JAX's own ops agree with eager's bit for bit depends on the CPU: where they
+    # do, the capture shows no op departing at all; where they do not, what it shows reproduces none of the
+    # difference. Either way no op-level conclusion is drawn from it, and the served model decides.
+    assert e.localization.perturbed, e.notes
+    if e.localization.local:
+        assert any("no op-level conclusion is drawn" in n for n in e.notes), e.notes
+    else:
+        assert any("show no op departing on its own, so the kernels of its own artifact decide" in n
+                   for n in e.notes), e.notes
     v = verdict(e, "kernel-attribute")
     assert v.status == "confirmed", v
     assert "one Resize kernel" in v.evidence and planted("cubic resize") in v.evidence
@@ -393,7 +401,9 @@ def test_a_cubic_resize_through_jax2onnx_is_an_attribute_the_converter_chose_and
     from jaxparity.report.brief import brief
 
     where = [t for label, t in brief(e) if label == "where"]
-    assert where and where[0].startswith("no op-level view")
+    assert where and (where[0].startswith("no op-level view") if e.localization.local else
+                      "show no difference one by one, yet observing them changes onnx's outputs" in where[0]), where
+    assert "compiled together" not in " ".join(where)  # XLA's words, not ONNX Runtime's
 
 
 @pytest.mark.parametrize("factory, path, variant, example", [

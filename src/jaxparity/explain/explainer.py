@@ -720,7 +720,11 @@ def explain_path(
         if moved:
             together = localization.blame.together if localization.blame is not None else None
             seen = f"returning every intermediate changed {moved} output elements of {path}"
-            if not localization.local:
+            if not localization.local and kind in RUNTIMES:
+                notes.append(f"{seen} (the model it serves computes them with other kernels than the instrumented "
+                             "one): its per-op values show no op departing on its own, so the kernels of its own "
+                             "artifact decide")
+            elif not localization.local:
                 notes.append(f"{seen} (the compiler fused differently): per-op values are evidence, cross-checked "
                              "by the compiler's own HLO")
             elif together is not None and together >= BLAMED:

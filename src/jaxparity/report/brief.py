@@ -284,8 +284,9 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines.append(("where", f"no op-level view: returning every intermediate changes {e.path}'s outputs, and the "
                       f"divergences seen that way reproduce {together:.0%} of its output difference"))
     elif loc is not None and loc.perturbed and loc.cone:
-        lines.append(("where", f"only while ops #{loc.cone[0].index}..#{loc.cone[-1].index} are compiled together: "
-                      "observing their values one by one removes the difference"))
+        lines.append(("where", f"ops #{loc.cone[0].index}..#{loc.cone[-1].index} show no difference one by one, yet "
+                      f"observing them changes {e.path}'s outputs: the difference arises where {e.path} computes them "
+                      "together"))
     tested = any(c.cause == "ill-conditioned" and c.status != "not run" for c in e.causes)
     where = [] if unseen else blame_line(loc, e.notes, tested)
     noise = [x for x in where if x.endswith("(noise)") or " more were not replayed alone" in x]  # what carries none
