@@ -37,6 +37,10 @@ from .program import FlatProgram, Op
 
 __all__ = ["Amplifier", "Blame", "Carrier", "blame", "reproduced"]
 
+# A norm-wise relative difference below any float format's rounding (float64's unit roundoff is 1.1e-16):
+# inputs that "differ" by a subnormal's worth, from which no gain is measured (lm1b's masked logits gave
+# "turns relative differences of 1.3e-45 into 2.2e-07").
+NEGLIGIBLE = 1e-30
 CARRIES = 0.05  # a share (alone, or needed among all) of at least this much of the output difference carries it
 MAX_ALONE = 24  # units replayed one by one exactly; of more, each one's share is screened (``_Screen``)
 SCREEN_CHECKS = 2  # of many divergences, those with the largest screened shares replayed exactly to check the screen
@@ -750,8 +754,8 @@ def _amplifier(program: FlatProgram, drift: Sequence[Any], base_values: dict[int
             continue
         feeding = [rel.get(int(o[2:].split(":")[0]), 0.0) for o in op.info.operands if o.startswith("op")]
         before, after = max(feeding, default=0.0), rel[i]
-        if before <= 0 or not math.isfinite(after):
-            continue
+        if before <= NEGLIGIBLE or not math.isfinite(after):
+            continue  # inputs that moved by less than any rounding can (a subnormal's worth): no gain to speak of
         gain = after / before
         if gain >= AMPLIFIES and (best is None or gain > best[0]):
             best = (gain, op, before, after)

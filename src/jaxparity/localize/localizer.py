@@ -302,7 +302,8 @@ def _compare(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(as_wide(a) - as_wide(b)) if a.dtype.kind != "b" else differ * 1.0
     diff = np.where(differ, diff, 0.0)
-    return int(differ.sum()), int(np.where(ulps < 0, 0, ulps).max(initial=0)), float(np.nan_to_num(diff, nan=np.inf).max(initial=0.0))
+    worst = float(np.where(np.isnan(diff), np.inf, diff).max(initial=0.0))  # inf stays inf (not the largest float)
+    return int(differ.sum()), int(np.where(ulps < 0, 0, ulps).max(initial=0)), worst
 
 
 def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Sequence[Any],
@@ -492,8 +493,9 @@ def _record_drift(op: Op, p_outs: list[np.ndarray], b_outs: list[np.ndarray], dr
             finite = np.isfinite(d) & np.isfinite(size)
             scale = float(np.sqrt(np.sum(np.where(finite, size, 0.0) ** 2)))
             moved = float(np.sqrt(np.sum(np.where(finite, d, 0.0) ** 2)))
-        max_abs = max(max_abs, float(np.nan_to_num(d, nan=np.inf).max()))
-        max_rel = max(max_rel, float(np.nan_to_num(rel, nan=np.inf).max()))
+        # NaN against a number counts as infinitely far (np.nan_to_num would also make inf the largest float)
+        max_abs = max(max_abs, float(np.where(np.isnan(d), np.inf, d).max()))
+        max_rel = max(max_rel, float(np.where(np.isnan(rel), np.inf, rel).max()))
         max_ulp = max(max_ulp, int(np.where(ulps < 0, 0, ulps).max()))
         if scale > 0:
             rel_norm = max(rel_norm, moved / scale)
