@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..localize.elements import MATH_FUNCTIONS
 from .causes import Cause
 from .verdicts import CauseVerdict
 
@@ -20,9 +21,7 @@ __all__ = ["OP_RULES", "decide"]
 # Results within this many ULP of the correctly rounded one on both sides: two accurate math
 # libraries, not a bug (XLA's own documented accuracy for f32 transcendentals is a few ULP).
 MATH_LIBRARY_ULP = 64
-_MATH = {"exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "logistic", "atan2", "asin",
-         "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma",
-         "pow", "sqrt", "rsqrt", "cbrt", "igamma", "igammac", "bessel_i0e", "bessel_i1e"}
+_MATH = MATH_FUNCTIONS
 # Ops whose output jumps where the input crosses a threshold: a tiny input difference can become a
 # whole unit (floor), a sign, an index or a boolean.
 _DISCONTINUOUS = {"floor", "ceil", "round", "sign", "argmax", "argmin", "lt", "le", "gt", "ge", "eq", "ne",

@@ -78,6 +78,7 @@ class ElementEvidence:
     composite: bool = False
     path_error: float | None = None
     baseline_error: float | None = None
+    math: bool = False  # an elementary function (``MATH_FUNCTIONS``): a few ULP is its math library's own
 
     def describe(self, path: str, baseline: str, within_bound: bool = False, unrounded: bool = False,
                  variant: bool = False) -> str:
@@ -116,6 +117,8 @@ class ElementEvidence:
                     parts[-1] += f": {who} is wrong (an exact op: wrong code)"
                 elif far:
                     parts[-1] += f": {who} is wrong"
+                elif self.math:  # a few ULP of an elementary function: its math library, not a wrong result
+                    parts[-1] += f": {who}'s math library rounds it otherwise, {other}'s correctly"
                 else:  # a few ULP: another rounding of the same math (fused, reassociated), not a wrong result
                     parts[-1] += f": {who} departs from the op's declared rounding, {other} keeps it"
                 value = None if ex is None else ex.path if wrong == "path" else ex.baseline
@@ -192,6 +195,11 @@ class ElementEvidence:
 
 
 _NAN_ULP = np.iinfo(np.int64).max  # the distance of a NaN against a number (see ``_max_ulp``)
+# Elementary functions: no implementation is required to round them correctly (a math library's few ULP).
+MATH_FUNCTIONS = frozenset({
+    "exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "logistic", "atan2", "asin", "acos", "atan",
+    "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "pow", "sqrt", "rsqrt",
+    "cbrt", "igamma", "igammac", "bessel_i0e", "bessel_i1e"})
 # Ops that run a body of other ops (loops and branches): no one rounding to be correct to.
 _COMPOSITE = frozenset({"scan", "while", "cond"})
 
@@ -445,7 +453,7 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
             path_error = float(np.max(np.abs(p.astype(np.float64) - e)[finite]))
             base_error = float(np.max(np.abs(b.astype(np.float64) - e)[finite]))
     return ElementEvidence(ordered, example, path_ulp, base_ulp, exact_op, int(np.count_nonzero(differ & undefined)),
-                           flushes, composite, path_error, base_error)
+                           flushes, composite, path_error, base_error, name in MATH_FUNCTIONS)
 
 
 def _flush(x: np.ndarray) -> np.ndarray:

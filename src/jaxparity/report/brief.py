@@ -256,7 +256,8 @@ def rerun_words(f: Any, path: str = "the path", baseline: str = "the baseline") 
             theirs = f"{fmt(b0)} → {fmt(b1)}" if b1 != b0 else f"{fmt(b0)}"
             said += f"; max abs error against the f64 ideal: {path} {fmt(p0)} → {fmt(p1)}, {baseline} {theirs}"
             if p1 <= 0.75 * p0 and p1 <= 1.25 * b1:
-                said += f" ({path} as accurate as {baseline} with it: the rest of the difference is other roundings)"
+                how = "more accurate than" if p1 < 0.8 * b1 else "as accurate as"
+                said += f" ({path} {how} {baseline} with it: the rest of the difference is other roundings)"
         return said
     before, after = _BEFORE.search(f.evidence), _AFTER.search(f.evidence)
     if before is None or after is None:
