@@ -87,6 +87,9 @@ def model_change(cause: Any, ctx: Any, what: str, seen: str, remedy: str, fixed:
     rerun = ctx.compare(outs[0], outs[1])
     words = (f"re-ran {ctx.path} and {ctx.baseline} on the model {change}: they differ in {rerun.after[0]} elements "
              f"(were {rerun.before[0]})")
+    if rerun.after == rerun.before:
+        words += (": the difference is unchanged, so what the op shows is real but does not make the output "
+                  "difference here")
     return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy,
                         Fix("model change", remedy, f"{ctx.path} [{label}]", rerun.outcome == "parity", words,
                             rerun=rerun))
