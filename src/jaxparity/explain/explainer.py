@@ -734,11 +734,11 @@ def explain_path(
                 notes.append(f"{seen}, but only where two plain runs of {path} disagree with each other too "
                              f"({unstable} output elements: {path}'s result there is not determined by its inputs, "
                              "e.g. a read of memory it does not own): judged by them")
-            elif (together or 0) >= PARTLY and _within_own_noise(path_out, base_out, program, flat_args):
+            elif (within := _within_own_noise(path_out, base_out, program, flat_args)) and (together or 0) >= PARTLY:
                 notes.append(f"{seen}; the divergences seen in its per-op values reproduce {together:.0%} of its "
                              "own output difference, and its outputs are within twice the model's own rounding noise: "
                              "judged by them as far as they go")
-            elif _within_own_noise(path_out, base_out, program, flat_args):
+            elif within:
                 unsound = True
                 memo["outputs within noise"] = (
                     f"{seen}, and the divergences seen in its per-op values reproduce {together or 0:.0%} of its "
