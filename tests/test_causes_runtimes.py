@@ -404,6 +404,14 @@ def test_a_cubic_resize_through_jax2onnx_is_an_attribute_the_converter_chose_and
     assert where and (where[0].startswith("no op-level view") if e.localization.local else
                       "show no difference one by one, yet observing them changes onnx's outputs" in where[0]), where
     assert "compiled together" not in " ".join(where)  # XLA's words, not ONNX Runtime's
+    # why: jax2onnx converts jax.image.resize whole, as its own record of the conversion says
+    assert any("jax2onnx converted 1 of the 1 calls it recorded whole (jax.image.resize)" in n for n in e.notes)
+    from jaxparity.paths import make_path
+
+    case = load_case(f"{CASES}:make_cubic_resize")
+    art = make_path("onnx").artifact(case.fn, case.args)
+    (call,) = art.converted
+    assert call == ("jax.image.resize", art.outputs) and art.producer(art.outputs[0]).kind == "Resize"
 
 
 @pytest.mark.parametrize("factory, path, variant, example", [

@@ -60,6 +60,9 @@ class Artifact:
     values: dict[int, np.ndarray]
     outputs: tuple[int, ...]  # the tensor of each flat output of the case, in order
     notes: list[str] = field(default_factory=list)
+    # What the converter converted whole, in program order: a flax module or a jax.nn function as one
+    # call ("linen.dense", "jax.nn.gelu"), with its output tensors (jax2onnx's own record of its calls).
+    converted: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @cached_property
     def _producers(self) -> dict[int, Kernel]:

@@ -13,6 +13,7 @@ kernels: ``onnx`` then names the op types and dtypes it lacks, from onnxruntime'
 from __future__ import annotations
 
 import ctypes
+import os
 import importlib.util
 import re
 import sys
@@ -82,8 +83,10 @@ def _jax2onnx_patches() -> Iterator[None]:
                     setattr(m, k, pristine[k])
 
 
-def convert(fn: Callable[..., Any], args: tuple, opset: int = 23) -> Any:
-    """``fn(*args)`` as an ``onnx.ModelProto`` with one graph input per argument leaf, in leaf order."""
+def convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str | None = None) -> Any:
+    """``fn(*args)`` as an ``onnx.ModelProto`` with one graph input per argument leaf, in leaf order.
+    ``record``: a file where jax2onnx writes each call it converted (``record_primitive_calls_file``: a flax
+    module or a jax.nn function converted whole, or a primitive), with its output tensors' names."""
     import jax
 
     _pristine()  # before jax2onnx is first imported
@@ -99,9 +102,10 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23) -> Any:
                             "jax.random.key_data(key) and rebuild it in fn with jax.random.wrap_key_data")
     try:
         with _jax2onnx_patches():
+            extra = {"record_primitive_calls_file": record} if record is not None else {}
             return jax2onnx.to_onnx(flat_fn, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves],
                                     model_name="jaxparity", opset=opset,
-                                    enable_double_precision=any(x.dtype == np.float64 for x in leaves))
+                                    enable_double_precision=any(x.dtype == np.float64 for x in leaves), **extra)
     except Exception as e:
         raise PathError(f"jax2onnx {version('jax2onnx')} could not convert the function: {_first_line(e)}") from e
 
@@ -245,6 +249,28 @@ class _OnnxPath(Path):
         return {v.name: np.ascontiguousarray(x.astype(_np_dtype(v.type.tensor_type.elem_type)))
                 for v, x in zip(model.graph.input, leaves)}  # cast where the converter retyped an input
 
+    def _converted_with_calls(self, fn: Callable[..., Any], args: tuple) -> tuple[Any, list[tuple[str, tuple[str, ...]]]]:
+        """The converted model (this path's attributes set) and jax2onnx's record of the calls it converted,
+        in order: (name, output tensor names); no record where this jax2onnx cannot write one."""
+        import inspect
+        import json
+        import tempfile
+
+        import jax2onnx
+
+        if "record_primitive_calls_file" not in inspect.signature(jax2onnx.to_onnx).parameters:
+            return self._with_attributes(convert(fn, args, self.opset)), []
+        with tempfile.TemporaryDirectory() as tmp:
+            record = os.path.join(tmp, "calls.json")
+            model = self._with_attributes(convert(fn, args, self.opset, record=record))
+            try:
+                with open(record) as f:
+                    calls = json.load(f)
+            except (OSError, ValueError):  # no record written: the model stands without it
+                calls = []
+        return model, [(str(c.get("primitive_name", "")), tuple(c.get("outputs_onnx_names") or ()))
+                       for c in calls if isinstance(c, dict)]
+
     def artifact(self, fn: Callable[..., Any], args: tuple) -> Any:
         """The ONNX graph as jax2onnx converted it: its nodes (op types and attributes), initializers and
         Constant nodes as stored, and every value of its top-level graph from one run of that same graph by
@@ -255,7 +281,7 @@ class _OnnxPath(Path):
         from .artifact import Artifact, Kernel, Tensor
 
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)
-        model = self._with_attributes(convert(fn, args, self.opset))
+        model, calls = self._converted_with_calls(fn, args)
         inferred = onnx.shape_inference.infer_shapes(model)
         graph = inferred.graph
         typed = {v.name: v for v in [*graph.value_info, *graph.output, *graph.input]}
@@ -294,8 +320,17 @@ class _OnnxPath(Path):
         tensors = {i: Tensor(i, name, tuple(by_name[name].shape) if name in by_name else (),
                              by_name[name].dtype.name if name in by_name else "?", name in stored)
                    for name, i in index.items()}
+        whole = tuple((name, tuple(index[n] for n in outs if n in index)) for name, outs in calls if "." in name)
         found = Artifact(f"the ONNX graph (run by {self.name})", tuple(kernels), tensors,
-                         {index[n]: by_name[n] for n in index if n in by_name}, tuple(index[n] for n in outputs))
+                         {index[n]: by_name[n] for n in index if n in by_name}, tuple(index[n] for n in outputs),
+                         converted=whole)
+        if whole:
+            counts = Counter(name for name, _ in whole)
+            found.notes.append(
+                f"jax2onnx converted {len(whole)} of the {len(calls)} calls it recorded whole ("
+                + ", ".join(f"{n} ×{k}" if k > 1 else n for n, k in counts.items()) + "): the served graph holds "
+                "their outputs, not their inner ops' (a program that returns every intermediate, converted "
+                "primitive by primitive, is another graph)")
         found.notes.append(f"read the ONNX graph back: {len(kernels)} nodes "
                            f"({', '.join(sorted({k.kind for k in kernels}))}), every value observed in one run")
         return found
