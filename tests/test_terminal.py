@@ -231,3 +231,22 @@ def test_a_converter_diagnostic_glued_to_its_sentence_is_split():
     assert _converter_lines(error) == ["Could not translate MLIR to FlatBuffer.",
                                        "/tmp/m.py:13:15: error: 'vhlo.sort_v1' op is not part of the vhlo support yet.",
                                        "<unknown>:0: error: failed while converting: 'main':"]
+
+
+def test_a_word_wider_than_the_column_breaks_and_is_never_cut():
+    """A converter's error names a file by its whole path (TFLite: ".../flax/linen/attention.py:91:5: error:
+    ..."): wider than the text column, it breaks across lines; nothing of it is cut off with an ellipsis."""
+    import dataclasses
+
+    import numpy as np
+
+    import jaxparity
+    from jaxparity.report.terminal import render_text
+
+    r = jaxparity.compare(lambda x: x * 2, np.ones(3, np.float32), paths=["eager", "jit"])
+    long = "/work/main/.venv/lib/python3.11/site-packages/flax/linen/attention.py:91:5: error: failed to legalize"
+    r = dataclasses.replace(r, paths=tuple(dataclasses.replace(p, notes=p.notes + (long,)) if p.spec == "jit" else p
+                                           for p in r.paths))
+    text = render_text(r, width=80)
+    assert "…" not in text
+    assert "site-packages/flax/linen/attention.py:91:5:" in "".join(line.strip() for line in text.splitlines())

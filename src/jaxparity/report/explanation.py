@@ -173,7 +173,7 @@ def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
     p = next((x for x in result.paths if x.spec == e.path), None) if result is not None else None
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
-    grid.add_column()
+    grid.add_column(overflow="fold")  # a word wider than the column (a path) breaks, never cut with …
     for label, text in brief(e, p):
         grid.add_row(label, Text(text))
     for o in same:

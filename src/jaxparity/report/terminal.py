@@ -137,7 +137,7 @@ def _grid(labels: Sequence[str] = ()) -> Table:
     parts = [len(piece) for label in labels for piece in re.split(r"(?<=[:,])|\s+", label)]
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", max_width=min(max([_LABEL, *parts]), 40), overflow="fold")
-    grid.add_column()
+    grid.add_column(overflow="fold")  # a word wider than the column (a path) breaks, never cut with …
     return grid
 
 
