@@ -426,19 +426,10 @@ def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) 
     every = set(others) | {d.op.index}
     n = len(others)
 
-    def all_wide(op: Any, ins: list[Any]) -> list[Any]:
-        return wide(op, ins) if op.info.index in every else _bound(op, ins)
-
-    import jax
-
-    def changed(*args: Any) -> tuple:
-        program = ctx.program
-        return tuple(program.outputs(program.evaluate(jax.tree_util.tree_leaves(args), all_wide)))
-
     remedy_all = (f"accumulate in float32 on every path, at every {narrow} dot and convolution of the model (the "
                   f"{what_op} at {at} and {n} other{'s' if n != 1 else ''}: {ctx.path} accumulates them alike): "
                   f"preferred_element_type=jnp.float32, then .astype(jnp.{narrow}) ({flax})")
-    every_fix = _model_change(cause, ctx, what, seen, remedy_all, changed, "float32 accumulators",
+    every_fix = _model_change(cause, ctx, what, seen, remedy_all, _with_op(ctx.program, every, wide), "float32 accumulators",
                               f"with float32 accumulators at its {n + 1} {narrow} dots and convolutions")
     if every_fix.proof is None or every_fix.proof.rerun is None:
         return one

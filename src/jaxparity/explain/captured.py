@@ -52,13 +52,16 @@ def bound(op: Any, ins: list[Any]) -> list[Any]:
     return list(out) if op.eqn.primitive.multiple_results else [out]
 
 
-def with_op(program: Any, index: int, instead: Callable[[Any, list[Any]], list[Any]]) -> Callable[..., tuple]:
-    """The case's program with op ``index`` computed by ``instead(op, inputs)``: the model with that one
-    change, as a function of the case's arguments (a model change the explainer re-runs on every side)."""
+def with_op(program: Any, index: int | set[int], instead: Callable[[Any, list[Any]], list[Any]]) -> Callable[..., tuple]:
+    """The case's program with op ``index`` (or each op of a set of indices) computed by ``instead(op,
+    inputs)``: the model with that change, as a function of the case's arguments (a model change the
+    explainer re-runs on every side)."""
     import jax
 
+    changed_ops = {index} if isinstance(index, int) else set(index)
+
     def apply(op: Any, ins: list[Any]) -> list[Any]:
-        return instead(op, ins) if op.info.index == index else bound(op, ins)
+        return instead(op, ins) if op.info.index in changed_ops else bound(op, ins)
 
     def changed(*args: Any) -> tuple:
         return tuple(program.outputs(program.evaluate(jax.tree_util.tree_leaves(args), apply)))
