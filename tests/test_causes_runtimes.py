@@ -491,3 +491,16 @@ def test_an_average_pool_on_inputs_that_already_differ_is_judged_on_the_same_inp
     assert "one AVERAGE_POOL_2D kernel of tflite with its producers, within the bound of its sums" in noise.evidence
     assert not any("is wrong here" in c.evidence for c in e.causes if c.status != "not run")
     assert verdict(e, "other-lowering").status == "not run"  # the noise explains it
+
+
+@pytest.mark.parametrize("path", ["onnx", "onnx-ref"])
+def test_a_served_graph_that_runs_where_the_instrumented_one_does_not_is_explained_from_its_outputs(path):
+    """The served graph (nn.max_pool converted whole) runs; the program returning every intermediate
+    converts into another graph the runtime cannot run. No op-level view is invented, the note says why,
+    and the path is still compared and explained from its outputs."""
+    e = explain("make_flax_max_pool", path)
+    assert e.localization is None
+    note = next(n for n in e.notes if "could not be captured" in n)
+    assert "converted into another model than the one served, which runs" in note
+    assert "explained from the outputs only" in note
+    assert e.causes  # judged at the outputs, not dropped

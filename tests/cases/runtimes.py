@@ -327,3 +327,22 @@ def make_two_pools():
     return fn, (jnp.asarray(rng.normal(size=(2, 12, 12, 1)).astype(np.float32)),
                 jnp.asarray((rng.normal(size=(3, 3, 1, 8)) / 3).astype(np.float32)),
                 jnp.asarray((rng.normal(size=(3, 3, 8, 16)) / 8).astype(np.float32)))
+
+
+def make_flax_max_pool():
+    """A flax conv → relu → max_pool → avg_pool → dense. jax2onnx converts ``nn.max_pool`` whole into a
+    MaxPool both ONNX runtimes run; the program that returns every intermediate is converted primitive by
+    primitive into a MaxPool neither can run (issue 20): no per-op values, said, explained from the outputs."""
+    import flax.linen as nn
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.Conv(8, (3, 3))(x))
+            x = nn.max_pool(x, window_shape=(3, 3), strides=(2, 2), padding="SAME")
+            x = nn.avg_pool(x, window_shape=(2, 2), strides=(2, 2))
+            return nn.Dense(4)(x.reshape(x.shape[0], -1))
+
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(1, 8, 8, 3)).astype(np.float32))
+    params = Net().init(jax.random.PRNGKey(0), x)
+    return Net().apply, (params, x)

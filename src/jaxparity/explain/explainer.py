@@ -963,7 +963,9 @@ def _captured(program: FlatProgram, spec: str, flat_args: Sequence[Any], notes: 
     try:
         return op_values(program, spec, flat_args)
     except Exception as e:
-        notes.append(f"per-op values of {spec} could not be captured ({type(e).__name__}: {_first_line(e)}): "
+        other = (" (the program that returns every intermediate is converted into another model than the one "
+                 "served, which runs)" if spec.split(":", 1)[0] in RUNTIMES else "")
+        notes.append(f"per-op values of {spec} could not be captured ({type(e).__name__}: {_first_line(e)}){other}: "
                      "explained from the outputs only")
         return None
 
