@@ -87,3 +87,30 @@ def test_export_env_and_serve_env_flags_on_the_command_line():
     assert "savedmodel@old:serve_env=old │ DIFFERS" in r.stdout and "ran in environment old" in r.stdout
     r = run_cli("compare", "examples/conv_bf16.py", "--export-env", "old")
     assert r.returncode == 2 and "--export-env and --serve-env go together" in r.stderr
+
+
+@pytest.mark.slow
+def test_the_reports_question_is_explained_in_its_own_environment(examples):
+    """The seed's own question on its own stack (jax 0.4.38, TensorFlow 2.18): why does the SavedModel differ
+    from flax eager? Explained by that environment's worker (its JAX captures every op): the op, the cause and
+    a verified fix. A path of another environment than the baseline's says why it is not explained."""
+    result = compare_case(str(examples / "conv_bf16.py"), envs=[OLD], inputs_from="old", baseline="eager@old",
+                          paths=["eager@old", "savedmodel@old", "savedmodel@old:native_serialization=false", "jit"],
+                          explain=True)
+    found = {e.path: e for e in result.explanations}
+    assert set(found) == {"savedmodel@old", "jit"}  # native_serialization=false gives eager@old's values
+    e = found["savedmodel@old"]
+    assert e.baseline == "eager@old"
+    lead = e.localization.lead
+    assert (lead.op.index, lead.op.primitive, lead.op.user_source) == (3, "convert_element_type",
+                                                                         "examples/conv_bf16.py:30")
+    cause = next(c for c in e.causes if c.status == "confirmed")
+    assert cause.cause == "excess-precision"
+    serving = next(c.proof for c in e.causes if c.proof and c.proof.kind == "serving flag")
+    assert not serving.verified  # on TensorFlow 2.18 its own re-run changes nothing: said, not offered as the fix
+    model = [f for f in e.fixes if f.kind == "model change" and f.verified]
+    assert model and "round_like_declared" in model[0].description, e.fixes
+    assert any(n.startswith("explained in environment old (jax 0.4.38") for n in e.notes), e.notes
+    other = found["jit"]
+    assert "jit is not explained: it runs in this environment, the baseline eager@old in environment old" \
+        in other.summary and "(--baseline eager)" in other.summary

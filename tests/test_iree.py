@@ -209,7 +209,7 @@ def test_unavailable_names_the_pip_command(monkeypatch):
         with monkeypatch.context() as mp:
             mp.setitem(sys.modules, module, None)
             reason = make_path("iree").unavailable_reason()
-            assert reason and "pip install 'jaxparity[iree]'" in reason and "iree-base-compiler==3.13.0" in reason
+            assert reason and "pip install 'jaxparity[iree]'" in reason and "iree-base-compiler" in reason
     monkeypatch.setitem(sys.modules, "iree.runtime", None)
     result = jaxparity.compare(lambda x: x + 1, jnp.ones(2), paths=["eager", "iree"])
     assert result.path("iree").status == "unavailable" and "jaxparity[iree]" in result.path("iree").message

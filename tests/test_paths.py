@@ -118,3 +118,14 @@ def test_compile_once_reuses_per_jax_configuration_never_across():
         assert len(calls) == 2  # another configuration: traced and compiled again
         assert run_in_process(make_path("jit"), fn, (a, a)).status == "ok"
         assert len(calls) == 2  # back to the first: its executable
+
+
+def test_a_jax_option_that_does_not_exist_is_named_and_the_paths_own_attribute_error_is_not_taken_for_one():
+    from jaxparity.paths.base import PathOptionError, jax_config
+
+    with pytest.raises(PathOptionError, match="no JAX config option 'jax_no_such_option'"):
+        with jax_config({"jax_no_such_option": "1"}):
+            pass
+    with pytest.raises(AttributeError, match="typeof"):  # raised inside the path: its own error, unchanged
+        with jax_config({"jax_enable_checks": "false"}):
+            raise AttributeError("module 'jax' has no attribute 'typeof'")

@@ -1,5 +1,8 @@
 """The savedmodel path: arrays cross the process boundary bit-exactly, environment options reach TF."""
 
+import re
+
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
@@ -54,3 +57,31 @@ def test_a_prng_key_input_is_refused_with_what_to_do_instead():
                                paths=["eager", "savedmodel"])
     p = result.path("savedmodel")
     assert p.verdict == "error" and "input arg0 is a PRNG key" in p.message and "key_data" in p.message
+
+
+@pytest.mark.slow
+def test_a_stablehlo_the_serving_tensorflow_cannot_read_is_a_finding_with_the_export_target_verified():
+    """The skew of issue 21, on this stack: this JAX can write a newer StableHLO than TensorFlow reads. Asked
+    to write its newest, the SavedModel fails to load; the failure names both versions and the source line
+    TensorFlow points at, and the export for the version TensorFlow reads is re-run and verified."""
+    from pathlib import Path
+
+    from jaxparity.case import load_case
+    from jaxparity.jaxcompat import stablehlo_versions
+    from jaxparity.paths.base import PathError
+
+    newest = stablehlo_versions()[2]
+    case = load_case(str(Path(__file__).parent / "cases" / "versions.py") + ":make_top_k")
+    with pytest.raises(PathError) as info:
+        make_path(f"savedmodel:stablehlo={newest}").run(case.fn, case.args)
+    message = str(info.value)
+    assert "compatibility: TensorFlow cannot read the StableHLO this JAX wrote" in message
+    assert f"writes StableHLO {newest} (the stablehlo option" in message
+    read = re.search(r"the serving TensorFlow reads up to (\S+?);", message).group(1)
+    assert read != newest and "its error points at versions.py:" in message
+    assert f"Fix ✓ verified: exported for StableHLO {read} (savedmodel:stablehlo={read}) it loads, runs and gives " \
+           "jax.jit's values bit for bit" in message
+    fixed = make_path(f"savedmodel:stablehlo={read}").run(case.fn, case.args)
+    np.testing.assert_array_equal(np.asarray(fixed), np.asarray(jax.jit(case.fn)(*case.args)))
+    with pytest.raises(Exception, match="writes StableHLO .* not 0.1.0"):
+        make_path("savedmodel:stablehlo=0.1.0").run(case.fn, case.args)

@@ -131,7 +131,7 @@ def test_bad_options_are_refused_with_the_choices():
 def test_without_litert_the_path_is_unavailable_and_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "ai_edge_litert", None)
     reason = TFLitePath().unavailable_reason()
-    assert reason and "pip install 'jaxparity[tflite]'" in reason and "ai-edge-litert==2.3.0" in reason
+    assert reason and "pip install 'jaxparity[tflite]'" in reason and "ai-edge-litert" in reason
     result = jaxparity.compare(lambda x: x * 2, jnp.ones(3), paths=["eager", "jit", "tflite"])
     assert result.path("tflite").verdict == "unavailable" and result.path("jit").verdict == "identical"
 

@@ -29,6 +29,19 @@ _EXPORTS = {
 
 __all__ = sorted([*_EXPORTS, "__version__"])
 
+
+def _warn_if_unsupported() -> None:
+    import warnings
+
+    from .versions import unsupported
+
+    message = unsupported()
+    if message:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+_warn_if_unsupported()
+
 if TYPE_CHECKING:
     from .case import Case as Case, CaseError as CaseError, load_case as load_case
     from .comparison import Comparison as Comparison, compare as compare, compare_case as compare_case

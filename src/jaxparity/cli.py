@@ -708,8 +708,25 @@ def _list_paths() -> int:
                          for k, v in cls.options_help.items())
         default = "" if name in DEFAULT_PATHS else " (not default)"
         table.add_row(name, cls.summary + default, opts, "[green]ok[/]" if not reason else f"[red]{reason}[/]")
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    console.print(_stack_line(), highlight=False)
     return 0
+
+
+def _stack_line() -> str:
+    """'jax 0.12.0.1 (tested: 0.4.38 to 0.12), jaxlib 0.12.0.1, numpy 2.5.5, Python 3.13.0': what runs here,
+    with the warning where JAX is outside the tested range."""
+    import platform
+
+    from .versions import SUPPORTED_TEXT, installed, unsupported
+
+    found = [f"{p} {v}" for p in ("jaxlib", "numpy", "ml_dtypes", "flax", "tensorflow-cpu", "tensorflow")
+             if (v := installed(p))]
+    line = (f"jax {installed('jax')} (tested: {SUPPORTED_TEXT}), " + ", ".join(found)
+            + f", Python {platform.python_version()}")
+    warning = unsupported()
+    return line + (f"\n[red]{warning}[/]" if warning else "")
 
 
 if __name__ == "__main__":

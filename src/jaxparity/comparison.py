@@ -152,13 +152,11 @@ def compare_case(
         result = build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
         source = {"case": None, "runs": runs, "inputs": runners.home.arrays() if keep_inputs else None}
         result = dataclasses.replace(result, _source=source)
-        explainable = [p for p in _to_explain(result) if spec_env(p) is None]
-        if explain and explainable and spec_env(result.baseline) is None:
+        if explain and _to_explain(result):
             if progress:
                 progress("explain", None)
             start = time.perf_counter()
-            found = runners.home.explain([(p, runs[p].outputs) for p in explainable],
-                                         result.baseline, runs[result.baseline].outputs)
+            found = _explain_in_env(runners, result, runs)
             if progress:
                 progress("explain", PathRun("explain", "ok" if not isinstance(found, str) else "error",
                                             seconds=time.perf_counter() - start))
@@ -166,6 +164,40 @@ def compare_case(
                 raise ExplainError(found)
             result = dataclasses.replace(result, explanations=tuple(found))
     return result
+
+
+def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, PathRun]) -> list | str:
+    """The diverging paths explained by the worker of the baseline's environment (``eager@old`` as baseline:
+    in environment old, with its JAX capturing every op), in the order compared. A path in another environment
+    than the baseline's gets an explanation that says so and what to run instead: op-level values of two JAX
+    versions are not aligned yet. A string where the worker failed."""
+    from .explain.explainer import PathExplanation
+    from .paths import without_env
+
+    env = spec_env(result.baseline)
+    paths = _to_explain(result)
+    here = [p for p in paths if spec_env(p) == env]
+    found: dict[str, Any] = {}
+    if here:
+        explained = runners.worker(env).explain([(without_env(p), runs[p].outputs) for p in here],
+                                                without_env(result.baseline), runs[result.baseline].outputs)
+        if isinstance(explained, str):
+            return explained
+        where = () if env is None else (f"explained in environment {env} ({runners.describe(env)}), where it ran",)
+        for spec, e in zip(here, explained):
+            found[spec] = dataclasses.replace(e, path=spec, baseline=result.baseline, notes=tuple(e.notes) + where)
+    for spec in paths:
+        if spec in found:
+            continue
+        other = spec_env(spec)
+        same = f"--baseline {result.baseline.split('@')[0].split(':')[0]}@{other}" if other else "--baseline eager"
+        found[spec] = PathExplanation(
+            spec, result.baseline,
+            f"{spec} is not explained: it runs in {f'environment {other}' if other else 'this environment'}, the "
+            f"baseline {result.baseline} in {f'environment {env}' if env else 'this one'}, and per-op values of two "
+            f"environments are not compared op by op; its comparison above stands. To explain it, compare it with a "
+            f"baseline in its own environment ({same})", None, None, None, (), ())
+    return [found[p] for p in paths]
 
 
 @dataclass(frozen=True)

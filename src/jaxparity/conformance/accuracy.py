@@ -4,7 +4,7 @@ JAX's op tests (``tests/lax_test.py::testOpAgainstNumpy``) check each elementwis
 numpy/scipy reference with ``assertAllClose(atol=tol, rtol=tol)``, i.e.
 ``|got - want| <= tol + tol * |want|``, where ``tol`` is the op's own entry in
 ``lax_test_util.lax_ops()`` for that dtype if it has one, else
-``public_test_util.default_tolerance()[dtype]``. That is the bar an XLA result has to miss
+``public_test_util().default_tolerance()[dtype]``. That is the bar an XLA result has to miss
 before the suite calls it *XLA's error*.
 """
 
@@ -35,10 +35,10 @@ class Bar:
 
 @cache
 def _op_tolerances() -> dict[tuple[str, str], float]:
-    from jax._src.internal_test_util import lax_test_util
+    from ..jaxcompat import lax_test_util
 
     out: dict[tuple[str, str], float] = {}
-    for rec in lax_test_util.lax_ops():
+    for rec in lax_test_util().lax_ops():
         if rec.tol is None:
             continue
         prim = _PRIMITIVE.get(rec.op, rec.op)
@@ -53,7 +53,7 @@ def _op_tolerances() -> dict[tuple[str, str], float]:
 
 def documented_bar(primitive: str, dtype: np.dtype) -> Bar:
     """The tolerance JAX's tests give ``primitive`` on ``dtype``, and where it comes from."""
-    from jax._src import public_test_util
+    from ..jaxcompat import public_test_util
 
     name = np.dtype(dtype).name
     tol = _op_tolerances().get((primitive, name))

@@ -19,9 +19,9 @@ SEED = 0  # every harness draws its arguments from np.random.RandomState(SEED)
 
 def load_corpus(device: str = "cpu") -> list[Any]:
     """Every harness JAX declares runnable on ``device``, sorted by full name (stable order)."""
-    from jax._src.internal_test_util import test_harnesses as th
+    from ..jaxcompat import test_harnesses
 
-    return sorted((h for h in th.all_harnesses if h.filter(device)), key=lambda h: h.fullname)
+    return sorted((h for h in test_harnesses().all_harnesses if h.filter(device)), key=lambda h: h.fullname)
 
 
 def dtype_name(h: Any) -> str:

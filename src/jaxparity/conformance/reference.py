@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..jaxcompat import enable_x64
 from . import oracle
 
 __all__ = ["DIGITS", "Exact", "elementwise", "upcast"]
@@ -193,7 +194,7 @@ def upcast(fn: Callable[..., Any], args: Sequence[Any], outputs: Sequence[np.nda
         return a
 
     try:
-        with jax.enable_x64(True):
+        with enable_x64(True):
             outs = jax.tree_util.tree_leaves(jax.jit(fn)(*[widen(a) for a in args]))
             outs = [np.asarray(o) for o in outs]
     except Exception:  # noqa: BLE001 - no reference; the caller says so

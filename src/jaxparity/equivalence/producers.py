@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import jax.extend.core as jcore
 
-from ..interpreter.jaxcompat import _CALL_PARAM
+from ..jaxcompat import CALL_PARAM as _CALL_PARAM
 from ..pytree import named_leaves
 from .rules import OutputRule
 

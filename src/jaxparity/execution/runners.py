@@ -94,13 +94,20 @@ class Runners:
             return PathRun(spec, "error", message=self._failed[env])
         if env is None:
             return run
-        versions = ", ".join(f"{k} {v}" for k, v in manifest(self.envs[env]).get("packages", {}).items())
         return PathRun(run.spec, run.status, run.outputs, run.seconds, run.message,
-                       run.notes + (f"ran in environment {env}: {versions}",))
+                       run.notes + (f"ran in environment {env}: {self.describe(env)}",))
 
     @property
     def home(self) -> IsolatedRunner:
         return self._runner(None)
+
+    def worker(self, env: str | None) -> IsolatedRunner:
+        """The worker of environment ``env`` (None: this one), loaded with the case and its shared inputs."""
+        return self._runner(env)
+
+    def describe(self, env: str) -> str:
+        """'jax 0.4.38, jaxlib 0.4.38, …': what environment ``env`` runs."""
+        return ", ".join(f"{k} {v}" for k, v in manifest(self.envs[env]).get("packages", {}).items())
 
     # -- one comparison on several cores -----------------------------------------------------------
     def lanes(self, specs: Sequence[str], jobs: int) -> list[list[str]]:

@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 from ..interpreter import Semantics, evaluate_jaxpr
+from ..jaxcompat import enable_x64
 from ..metrics import ulp_distance
 from ..rounding import is_float_dtype, round_to_dtype
 
@@ -145,7 +146,7 @@ def fingerprint(fn: Callable[..., Any], args: tuple, observed: Sequence[np.ndarr
     once, with x64 disabled as ``interpret`` does. Raises ``InterpretError`` when the
     program cannot be interpreted, ``ValueError`` when `observed` does not fit its outputs.
     """
-    with jax.enable_x64(False):
+    with enable_x64(False):
         closed = jax.make_jaxpr(fn)(*args)
     leaves = jax.tree_util.tree_leaves(args)
     observed = [_observed_leaf(o) for o in observed]

@@ -220,13 +220,9 @@ def optimized_hlo(fn: Callable[..., Any], args: tuple, compiler_options: dict | 
 
 def _unoptimized_hlo(lowered: Any) -> str | None:
     """The HLO XLA receives, with metadata (no public JAX API prints that, hence the guard)."""
-    try:
-        from jax._src.lib import xla_client
-        options = xla_client._xla.HloPrintOptions()
-        options.print_metadata = True
-        return lowered.compiler_ir("hlo").as_hlo_module().to_string(options)
-    except Exception:  # pragma: no cover - depends on jaxlib internals
-        return None
+    from ..jaxcompat import hlo_with_metadata
+
+    return hlo_with_metadata(lowered)
 
 
 @contextmanager

@@ -87,8 +87,7 @@ from jax import lax
 #  * source_info_util.user_context(traceback, name_stack=...) and eqn.ctx.manager are what
 #    jax.core.eval_jaxpr uses to keep provenance when re-binding equations.
 # ---------------------------------------------------------------------------------------
-from jax._src import source_info_util as _source_info  # noqa: E402
-from jax._src.core import Tracer as _Tracer  # noqa: E402
+from ..jaxcompat import Tracer as _Tracer, bind, current_name_stack, typeof, user_context, user_frames  # noqa: E402
 
 __all__ = ["ROUND_IN_F32", "inserted_roundings", "round_like_declared", "write_fixed_case"]
 
@@ -186,7 +185,7 @@ def _selected(eqn: Any, only: frozenset[str] | None) -> bool:
     locations = [o for o in only if ":" in o]
     if not locations:
         return False
-    frames = list(_source_info.user_frames(eqn.source_info.traceback))
+    frames = user_frames(eqn.source_info)
     return any(_frame_matches(spec, f) for spec in locations for f in frames)
 
 
@@ -206,7 +205,7 @@ def _rounds_output(eqn: Any) -> bool:
 def _where(eqn: Any) -> str:
     """'linear.py:700 (from model.py:21)': the innermost user frame, and the innermost one
     outside installed packages when that is another frame."""
-    frames = list(_source_info.user_frames(eqn.source_info.traceback))
+    frames = user_frames(eqn.source_info)
     if not frames:
         return "<unknown>"
     text = lambda f: f"{Path(f.file_name).name}:{f.start_line}"  # noqa: E731
@@ -262,8 +261,8 @@ class _Rewriter:
         plans = self.plan(jaxpr)
         for k, eqn in enumerate(jaxpr.eqns):
             invals = [read(v) for v in eqn.invars]
-            name_stack = _source_info.current_name_stack() + eqn.source_info.name_stack
-            with _source_info.user_context(eqn.source_info.traceback, name_stack=name_stack), \
+            name_stack = current_name_stack() + eqn.source_info.name_stack
+            with user_context(eqn.source_info.traceback, name_stack=name_stack), \
                     eqn.ctx.manager:
                 outs = plans[k](read) if k in plans else self.eval_eqn(eqn, invals)
             for v, o in zip(eqn.outvars, outs):
@@ -297,7 +296,7 @@ class _Rewriter:
                 else:
                     rewritten[key] = self.rewrite_closed(value)
             inner_rounded = True
-        out = prim.bind(*invals, **prim.get_bind_params(rewritten))
+        out = bind(prim, invals, rewritten)
         outs = list(out) if prim.multiple_results else [out]
         if inner_rounded or not _rounds_output(eqn) or not _selected(eqn, self.only):
             return outs
@@ -351,7 +350,7 @@ def _trace_key(leaves: Sequence[Any]) -> Hashable | None:
     key = []
     for x in leaves:
         if _is_dynamic(x):
-            aval = jax.typeof(x)
+            aval = typeof(x)
             key.append(("a", aval.shape, aval.dtype, getattr(aval, "weak_type", False)))
         else:
             try:
@@ -383,7 +382,7 @@ def rewritten(fn: Callable, rewriter: _Rewriter) -> Callable:
                 a, kw = jax.tree_util.tree_unflatten(treedef, full)
                 return fn(*a, **kw)
 
-            specs = [_spec(jax.typeof(leaves[i])) for i in dynamic]
+            specs = [_spec(typeof(leaves[i])) for i in dynamic]
             closed, out_shape = jax.make_jaxpr(flat_fn, return_shape=True)(*specs)
             hit = (closed, jax.tree_util.tree_structure(out_shape))
             # Consts that are tracers of an enclosing trace must not outlive this call.

@@ -16,7 +16,7 @@ declared dtype, float32 (a narrow value kept in float32), or float64 (never roun
 
 Integer and bool values keep their exact dtypes in every mode; PRNG key values stay JAX key
 arrays (numpy cannot hold them); every other value is a numpy array. The JAX-version-specific
-facts sit in ``jaxcompat``; the rule tables (``_CALL_PARAM``, ``_RECURSE``, ``_BIT_LEVEL``,
+facts sit in ``jaxparity.jaxcompat``; the rule tables (``_CALL_PARAM``, ``_RECURSE``, ``_BIT_LEVEL``,
 ``_NUMPY``) pick how each primitive is evaluated; anything else is bound with float64
 operands through a cache of jitted callables. Samplers (random_gamma) are bit-level: run on
 the declared dtypes, op by op as eager runs them, so that they draw eager's stream.
@@ -25,7 +25,7 @@ The package, one concept per module: ``semantics`` (the candidate semantics and 
 held under each), ``relaxations`` (which results a semantics rounds differently, from their
 consumers), ``evaluate`` (jaxprs and equations), ``primitives`` (one primitive in float64: the
 numpy rules and the jitted-bind fallback), ``accumulation`` (narrow sequential sums) and
-``jaxcompat`` (the JAX-version-specific details).
+``jaxparity.jaxcompat`` (the JAX-version-specific details).
 """
 
 from __future__ import annotations

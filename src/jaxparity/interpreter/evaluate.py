@@ -13,7 +13,8 @@ from jax import lax
 
 from . import primitives
 from .accumulation import _SEQUENTIAL
-from .jaxcompat import _CALL_PARAM, _COMBINER_PARAMS, _DropVar, _source_info, _x64
+from ..jaxcompat import CALL_PARAM as _CALL_PARAM, COMBINER_PARAMS as _COMBINER_PARAMS, DropVar as _DropVar, \
+    enable_x64 as _x64, scan_layout, summarize
 from .primitives import _apply
 from .relaxations import _relaxations, _widening_convert
 from .semantics import (_ALSO_F32, _AS_F32, DECLARED, Mode, Semantics, _adopt, _coerce, _flush, _inexact,
@@ -80,7 +81,7 @@ def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Sem
                              f"({len(holes)} without literals), got {len(inputs)}")
         it = iter(inputs)
         inputs = [v.val if isinstance(v, jcore.Literal) else next(it) for v in eqn.invars]
-    where = _source_info.summarize(eqn.source_info) or "<unknown>"
+    where = summarize(eqn.source_info) or "<unknown>"
     with _x64(True):
         invals = [_adopt(x, v.aval.dtype, sem) for x, v in zip(inputs, eqn.invars)]
         outs = _eval_checked(eqn, invals, sem, 0, on_eqn, where, None)
@@ -125,7 +126,7 @@ def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], 
         if (as_f32 and first is not None and not isinstance(first, jcore.Literal) and first in as_f32
                 and _widening_convert(eqn, first.aval.dtype)):
             invals[0] = as_f32[eqn.invars[0]]
-        where = _source_info.summarize(eqn.source_info) or outer  # else the enclosing eqn's
+        where = summarize(eqn.source_info) or outer  # else the enclosing eqn's
         extra: dict[int, Any] = {}
         outs = _eval_checked(eqn, invals, sem, depth, hook, where,
                              [relax.get(v) for v in eqn.outvars] if relax else None, extra)
@@ -243,7 +244,7 @@ def _while(params: dict, invals: list, run: Callable) -> list:
 
 
 def _scan(params: dict, invals: list, run: Callable) -> list:
-    nc, ncarry, length = params["num_consts"], params["num_carry"], params["length"]
+    (nc, ncarry), length = scan_layout(params, len(invals)), params["length"]
     consts, carry, xs = invals[:nc], list(invals[nc:nc + ncarry]), invals[nc + ncarry:]
     outvars = params["jaxpr"].jaxpr.outvars[ncarry:]
     ys: list[list] = [[None] * length for _ in outvars]

@@ -9,7 +9,7 @@ import numpy as np
 
 from jaxparity.rounding import is_float_dtype
 
-from .jaxcompat import _CALL_PARAM, _DropVar
+from ..jaxcompat import CALL_PARAM as _CALL_PARAM, DropVar as _DropVar
 from .semantics import _ALSO_F32, _AS_F32, _EXACT, Semantics, _inexact, _narrow
 
 _RELAX_CACHE: dict[tuple[jcore.Jaxpr, bool, bool], dict] = {}  # Jaxprs hash by identity

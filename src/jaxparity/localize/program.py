@@ -18,8 +18,9 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax._src import source_info_util
 from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
+
+from ..jaxcompat import user_frames
 
 __all__ = ["FlatProgram", "Op", "OpInfo", "flatten", "flatten_jaxpr", "is_numeric", "op_sources"]
 
@@ -101,8 +102,7 @@ def _sources(eqn: Any, outer: tuple[str | None, str | None] = (None, None)) -> t
     """(where the primitive was created, the user's own line that led to it). An op created inside a
     jitted library helper (``jnp.cumsum``, ``jax.image.resize``) has no frame of the user's in its own
     traceback (JAX traced the helper once, maybe from another call): it takes its call's, ``outer``."""
-    tb = eqn.source_info.traceback
-    frames = list(source_info_util.user_frames(tb)) if tb is not None else []
+    frames = user_frames(eqn.source_info)
     fmt = lambda f: f"{_relative(f.file_name)}:{f.start_line}"  # noqa: E731
     inner = fmt(frames[0]) if frames else outer[0]
     user = next((f for f in frames if not f.file_name.startswith(_NOT_USER)), None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Path, PathError, PathOptionError, PathUnavailable, parse_spec, spec_env, with_env
+from .base import Path, PathError, PathOptionError, PathUnavailable, parse_spec, spec_env, with_env, without_env
 from .eager import EagerPath
 from .iree import IreePath
 from .observed import ObservedPath
@@ -23,6 +23,7 @@ __all__ = [
     "make_path",
     "parse_spec",
     "spec_env",
+    "without_env",
     "with_env",
 ]
 

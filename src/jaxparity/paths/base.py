@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 __all__ = ["Path", "PathError", "PathOptionError", "PathUnavailable", "jax_config", "parse_option_value", "parse_spec",
-           "spec_env"]
+           "spec_env", "without_env"]
 
 
 class PathError(Exception):
@@ -67,6 +67,14 @@ def with_env(spec: str, env: str) -> str:
     return f"{m['name']}@{env}" + (f":{m['opts']}" if m["opts"] else "")
 
 
+def without_env(spec: str) -> str:
+    """The same path in the environment that runs it: ``without_env('jit@old:a=1')`` -> ``'jit:a=1'``."""
+    m = _SPEC.match(spec.strip())
+    if not m:
+        raise PathOptionError(f"{spec!r} is not a path")
+    return m["name"] + (f":{m['opts']}" if m["opts"] else "")
+
+
 @contextmanager
 def jax_config(options: Mapping[str, str]) -> Iterator[None]:
     """The path's ``jax_*`` options (``jit:jax_threefry_partitionable=false``) set as JAX config
@@ -76,12 +84,13 @@ def jax_config(options: Mapping[str, str]) -> Iterator[None]:
     keys = [k for k in options if k.startswith("jax_")]
     saved = {}
     try:
-        for k in keys:
-            saved[k] = getattr(jax.config, k)
-            jax.config.update(k, parse_option_value(options[k]))
+        for k in keys:  # only setting an option can name one that does not exist: the path's own errors pass
+            try:
+                saved[k] = getattr(jax.config, k)
+                jax.config.update(k, parse_option_value(options[k]))
+            except AttributeError as e:
+                raise PathOptionError(f"no JAX config option {k!r} in jax {jax.__version__}: see jax.config") from e
         yield
-    except AttributeError as e:
-        raise PathOptionError(f"no JAX config option {e.name if hasattr(e, 'name') else e}: see jax.config") from e
     finally:
         for k, v in saved.items():
             jax.config.update(k, v)

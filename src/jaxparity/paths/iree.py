@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from .base import Path, PathError, PathUnavailable
 
-_INSTALL = "pip install 'jaxparity[iree]' (iree-base-compiler==3.13.0 iree-base-runtime==3.13.0)"
+_INSTALL = "pip install 'jaxparity[iree]' (iree-base-compiler, iree-base-runtime)"
 BF16_PASS = "iree-convert-bf16-arith-to-f32"
 # arith/math ops whose bf16 result is exact or that only convert, and the vector ops that round.
 _EXACT = {"constant", "extf", "truncf", "bitcast", "select", "cmpf", "negf", "absf", "copysign", "maximumf",

@@ -29,7 +29,7 @@ from .base import Path, PathError, PathOptionError
 
 __all__ = ["OnnxPath", "OnnxReferencePath", "convert", "dtype_findings"]
 
-_INSTALL = "pip install 'jaxparity[onnx]' (jax2onnx==0.17.1 onnx==1.23.2 onnxruntime==1.31.1)"
+_INSTALL = "pip install 'jaxparity[onnx]' (jax2onnx, onnx, onnxruntime)"
 # ONNX op types that compute what one JAX primitive computes, for comparing their dtypes.
 _SAME_AS = {"MatMul": "dot_general", "Gemm": "dot_general", "Einsum": "dot_general", "Conv": "conv_general_dilated",
             "Sigmoid": "logistic", "ReduceSum": "reduce_sum", "ReduceMax": "reduce_max", "ReduceMin": "reduce_min",

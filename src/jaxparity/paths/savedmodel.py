@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path as FsPath
 from typing import Any, Callable
 
-from .base import Path, PathError, parse_option_value
+from .base import Path, PathError, PathOptionError, parse_option_value
 
 _SERVER = FsPath(__file__).resolve().parents[1] / "serving" / "tf_savedmodel.py"
 
@@ -30,6 +30,18 @@ def _describe_call_module(node: Any) -> str:
     text = f"XlaCallModule version {node.attr['version'].i}"
     found = re.search(rb"StableHLO_v(\d+\.\d+\.\d+)", node.attr["module"].s)
     return text + (f", StableHLO {found.group(1).decode()}" if found else "")
+
+
+def _stablehlo_skew(message: str) -> tuple[str, str, list[str]] | None:
+    """(the StableHLO version the artifact was written in, the one the loader reads, the source locations its
+    error names) from TensorFlow's "in bytecode version 6 produced by: StableHLO_v1.18.0 … failed to
+    deserialize portable artifact using StableHLO_v1.13.7"; None for any other failure."""
+    written = re.search(r"produced by:\s*StableHLO_v(\d+\.\d+\.\d+)", message)
+    read = re.search(r"deserialize portable artifact using\s*StableHLO_v(\d+\.\d+\.\d+)", message)
+    if not (written and read):
+        return None
+    where = re.findall(r"([\w.-]+\.py):(\d+):\d+: note: in bytecode version", message)
+    return written.group(1), read.group(1), list(dict.fromkeys(f"{f}:{n}" for f, n in where))
 
 
 def _missing(module: str) -> bool:
@@ -56,19 +68,32 @@ class SavedModelPath(Path):
         "keep": "a directory to keep the SavedModel in (default: a temporary one)",
         "native_serialization": "false: jax2tf's non-native (TF ops) lowering; only JAX before 0.5 honours it",
         "serve_env": "serve in another --env's TensorFlow (export here, load there): artifact compatibility",
+        "stablehlo": "the StableHLO version to export for, e.g. 1.13.7 (what TensorFlow 2.21 reads); default: "
+                     "jax.export's own target, 4 weeks old",
     }
 
     def unavailable_reason(self) -> str | None:
         if _missing("tensorflow"):
-            return "TensorFlow is not installed: pip install 'jaxparity[tensorflow]' (tensorflow-cpu==2.21.0)"
+            return "TensorFlow is not installed: pip install 'jaxparity[tensorflow]' (tensorflow-cpu)"
         return None
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         import jax
 
+        args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
+        try:
+            return self._run(fn, args, timeout)
+        except PathError as e:
+            skew = _stablehlo_skew(str(e))
+            if skew is None or "serve_env" in self.options or self.options.get("stablehlo") == skew[1]:
+                raise
+            raise PathError(self._skew_finding(fn, args, timeout, *skew)) from e
+
+    def _run(self, fn: Callable[..., Any], args: tuple, timeout: float | None) -> Any:
+        import jax
+
         from ..pytree import host
 
-        args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
         with tempfile.TemporaryDirectory(prefix="jaxparity-savedmodel-") as tmp:
             model_dir = self.options.get("keep") or os.path.join(tmp, "model")
             server = self._start_server()  # imports TensorFlow while this process converts and saves
@@ -83,8 +108,50 @@ class SavedModelPath(Path):
         flat = [outputs[f"output_{i}"] for i in range(out_tree.num_leaves)]
         return jax.tree_util.tree_unflatten(out_tree, flat)
 
+    def _skew_finding(self, fn: Callable[..., Any], args: tuple, timeout: float | None, written: str, read: str,
+                      where: list[str]) -> str:
+        """The serving TensorFlow cannot read the StableHLO this JAX wrote: say which versions and where
+        TensorFlow's error points, then export for the version it reads and say whether that loads, runs and
+        gives jax.jit's values (the fix, verified)."""
+        import jax
+        import numpy as np
+
+        from ..jaxcompat import stablehlo_versions
+
+        low, _, high = stablehlo_versions()
+        why = "the stablehlo option" if "stablehlo" in self.options else "jax.export's target, 4 weeks old"
+        text = (f"compatibility: TensorFlow cannot read the StableHLO this JAX wrote: jax {jax.__version__} writes "
+                f"StableHLO {written} ({why}; it can write {low} to {high}), the serving TensorFlow reads up to {read}")
+        if where:
+            text += f"; its error points at {', '.join(where)}"
+        fixed = f"{self.name}:" + ",".join(f"{k}={v}" for k, v in {**self.options, "stablehlo": read}.items())
+        try:
+            again = type(self)({**self.options, "stablehlo": read}, env=self.env)
+            got = jax.tree_util.tree_leaves(again.run(fn, args, timeout=timeout))
+        except (PathError, ValueError) as e:
+            return text + f". Exported for {read} ({fixed}) it fails too: {str(e).splitlines()[0]}"
+        want = jax.tree_util.tree_leaves(jax.jit(fn)(*args))
+        same = sum(int(np.sum(np.asarray(a).view(np.uint8) != np.asarray(b).view(np.uint8)) > 0)
+                   for a, b in zip(got, want) if np.asarray(a).shape == np.asarray(b).shape)
+        agrees = ("gives jax.jit's values bit for bit" if same == 0 else
+                  f"runs, and {same} of its {len(got)} outputs differ from jax.jit's: compare it with --paths {fixed}")
+        return text + f". Fix ✓ verified: exported for StableHLO {read} ({fixed}) it loads, runs and {agrees}" \
+            if same == 0 else text + f". Exported for StableHLO {read} ({fixed}) it loads and {agrees}"
+
     def _save(self, fn: Callable[..., Any], args: tuple, model_dir: str) -> Any:
-        """Convert with jax2tf and save with a ``serving_default`` signature of flat tensors."""
+        """Convert with jax2tf and save with a ``serving_default`` signature of flat tensors (for the StableHLO
+        version of the ``stablehlo`` option, where given)."""
+        from ..jaxcompat import export_target
+
+        try:
+            with export_target(self.options.get("stablehlo")):
+                return self._convert_and_save(fn, args, model_dir)
+        except ValueError as e:
+            if "writes StableHLO" not in str(e):
+                raise
+            raise PathOptionError(f"{self.spec}: {e}") from e
+
+    def _convert_and_save(self, fn: Callable[..., Any], args: tuple, model_dir: str) -> Any:
         import jax
         import tensorflow as tf
         from jax.experimental import jax2tf

@@ -153,7 +153,7 @@ class SavedModelCPath(Path):
             return f"the C serving program is built for Linux only (this is {sys.platform})"
         tf_dir = _tf_dir()
         if tf_dir is None:
-            return "TensorFlow is not installed: pip install 'jaxparity[tensorflow]' (tensorflow-cpu==2.21.0)"
+            return "TensorFlow is not installed: pip install 'jaxparity[tensorflow]' (tensorflow-cpu)"
         wanted = [tf_dir / "include" / "tensorflow" / "c" / "c_api.h", *(tf_dir / lib for lib in _LIBS)]
         absent = [str(p.relative_to(tf_dir)) for p in wanted if not p.exists()]
         if absent:

@@ -53,12 +53,9 @@ def config_key() -> Any:
     precision, x64, the PRNG implementation...), the key JAX's caches use; None where this JAX does
     not expose it, and then nothing is reused. An experiment that re-runs the same function on the
     same shapes under another configuration must never get the first one's executable."""
-    try:
-        from jax._src import config
+    from ..jaxcompat import trace_context
 
-        return config.trace_context()
-    except Exception:  # pragma: no cover - depends on JAX internals
-        return None
+    return trace_context()
 
 
 _MEMO: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
@@ -124,9 +121,8 @@ def signature(args: tuple) -> tuple:
 
 def _avals(leaves: Sequence[Any]) -> tuple:
     """What JAX traces these leaves as (shape, dtype, weak type), for values and tracers alike."""
-    import jax
+    from ..jaxcompat import typeof
 
-    typeof = getattr(jax, "typeof", None) or jax.core.get_aval  # jax.typeof from JAX 0.4.37
     return tuple((a.shape, a.dtype, a.weak_type) for a in map(typeof, leaves))
 
 

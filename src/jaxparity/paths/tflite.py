@@ -133,10 +133,10 @@ class TFLitePath(Path):
 
     def unavailable_reason(self) -> str | None:
         if _missing("ai_edge_litert"):
-            return "LiteRT is not installed: pip install 'jaxparity[tflite]' (ai-edge-litert==2.3.0)"
+            return "LiteRT is not installed: pip install 'jaxparity[tflite]' (ai-edge-litert)"
         if _missing("tensorflow"):
             return ("TensorFlow (the TFLite converter) is not installed: "
-                    "pip install 'jaxparity[tensorflow]' (tensorflow-cpu==2.21.0)")
+                    "pip install 'jaxparity[tensorflow]' (tensorflow-cpu)")
         return None
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:

@@ -132,6 +132,13 @@ class ExportPath(_CompiledPath):
         "load_env": "deserialize and call the artifact in another --env's JAX: artifact compatibility",
     }
 
+    def unavailable_reason(self) -> str | None:
+        try:
+            import flatbuffers  # noqa: F401  (jax.export serializes with it)
+        except ImportError:
+            return "flatbuffers is not installed (jax.export serializes with it): pip install 'flatbuffers>=24.3'"
+        return super().unavailable_reason()
+
     def compiler_options(self) -> dict[str, bool | int | float | str] | None:
         return {k: parse_option_value(v) for k, v in self.options.items()
                 if k != "load_env" and not k.startswith("jax_") and k not in _MESH_OPTIONS} or None

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ...jaxcompat import scan_layout
 from ..program import FlatProgram, Op, flatten_jaxpr, is_numeric, op_sources
 
 __all__ = ["Body", "LoopTrace", "body_of", "carry_impls", "key_impl", "loop_kind", "numeric_carry"]
@@ -40,7 +41,7 @@ class Body:
     @property
     def n_carry(self) -> int:
         if self.kind == "scan":
-            return int(self.params["num_carry"])
+            return scan_layout(self.params, len(self.op.eqn.invars))[1]
         if self.kind == "while":
             return len(self.op.eqn.outvars)
         return 0
@@ -57,7 +58,7 @@ class Body:
         """The loop op's operands as (constants of the body, initial carry, sliced inputs)."""
         ins = list(ins)
         if self.kind == "scan":
-            nc, ncarry = int(self.params["num_consts"]), self.n_carry
+            nc, ncarry = scan_layout(self.params, len(ins))
             return ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
         if self.kind == "while":
             cnc, bnc = int(self.params["cond_nconsts"]), int(self.params["body_nconsts"])

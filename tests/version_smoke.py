@@ -1,0 +1,98 @@
+"""Run inside another environment (its own JAX, flax, numpy, Python) by ``test_versions.py``: the smoke
+suite of issue 21 through jaxparity's public entry points, printed as one JSON object on the last line.
+
+    python tests/version_smoke.py OUTDIR
+
+Each step records what the tool said (exit status, cause ids, the op it named); the test asserts on it
+in the project's own environment, beside the same steps run there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str) -> int:
+    return subprocess.run([sys.executable, "-m", "jaxparity", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900).returncode
+
+
+def explained(report: Path) -> dict:
+    """Per path: the confirmed causes, whether a fix was verified, and the lead op (index, line)."""
+    data = json.loads(report.read_text())
+    out = {}
+    for e in data["explanations"]:
+        loc = e.get("localization") or {}
+        lead = (loc.get("local") or [None])[0]
+        out[e["path"]] = {
+            "confirmed": [c["cause"] for c in e["causes"] if c["status"] == "confirmed"],
+            "verified": any((c.get("proof") or {}).get("verified") for c in e["causes"]),
+            "op": None if lead is None else [lead["op"]["index"], lead["op"]["primitive"], lead["op"]["user_source"]],
+        }
+    return out
+
+
+def main(outdir: str) -> dict:
+    import jax
+
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    got: dict = {"jax": jax.__version__, "python": sys.version.split()[0]}
+
+    def step(name, fn):
+        try:
+            got[name] = fn()
+        except Exception:
+            got[name] = {"error": traceback.format_exc(limit=4)}
+
+    def seed_compare():
+        rc = cli("compare", "examples/conv_bf16.py", "--paths", "eager,jit,export,declared,f64",
+                 "--json", str(out / "compare.json"))
+        data = json.loads((out / "compare.json").read_text())
+        return {"rc": rc, "paths": {p["spec"]: [p["status"], p["verdict"]] for p in data["paths"]}}
+
+    def seed_explain():
+        rc = cli("explain", "examples/conv_bf16.py", "--paths", "eager,jit,export", "--json", str(out / "explain.json"))
+        return {"rc": rc, "paths": explained(out / "explain.json")}
+
+    def scan_explain():
+        rc = cli("explain", "tests/cases/loops.py:make_scan_fma", "--paths", "eager,jit",
+                 "--json", str(out / "scan.json"))
+        return {"rc": rc, "paths": explained(out / "scan.json")}
+
+    def reduce():
+        rc = cli("reduce", "examples/conv_bf16.py", "--paths", "eager,jit", "-o", str(out / "repro.py"))
+        repro = subprocess.run([sys.executable, str(out / "repro.py")], capture_output=True, text=True, timeout=600)
+        return {"rc": rc, "repro_rc": repro.returncode}
+
+    def snapshot_check():
+        made = cli("snapshot", "examples/conv_bf16.py", "--paths", "eager,jit,declared", "--out", str(out / "base"))
+        return {"snapshot_rc": made, "check_rc": cli("check", "examples/conv_bf16.py", "--against", str(out / "base"))}
+
+    def conformance():
+        import dataclasses
+
+        from jaxparity.conformance import load_corpus, run_suite, stratified, totals
+        from jaxparity.conformance.classify import TOOL
+
+        outcomes = run_suite(stratified(load_corpus("cpu"))[::40], jobs=1)  # ~22 of the ~870 (group, dtype) pairs
+        return {**dataclasses.asdict(totals(outcomes)),
+                "tool": [f"{o.fullname}: {o.detail}" for o in outcomes if o.declared == TOOL],
+                "false_equal_in": [o.fullname for o in outcomes if o.false_equal]}
+
+    for name, fn in [("seed_compare", seed_compare), ("seed_explain", seed_explain), ("scan_explain", scan_explain),
+                     ("reduce", reduce), ("snapshot_check", snapshot_check), ("conformance", conformance)]:
+        step(name, fn)
+    return got
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    print(json.dumps(main(sys.argv[1])))
