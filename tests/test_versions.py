@@ -51,6 +51,8 @@ def test_each_end_of_the_range_explains_as_the_projects_own_stack(stack, own, tm
     assert got["python"].startswith(spec.python_version + "."), got["python"]
     errors = {k: v["error"] for k, v in got.items() if isinstance(v, dict) and "error" in v}
     assert not errors, errors
+    # installing jaxparity into that stack installs jaxparity and changes nothing else (pip's dry-run report)
+    assert got["install"] == ["jaxparity==0.1.0"], got["install"]
     # compare: every path runs; declared rounds as eager does, op by op, bit for bit (the seed's own finding)
     assert got["seed_compare"] == own["seed_compare"]
     assert got["seed_compare"]["paths"]["declared"] == ["ok", "identical"]
@@ -122,3 +124,21 @@ def test_the_newest_jax_beside_the_newest_tensorflow_is_a_stablehlo_skew_with_it
                "gives jax.jit's values bit for bit" in message, message
     else:
         assert "✓" not in message and "(savedmodel:stablehlo=1.13.7) it loads and runs" in message, message
+
+
+def test_installing_into_the_reports_own_stack_adds_and_changes_nothing_it_has(tmp_path):
+    """The seed report's stack (jax 0.4.38, flax 0.10.2, tensorflow-cpu 2.18, whose numpy must stay below
+    2.1): pip's dry-run of `pip install jaxparity` there installs only packages the stack does not have."""
+
+    spec = parse_env("old=jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0")  # test_envs.py's
+    python = str(ensure_env(spec))
+    have = subprocess.run([python, "-m", "pip", "list", "--format", "json"], capture_output=True, text=True,
+                          check=True).stdout
+    installed = {p["name"].lower().replace("_", "-") for p in json.loads(have)}
+    report = tmp_path / "install.json"
+    subprocess.run([python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report), str(ROOT)],
+                   capture_output=True, text=True, check=True, timeout=600)
+    added = {i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"]
+             for i in json.loads(report.read_text())["install"]}
+    assert "jaxparity" in added
+    assert not (set(added) - {"jaxparity"}) & installed, {k: v for k, v in added.items() if k in installed}

@@ -87,7 +87,16 @@ def main(outdir: str) -> dict:
                 "tool": [f"{o.fullname}: {o.detail}" for o in outcomes if o.declared == TOOL],
                 "false_equal_in": [o.fullname for o in outcomes if o.false_equal]}
 
-    for name, fn in [("seed_compare", seed_compare), ("seed_explain", seed_explain), ("scan_explain", scan_explain),
+    def install():
+        """What `pip install jaxparity` would install or change in this stack (pip's own dry-run report)."""
+        proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report",
+                               str(out / "install.json"), str(ROOT)], capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            return {"error": proc.stderr[-2000:]}
+        report = json.loads((out / "install.json").read_text())
+        return sorted(f"{i['metadata']['name']}=={i['metadata']['version']}" for i in report["install"])
+
+    for name, fn in [("install", install), ("seed_compare", seed_compare), ("seed_explain", seed_explain), ("scan_explain", scan_explain),
                      ("reduce", reduce), ("snapshot_check", snapshot_check), ("conformance", conformance)]:
         step(name, fn)
     return got
