@@ -67,6 +67,22 @@ def main(outdir: str) -> dict:
                  "--json", str(out / "scan.json"))
         return {"rc": rc, "paths": explained(out / "scan.json")}
 
+    def cond_explain():  # a branch inside a loop
+        rc = cli("explain", "tests/cases/loops.py:make_cond_in_scan", "--paths", "eager,jit",
+                 "--json", str(out / "cond.json"))
+        return {"rc": rc, "paths": explained(out / "cond.json")}
+
+    def sweep():
+        spec = out / "sweep.toml"
+        cases = json.dumps([str(ROOT / "examples" / "conv_bf16.py"), str(ROOT / "examples" / "mlp_bf16.py")])
+        spec.write_text(f'name = "smoke"\ncases = {cases}\npaths = ["jit"]\nbaseline = "eager"\nsamples = 2\n'
+                        'explain = true\n')
+        rc = cli("sweep", str(spec), "--store", str(out / "smoke.sweep"), "--jobs", "1", "-q",
+                 "--json", str(out / "sweep.json"))
+        data = json.loads((out / "sweep.json").read_text())
+        return {"rc": rc, "cells": data["cells"], "failed": data["failed"],
+                "causes": {f"{r['case']} {r['path']}": r["causes"] for r in data["rows"]}}
+
     def reduce():
         rc = cli("reduce", "examples/conv_bf16.py", "--paths", "eager,jit", "-o", str(out / "repro.py"))
         repro = subprocess.run([sys.executable, str(out / "repro.py")], capture_output=True, text=True, timeout=600)
@@ -97,6 +113,7 @@ def main(outdir: str) -> dict:
         return sorted(f"{i['metadata']['name']}=={i['metadata']['version']}" for i in report["install"])
 
     for name, fn in [("install", install), ("seed_compare", seed_compare), ("seed_explain", seed_explain), ("scan_explain", scan_explain),
+                     ("cond_explain", cond_explain), ("sweep", sweep),
                      ("reduce", reduce), ("snapshot_check", snapshot_check), ("conformance", conformance)]:
         step(name, fn)
     return got

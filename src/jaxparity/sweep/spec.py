@@ -18,9 +18,13 @@ Case files are relative to the spec's directory.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: the same parser, as a package (a declared dependency there)
+    import tomli as tomllib
 
 from ..metrics import Tolerance
 
