@@ -3,6 +3,7 @@
 report's own numbers with it; another checks that a SavedModel from this stack is reported as a
 compatibility failure by that TensorFlow, never as a crash."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -93,7 +94,8 @@ def test_export_env_and_serve_env_flags_on_the_command_line():
 def test_the_reports_question_is_explained_in_its_own_environment(examples):
     """The seed's own question on its own stack (jax 0.4.38, TensorFlow 2.18): why does the SavedModel differ
     from flax eager? Explained by that environment's worker (its JAX captures every op): the op, the cause and
-    a verified fix. A path of another environment than the baseline's says why it is not explained."""
+    a verified fix. A path of another environment than the baseline's is explained from both environments'
+    per-op values, aligned op by op."""
     result = compare_case(str(examples / "conv_bf16.py"), envs=[OLD], inputs_from="old", baseline="eager@old",
                           paths=["eager@old", "savedmodel@old", "savedmodel@old:native_serialization=false", "jit"],
                           explain=True)
@@ -111,6 +113,38 @@ def test_the_reports_question_is_explained_in_its_own_environment(examples):
     model = [f for f in e.fixes if f.kind == "model change" and f.verified]
     assert model and "round_like_declared" in model[0].description, e.fixes
     assert any(n.startswith("explained in environment old (jax 0.4.38") for n in e.notes), e.notes
+    # jit runs here, the baseline in old: both sides' per-op values, each from its own JAX's trace, aligned by
+    # provenance; the op where they part is the one the same-environment explanation names
     other = found["jit"]
-    assert "jit is not explained: it runs in this environment, the baseline eager@old in environment old" \
-        in other.summary and "(--baseline eager)" in other.summary
+    (cause,) = other.causes
+    assert cause.cause == "other-lowering" and cause.status == "confirmed", cause
+    assert cause.evidence.startswith("#3 convert_element_type (examples/conv_bf16.py:30) is where the two "
+                                     "environments part: its inputs agree bit for bit"), cause.evidence
+    assert f"this environment (jax {jax.__version__}) than in environment old (jax 0.4.38)" in cause.evidence
+    assert "--baseline eager" in cause.fix
+    assert any(n.startswith("ops aligned by primitive, source line and types") for n in other.notes)
+
+
+def test_ops_of_two_traces_are_aligned_by_provenance_and_the_first_local_departure_is_found(examples):
+    """The alignment behind cross-environment explanations, on two traces of one environment: eager and jit of
+    the report's case part at #3 (its inputs agree, its output does not); a trace with an extra op in front
+    still aligns every other op, and the extra one is never compared."""
+    import jax.numpy as jnp
+
+    from jaxparity.case import load_case
+    from jaxparity.localize.align import align, capture_ops, first_departure
+
+    case = load_case(str(examples / "conv_bf16.py"))
+    eager, jit = (capture_ops(case.fn, case.args, spec) for spec in ("eager", "jit"))
+    d = first_departure(jit, eager)
+    assert (d.op.index, d.op.primitive, d.local, d.n_differ) == (3, "convert_element_type", True, 2)
+    assert d.aligned == len(eager) == len(jit)
+    assert first_departure(eager, eager) is None
+
+    def shifted(variables, x):
+        return case.fn(variables, jnp.negative(jnp.negative(x)))
+
+    other = capture_ops(shifted, case.args, "eager")
+    pairs = align(other, eager)
+    assert len(other) == len(eager) + 2 and len(pairs) == len(eager)
+    assert all(other[i].info.primitive == eager[j].info.primitive for i, j in pairs.items())

@@ -169,9 +169,8 @@ def compare_case(
 def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, PathRun]) -> list | str:
     """The diverging paths explained by the worker of the baseline's environment (``eager@old`` as baseline:
     in environment old, with its JAX capturing every op), in the order compared. A path in another environment
-    than the baseline's gets an explanation that says so and what to run instead: op-level values of two JAX
-    versions are not aligned yet. A string where the worker failed."""
-    from .explain.explainer import PathExplanation
+    than the baseline's is explained from both sides' per-op values aligned by provenance (``_across_envs``).
+    A string where the worker failed."""
     from .paths import without_env
 
     env = spec_env(result.baseline)
@@ -186,18 +185,66 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
         where = () if env is None else (f"explained in environment {env} ({runners.describe(env)}), where it ran",)
         for spec, e in zip(here, explained):
             found[spec] = dataclasses.replace(e, path=spec, baseline=result.baseline, notes=tuple(e.notes) + where)
+    base_ops: list | str | None = None
     for spec in paths:
         if spec in found:
             continue
-        other = spec_env(spec)
-        same = f"--baseline {result.baseline.split('@')[0].split(':')[0]}@{other}" if other else "--baseline eager"
-        found[spec] = PathExplanation(
-            spec, result.baseline,
-            f"{spec} is not explained: it runs in {f'environment {other}' if other else 'this environment'}, the "
-            f"baseline {result.baseline} in {f'environment {env}' if env else 'this one'}, and per-op values of two "
-            f"environments are not compared op by op; its comparison above stands. To explain it, compare it with a "
-            f"baseline in its own environment ({same})", None, None, None, (), ())
+        if base_ops is None:
+            base_ops = runners.worker(env).capture(without_env(result.baseline))
+        found[spec] = _across_envs(spec, result.baseline, runners.worker(spec_env(spec)).capture(without_env(spec)),
+                                   base_ops, runners)
     return [found[p] for p in paths]
+
+
+def _where(env: str | None, runners: Runners) -> str:
+    """'environment old (jax 0.4.38)' or 'this environment (jax 0.9.2)'."""
+    from .versions import installed
+
+    if env is None:
+        return f"this environment (jax {installed('jax')})"
+    return f"environment {env} (jax {runners.packages(env).get('jax', '?')})"
+
+
+def _across_envs(spec: str, baseline: str, path_ops: list | str, base_ops: list | str, runners: Runners) -> Any:
+    """A path of another environment than the baseline's, explained from both sides' per-op values, each
+    captured by its own environment's worker and aligned op by op by provenance (``localize.align``): the first
+    op whose inputs agree bit for bit and whose output does not is where the two versions compute otherwise."""
+    from .explain.explainer import PathExplanation
+    from .explain.verdicts import CauseVerdict
+    from .localize.align import first_departure
+
+    mine, theirs = _where(spec_env(spec), runners), _where(spec_env(baseline), runners)
+    own = f"eager@{spec_env(spec)}" if spec_env(spec) else "eager"
+    mechanism = (f"to name the mechanism and test its fix, explain {spec} against a baseline of its own environment "
+                 f"(--baseline {own}), whose worker replays each op")
+    failed = next((x for x in (path_ops, base_ops) if isinstance(x, str)), None)
+    if failed is not None:
+        return PathExplanation(spec, baseline, f"{spec} is not explained op by op: {failed}; its comparison above "
+                               "stands", None, None, None, (), ())
+    d = first_departure(path_ops, base_ops)
+    aligned = (f"ops aligned by primitive, source line and types across the two environments' own traces: "
+               f"{d.aligned if d else '?'} of {len(path_ops)} ({spec}) and {len(base_ops)} ({baseline})")
+    if d is None:
+        return PathExplanation(spec, baseline, f"every aligned op of {spec} gives {baseline}'s values bit for bit; "
+                               "the outputs differ where ops have no partner in the other trace", None, None, None,
+                               (), (), (aligned, f"{spec} ran in {mine}; {baseline} in {theirs}"))
+    where = f"#{d.op.index} {d.op.primitive}" + (f" ({d.op.user_source})" if d.op.user_source else "")
+    example = (f"; e.g. element {d.example[0]}: {spec} {d.example[1]}, {baseline} {d.example[2]}"
+               if d.example else "")
+    if d.local:
+        summary = (f"{where} is where the two environments part: its inputs agree bit for bit and its output differs "
+                   f"in {d.n_differ} of {d.size} elements{example}")
+        cause = CauseVerdict("other-lowering", "a different lowering or kernel in another runtime", "confirmed",
+                             "aligned per-op values",
+                             f"{summary}: it computes otherwise in {mine} than in {theirs}", fix=mechanism)
+    else:
+        summary = (f"{where} is the first aligned op whose output differs ({d.n_differ} of {d.size} elements"
+                   f"{example}); an input of it already differs, through ops with no partner in the other trace")
+        cause = CauseVerdict("unknown", "cause unknown", "not run", "aligned per-op values",
+                             f"{summary}: the op where {mine} and {theirs} part has no partner in the other trace",
+                             fix=mechanism)
+    return PathExplanation(spec, baseline, summary, None, None, None, (cause,), (),
+                           (aligned, f"{spec} ran in {mine}; {baseline} in {theirs}"))
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,20 @@ class IsolatedRunner:
             return f"explaining crashed: {e}"
         return reply[1]
 
+    def capture(self, spec: str) -> list | str:
+        """Every op of the case as this worker's JAX traces it, with its values along ``spec`` (see
+        ``localize.align.capture_ops``), or why that failed."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        assert self._conn is not None
+        self._conn.send(("capture", spec))
+        try:
+            reply = self._receive(None, "capture")
+        except WorkerDied as e:
+            self._proc = None
+            return f"capturing crashed: {e}"
+        return reply[1]
+
     def close(self) -> None:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:
             try:

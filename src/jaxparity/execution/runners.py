@@ -105,9 +105,13 @@ class Runners:
         """The worker of environment ``env`` (None: this one), loaded with the case and its shared inputs."""
         return self._runner(env)
 
+    def packages(self, env: str) -> dict[str, str]:
+        """{'jax': '0.4.38', ...}: the versions environment ``env`` was built with."""
+        return dict(manifest(self.envs[env]).get("packages", {}))
+
     def describe(self, env: str) -> str:
         """'jax 0.4.38, jaxlib 0.4.38, …': what environment ``env`` runs."""
-        return ", ".join(f"{k} {v}" for k, v in manifest(self.envs[env]).get("packages", {}).items())
+        return ", ".join(f"{k} {v}" for k, v in self.packages(env).items())
 
     # -- one comparison on several cores -----------------------------------------------------------
     def lanes(self, specs: Sequence[str], jobs: int) -> list[list[str]]:

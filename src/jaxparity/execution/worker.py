@@ -57,6 +57,15 @@ def main(fd: int) -> None:
 
             assert case is not None, "arrays before load"
             conn.send(("arrays", [(name, host(x)) for name, x in argument_leaves(case.args)]))
+        elif message[0] == "capture":  # every op's values along one path, this environment's own trace
+            from ..localize.align import capture_ops
+
+            assert case is not None, "capture before load"
+            try:
+                captured = capture_ops(case.fn, case.args, message[1])
+            except Exception as e:  # report, keep the comparison
+                captured = f"capturing per-op values failed: {type(e).__name__}: {e}"
+            conn.send(("captured", captured))
         elif message[0] == "explain":
             from ..explain.explainer import explain_paths
 
