@@ -169,8 +169,9 @@ def compare_case(
 def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, PathRun]) -> list | str:
     """The diverging paths explained by the worker of the baseline's environment (``eager@old`` as baseline:
     in environment old, with its JAX capturing every op), in the order compared. A path in another environment
-    than the baseline's is explained from both sides' per-op values aligned by provenance (``_across_envs``).
+    than the baseline's is explained from both sides' per-op values aligned by provenance (``explain.across``).
     A string where the worker failed."""
+    from .explain.across import explain_across
     from .paths import without_env
 
     env = spec_env(result.baseline)
@@ -191,8 +192,9 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
             continue
         if base_ops is None:
             base_ops = runners.worker(env).capture(without_env(result.baseline))
-        found[spec] = _across_envs(spec, result.baseline, runners.worker(spec_env(spec)).capture(without_env(spec)),
-                                   base_ops, runners)
+        found[spec] = explain_across(spec, result.baseline,
+                                     runners.worker(spec_env(spec)).capture(without_env(spec)), base_ops,
+                                     _where(spec_env(spec), runners), _where(env, runners))
     return [found[p] for p in paths]
 
 
@@ -203,48 +205,6 @@ def _where(env: str | None, runners: Runners) -> str:
     if env is None:
         return f"this environment (jax {installed('jax')})"
     return f"environment {env} (jax {runners.packages(env).get('jax', '?')})"
-
-
-def _across_envs(spec: str, baseline: str, path_ops: list | str, base_ops: list | str, runners: Runners) -> Any:
-    """A path of another environment than the baseline's, explained from both sides' per-op values, each
-    captured by its own environment's worker and aligned op by op by provenance (``localize.align``): the first
-    op whose inputs agree bit for bit and whose output does not is where the two versions compute otherwise."""
-    from .explain.explainer import PathExplanation
-    from .explain.verdicts import CauseVerdict
-    from .localize.align import first_departure
-
-    mine, theirs = _where(spec_env(spec), runners), _where(spec_env(baseline), runners)
-    own = f"eager@{spec_env(spec)}" if spec_env(spec) else "eager"
-    mechanism = (f"to name the mechanism and test its fix, explain {spec} against a baseline of its own environment "
-                 f"(--baseline {own}), whose worker replays each op")
-    failed = next((x for x in (path_ops, base_ops) if isinstance(x, str)), None)
-    if failed is not None:
-        return PathExplanation(spec, baseline, f"{spec} is not explained op by op: {failed}; its comparison above "
-                               "stands", None, None, None, (), ())
-    d = first_departure(path_ops, base_ops)
-    aligned = (f"ops aligned by primitive, source line and types across the two environments' own traces: "
-               f"{d.aligned if d else '?'} of {len(path_ops)} ({spec}) and {len(base_ops)} ({baseline})")
-    if d is None:
-        return PathExplanation(spec, baseline, f"every aligned op of {spec} gives {baseline}'s values bit for bit; "
-                               "the outputs differ where ops have no partner in the other trace", None, None, None,
-                               (), (), (aligned, f"{spec} ran in {mine}; {baseline} in {theirs}"))
-    where = f"#{d.op.index} {d.op.primitive}" + (f" ({d.op.user_source})" if d.op.user_source else "")
-    example = (f"; e.g. element {d.example[0]}: {spec} {d.example[1]}, {baseline} {d.example[2]}"
-               if d.example else "")
-    if d.local:
-        summary = (f"{where} is where the two environments part: its inputs agree bit for bit and its output differs "
-                   f"in {d.n_differ} of {d.size} elements{example}")
-        cause = CauseVerdict("other-lowering", "a different lowering or kernel in another runtime", "confirmed",
-                             "aligned per-op values",
-                             f"{summary}: it computes otherwise in {mine} than in {theirs}", fix=mechanism)
-    else:
-        summary = (f"{where} is the first aligned op whose output differs ({d.n_differ} of {d.size} elements"
-                   f"{example}); an input of it already differs, through ops with no partner in the other trace")
-        cause = CauseVerdict("unknown", "cause unknown", "not run", "aligned per-op values",
-                             f"{summary}: the op where {mine} and {theirs} part has no partner in the other trace",
-                             fix=mechanism)
-    return PathExplanation(spec, baseline, summary, None, None, None, (cause,), (),
-                           (aligned, f"{spec} ran in {mine}; {baseline} in {theirs}"))
 
 
 @dataclass(frozen=True)
