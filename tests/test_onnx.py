@@ -55,7 +55,6 @@ def test_a_missing_onnxruntime_makes_onnx_unavailable_and_says_how_to_install(mo
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     reason = make_path("onnx").unavailable_reason()
     assert reason and "onnxruntime" in reason and "pip install 'jaxparity[onnx]'" in reason
-    assert "onnxruntime==1.31.1" in reason
     assert make_path("onnx-ref").unavailable_reason() is None  # onnx.reference needs no onnxruntime
     result = jaxparity.compare(lambda x: x + 1, jnp.ones(3), paths=["eager", "onnx"])
     assert result.path("onnx").verdict == "unavailable" and "jaxparity[onnx]" in result.path("onnx").message

@@ -98,7 +98,11 @@ def main(outdir: str) -> dict:
         from jaxparity.conformance import load_corpus, run_suite, stratified, totals
         from jaxparity.conformance.classify import TOOL
 
-        outcomes = run_suite(stratified(load_corpus("cpu"))[::40], jobs=1)  # ~22 of the ~870 (group, dtype) pairs
+        try:
+            corpus = load_corpus("cpu")
+        except ImportError as e:  # a jax wheel without its own test harnesses: said, nothing to judge
+            return {"unavailable": str(e)}
+        outcomes = run_suite(stratified(corpus)[::40], jobs=1)  # ~22 of the ~870 (group, dtype) pairs
         return {**dataclasses.asdict(totals(outcomes)),
                 "tool": [f"{o.fullname}: {o.detail}" for o in outcomes if o.declared == TOOL],
                 "false_equal_in": [o.fullname for o in outcomes if o.false_equal]}
