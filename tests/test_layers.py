@@ -93,3 +93,22 @@ def test_the_execution_layer_never_imports_the_commands():
 
 def test_no_import_cycles():
     assert _cycles(_graph()) == []
+
+
+def test_private_jax_is_read_in_one_module_only():
+    """Every private JAX symbol (``jax._src``) is read through jaxparity/jaxcompat.py, where each names the JAX
+    versions it covers (issue 21): no other module imports or names one, in code or in a lazy import."""
+    offenders = []
+    for name, path in _modules().items():
+        if name == "jaxparity.jaxcompat":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            module = (node.module if isinstance(node, ast.ImportFrom) else
+                      next((a.name for a in node.names), None) if isinstance(node, ast.Import) else None)
+            if module and module.startswith("jax._src"):
+                offenders.append(f"{name}:{node.lineno} imports {module}")
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "jax" \
+                    and node.attr in ("_src", "core"):
+                offenders.append(f"{name}:{node.lineno} reads jax.{node.attr}")
+    assert not offenders, offenders

@@ -3,8 +3,10 @@
 jaxparity runs in the user's environment, with the user's JAX: from 0.4.38 to 0.12 (``versions.SUPPORTED``).
 Anything not in JAX's public API, and any jaxpr parameter whose name or layout changed between those
 versions, is read through this module; each entry says which versions each branch covers (checked with
-``jax.make_jaxpr`` on jax 0.4.38 / Python 3.10, 0.9.2 / 3.11 and 0.12.0.1 / 3.13). The rest of the
-package imports JAX's public API only (``jax``, ``jax.lax``, ``jax.extend``, ``jax.export``).
+``jax.make_jaxpr`` on jax 0.4.38 / Python 3.10, 0.9.2 / 3.11 and 0.12.0.1 / 3.13, and by the smoke suite of
+tests/version_smoke.py on 0.5.3, 0.6.2, 0.7.2, 0.8.3, 0.10.2 and 0.11.2 / 3.12). The rest of the
+package imports JAX's public API only (``jax``, ``jax.lax``, ``jax.extend``, ``jax.export``,
+``jax.experimental.jax2tf``): tests/test_layers.py checks that no other module names ``jax._src``.
 
 Jaxpr facts that hold on every supported version (no branch needed):
   * jax.jit is primitive "jit" (before 0.7: "pjit"), param ``jaxpr`` (ClosedJaxpr); jax.checkpoint is
