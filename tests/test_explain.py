@@ -284,3 +284,20 @@ def test_a_capture_that_moves_only_what_a_second_plain_run_moves_too_is_the_path
     wrong[0] += 1  # a deterministic element the capture changed: not nondeterminism
     assert _unstable(fn, x, "eager", [first], [wrong]) is None
     assert _unstable(lambda x: x * 2, x, "eager", [np.asarray(x[0]) * 2], [np.asarray(x[0]) * 2]) is None
+
+
+def test_a_perturbed_capture_names_no_op_in_the_triage_either():
+    """Where the capture is not the program the path runs (perturbed, its divergences reproducing little), the
+    short report says "no op-level view": the triage above it must not point at "the op below" (found on
+    flax's sst2 BiLSTM in bf16 with jax 0.4.38)."""
+    import dataclasses
+
+    from jaxparity.report.brief import brief
+
+    result = explain("make_layernorm_bf16")
+    (e,) = result.explanations
+    p = result.path(e.path)
+    assert "at the op below" in dict(brief(e, p))["triage"]  # the program's own capture: the op is named
+    unsound = dataclasses.replace(e, localization=dataclasses.replace(e.localization, perturbed=True))
+    lines = dict(brief(unsound, p))
+    assert lines["where"].startswith("no op-level view") and "at the op below" not in lines["triage"], lines

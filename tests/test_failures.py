@@ -89,3 +89,20 @@ def test_inputs_file_overrides_bit_exactly_and_wrong_structure_is_named(tmp_path
     np.savez(plain, arr_0=bits.view(ml_dtypes.bfloat16))
     loaded = np.asarray(load_case(str(bf16_case), plain).args[0])
     assert loaded.dtype == ml_dtypes.bfloat16 and loaded.view(np.uint16).tolist() == bits.tolist()
+
+
+def test_a_rerun_that_kills_the_explaining_process_is_skipped_and_said_the_rest_explained():
+    """One re-run of the explanation (round_like_declared re-tracing the model) kills its worker with SIGSEGV:
+    a new worker explains again without it. The cause and its verified flag fix stand; the model change says
+    its re-run crashed, never "verified" nor "refuted"."""
+    from jaxparity.comparison import compare_case
+
+    result = compare_case(f"{MIS}:make_crashes_when_rewritten", paths=["eager", "jit"], explain=True)
+    (e,) = result.explanations
+    assert next(c for c in e.causes if c.status == "confirmed").cause == "excess-precision"
+    flag = next(f for f in e.fixes if f.kind == "compile option")
+    assert flag.verified and flag.spec == "jit:xla_allow_excess_precision=false"
+    model = next(f for f in e.fixes if f.kind == "model change")
+    assert not model.verified
+    assert "crashed: re-running jit [fixed model] was killed by SIGSEGV (its process died there; that re-run is " \
+           "skipped)" in model.evidence, model.evidence

@@ -181,8 +181,11 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
     if here:
         explained = runners.worker(env).explain([(without_env(p), runs[p].outputs) for p in here],
                                                 without_env(result.baseline), runs[result.baseline].outputs)
-        if isinstance(explained, str):
-            return explained
+        if isinstance(explained, str):  # the worker died outside any re-run: the comparison stands, said per path
+            from .explain.explainer import PathExplanation
+
+            explained = [PathExplanation(p, result.baseline, f"{p} could not be explained: {explained}; its "
+                                         "comparison above stands", None, None, None, (), ()) for p in here]
         where = () if env is None else (f"explained in environment {env} ({runners.describe(env)}), where it ran",)
         for spec, e in zip(here, explained):
             found[spec] = dataclasses.replace(e, path=spec, baseline=result.baseline, notes=tuple(e.notes) + where)

@@ -56,3 +56,21 @@ def make_factory_raises():
 
 def make_not_a_pair():
     return jnp.ones(3)
+
+
+def make_crashes_when_rewritten():
+    """A bf16 matmul whose jit elides a rounding (excess precision, fixed by a flag), and whose process dies when
+    round_like_declared re-traces it: one re-run of the explanation crashes its worker, as a compiler crashing
+    under one flag does (jaxlib 0.9.2's CPU compiler segfaults on flax's sst2 BiLSTM in bf16 with
+    xla_disable_hlo_passes=algsimp). The explanation must survive it and say so."""
+    import inspect
+    import signal
+
+    def fn(x, w):
+        if any(f.filename.endswith(os.path.join("fixes", "rounding.py")) for f in inspect.stack()):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        y = (x @ w).astype(jnp.float32)
+        return jnp.tanh(y) * 3.0
+
+    k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+    return fn, (jax.random.normal(k1, (4, 64), jnp.bfloat16), jax.random.normal(k2, (64, 8), jnp.bfloat16))

@@ -176,17 +176,26 @@ class IsolatedRunner:
         return dict(self._receive(self.load_timeout, "reading the inputs")[1])
 
     def explain(self, paths: list[tuple[str, Any]], baseline: str, base_out: Any) -> list | str:
-        """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed."""
-        if self._proc is None or self._proc.poll() is not None:
-            self._start()
-        assert self._conn is not None
-        self._conn.send(("explain", paths, baseline, base_out))
-        try:
-            reply = self._receive(None, "explain")
-        except WorkerDied as e:
-            self._proc = None
-            return f"explaining crashed: {e}"
-        return reply[1]
+        """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed. A re-run that
+        kills the worker (a compiler crash under one flag) is skipped in a new worker, and said as that
+        experiment's outcome (``execution.crashes``); a crash outside any re-run ends the explanation."""
+        from .crashes import last_attempt
+
+        breadcrumb = self._log.name + ".rerun"
+        crashed: dict[str, str] = {}
+        while True:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            assert self._conn is not None
+            self._conn.send(("explain", paths, baseline, base_out, breadcrumb, crashed))
+            try:
+                return self._receive(None, "explain")[1]
+            except WorkerDied as e:
+                self._proc = None
+                key = last_attempt(breadcrumb)
+                if key is None or key in crashed:
+                    return f"explaining crashed: {e}"
+                crashed[key] = str(e).splitlines()[0].removeprefix("its process ")
 
     def capture(self, spec: str) -> list | str:
         """Every op of the case as this worker's JAX traces it, with its values along ``spec`` (see

@@ -70,7 +70,10 @@ def main(fd: int) -> None:
             from ..explain.explainer import explain_paths
 
             assert case is not None, "explain before load"
-            _, paths, baseline, base_out = message
+            from .crashes import configure
+
+            _, paths, baseline, base_out, breadcrumb, crashed = message
+            configure(breadcrumb, crashed)
             base = [a for _, a in base_out]
             try:
                 found = explain_paths(case.fn, case.args, [(spec, [a for _, a in outs]) for spec, outs in paths],

@@ -139,13 +139,17 @@ class _Context:
             ) -> list[np.ndarray] | str:
         """Outputs of ``spec`` (flattened), or why it failed; each distinct run happens once. ``fn``: a
         model change of the case's function, named ``label``."""
+        from ..execution.crashes import attempt, crashed_before
         from ..execution.inprocess import run_in_process
 
         if fn is not None:
             self.models[label] = fn
         key = spec if fn is None else f"{spec} [{label}]"
+        if key not in self.runs and (how := crashed_before(key)):
+            self.runs[key] = f"crashed: re-running {key} {how} (its process died there; that re-run is skipped)"
         if key not in self.runs:
-            r = run_in_process(make_path(spec), fn or self.fn, self.args)
+            with attempt(key):
+                r = run_in_process(make_path(spec), fn or self.fn, self.args)
             self.runs[key] = [a for _, a in r.outputs] if r.status == "ok" and r.outputs else f"{r.status}: {r.message}"
         return self.runs[key]
 
@@ -199,8 +203,8 @@ def _recompile(cause: Cause, ctx: _Context, at_op: bool = True) -> CauseVerdict:
     for key, value in cause.options:
         spec = with_xla_option(spec, key, value)
     outs = ctx.run(spec)
-    if isinstance(outs, str):
-        return CauseVerdict(cause.id, cause.title, "refuted", f"re-ran {spec}", f"the re-run failed ({outs})")
+    if isinstance(outs, str):  # a re-run that fails tests nothing: the cause stands untested, never refuted
+        return CauseVerdict(cause.id, cause.title, "not run", f"re-ran {spec}", f"the re-run failed ({outs})")
     rerun, result = measured_rerun(outs, ctx)
     before, after = rerun.before, rerun.after
     seen = (f"{ctx.path} differs from {ctx.baseline} in {before[0]} elements (max {before[1]} ULP, max abs "

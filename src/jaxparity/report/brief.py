@@ -276,10 +276,12 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     if not e.causes:  # explaining failed: its summary says why
         return [("", e.summary or f"{e.path} could not be explained")]
     amplified = loc is not None and loc.blame is not None and loc.blame.amplifier is not None
-    t = triage(p, e.baseline, loc.lead if loc is not None else None, amplified) if p is not None else None
+    unseen = loc is not None and loc.perturbed and bool(loc.local)  # per-op values not the program's own
+    # an op of a perturbed capture says nothing about the program the path runs: the triage names none
+    lead = loc.lead if loc is not None and not unseen else None
+    t = triage(p, e.baseline, lead, amplified) if p is not None else None
     if t:
         lines.append(("triage", t))
-    unseen = loc is not None and loc.perturbed and bool(loc.local)  # per-op values not the program's own
     if unseen:
         together = loc.blame.together if loc.blame is not None else 0.0
         lines.append(("where", f"no op-level view: returning every intermediate changes {e.path}'s outputs, and the "
