@@ -131,12 +131,13 @@ class SavedModelPath(Path):
         except (PathError, ValueError) as e:
             return text + f". Exported for {read} ({fixed}) it fails too: {str(e).splitlines()[0]}"
         want = jax.tree_util.tree_leaves(jax.jit(fn)(*args))
-        same = sum(int(np.sum(np.asarray(a).view(np.uint8) != np.asarray(b).view(np.uint8)) > 0)
-                   for a, b in zip(got, want) if np.asarray(a).shape == np.asarray(b).shape)
-        agrees = ("gives jax.jit's values bit for bit" if same == 0 else
-                  f"runs, and {same} of its {len(got)} outputs differ from jax.jit's: compare it with --paths {fixed}")
-        return text + f". Fix ✓ verified: exported for StableHLO {read} ({fixed}) it loads, runs and {agrees}" \
-            if same == 0 else text + f". Exported for StableHLO {read} ({fixed}) it loads and {agrees}"
+        differing = sum(not (np.asarray(a).shape == np.asarray(b).shape and
+                             np.asarray(a).tobytes() == np.asarray(b).tobytes()) for a, b in zip(got, want))
+        if differing == 0:
+            return text + (f". Fix ✓ verified: exported for StableHLO {read} ({fixed}) it loads, runs and gives "
+                           "jax.jit's values bit for bit")
+        return text + (f". Exported for StableHLO {read} ({fixed}) it loads and runs, and {differing} of its "
+                       f"{len(got)} outputs differ from jax.jit's: compare it with --paths {fixed}")
 
     def _save(self, fn: Callable[..., Any], args: tuple, model_dir: str) -> Any:
         """Convert with jax2tf and save with a ``serving_default`` signature of flat tensors (for the StableHLO
