@@ -738,6 +738,12 @@ def explain_path(
                 notes.append(f"{seen}, but only where two plain runs of {path} disagree with each other too "
                              f"({unstable} output elements: {path}'s result there is not determined by its inputs, "
                              "e.g. a read of memory it does not own): judged by them")
+            elif (already := _moved_where_differing(path_out, path_vals.outputs, base_out)) is not None and \
+                    (together or 0) >= PARTLY:
+                notes.append(f"{seen}, only where its outputs already differ from {baseline} ({already} output "
+                             "elements: their values depend on how the program is compiled, e.g. a read out of "
+                             f"bounds); the divergences seen in its per-op values reproduce {together:.0%} of its "
+                             "output difference: judged by them")
             elif (within := _within_own_noise(path_out, base_out, program, flat_args)) and (together or 0) >= PARTLY:
                 notes.append(f"{seen}; the divergences seen in its per-op values reproduce {together:.0%} of its "
                              "own output difference, and its outputs are within twice the model's own rounding noise: "
@@ -874,6 +880,20 @@ def _unstable(fn: Callable[..., Any], args: tuple, path: str, path_out: Sequence
     unstable = sum(int(np.count_nonzero(~m)) for m in stable)
     moved_elsewhere = any(np.any(m & ~_unchanged(x, c)) for m, x, c in zip(stable, path_out, captured))
     return unstable if unstable and not moved_elsewhere else None
+
+
+def _moved_where_differing(path_out: Sequence[np.ndarray], captured: Sequence[Any],
+                           base_out: Sequence[np.ndarray]) -> int | None:
+    """The number of output elements a capture moved, where every one of them already differs from the
+    baseline in the plain run (the capture changed which wrong value they hold, not which elements are wrong);
+    None where it moved an element the plain run gets right."""
+    moved = 0
+    for x, c, b in zip(path_out, captured, base_out):
+        changed = ~_unchanged(x, c)
+        if np.any(changed & _unchanged(x, b)):
+            return None
+        moved += int(np.count_nonzero(changed))
+    return moved or None
 
 
 def _name_the_pass(causes: list[CauseVerdict]) -> list[CauseVerdict]:
