@@ -116,8 +116,8 @@ def main(outdir: str) -> dict:
         report = json.loads((out / "install.json").read_text())
         return sorted(f"{i['metadata']['name']}=={i['metadata']['version']}" for i in report["install"])
 
-    for name, fn in [("install", install), ("seed_compare", seed_compare), ("seed_explain", seed_explain), ("scan_explain", scan_explain),
-                     ("cond_explain", cond_explain), ("sweep", sweep),
+    for name, fn in [("install", install), ("seed_compare", seed_compare), ("seed_explain", seed_explain),
+                     ("scan_explain", scan_explain), ("cond_explain", cond_explain), ("sweep", sweep),
                      ("reduce", reduce), ("snapshot_check", snapshot_check), ("conformance", conformance)]:
         step(name, fn)
     return got

@@ -1,13 +1,13 @@
 """Other package versions: virtual environments created once, cached, and reused.
 
-``--env old="jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0"`` names a set of
-packages (and, with ``python==3.13`` among them, the Python it runs on: JAX 0.11 and later need 3.12 or
-newer; found on ``PATH`` as ``python3.13`` or among pyenv's versions); a path written ``eager@old`` then runs in a worker process of that environment, with the
-same jaxparity code (put on its ``PYTHONPATH``) and inputs moved bit-exactly. An environment lives in
-``$JAXPARITY_CACHE`` (default ``~/.cache/jaxparity``) under ``envs/NAME-HASH``, where the hash covers
-the requirements and the Python version, so a changed spec builds a new one and an unchanged spec
-is reused. It is built in a scratch directory and renamed into place when complete, so an
-interrupted build is never mistaken for a finished one.
+``--env old="jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0"`` names a set of packages
+(and, with ``python==3.13`` among them, the Python it runs on: JAX 0.11 and later need 3.12 or newer;
+found on ``PATH`` as ``python3.13`` or among pyenv's versions); a path written ``eager@old`` then runs in
+a worker process of that environment, with the same jaxparity code (put on its ``PYTHONPATH``) and inputs
+moved bit-exactly. An environment lives in ``$JAXPARITY_CACHE`` (default ``~/.cache/jaxparity``) under
+``envs/NAME-HASH``, where the hash covers the requirements and the Python version, so a changed spec
+builds a new one and an unchanged spec is reused. It is built in a scratch directory and renamed into
+place when complete, so an interrupted build is never mistaken for a finished one.
 """
 
 from __future__ import annotations
@@ -126,8 +126,9 @@ def ensure_env(spec: EnvSpec, *, log: Callable[[str], None] | None = None, timeo
                            + "\n".join((errors or proc.stderr.strip().splitlines())[-4:]))
         versions = _versions(scratch / "bin" / "python")
         (scratch / _MANIFEST).write_text(json.dumps({"name": spec.name, "requirements": spec.requirements,
-                                                     "python": _python_of(scratch / "bin" / "python"), "packages": versions,
-                                                     "seconds": time.perf_counter() - start}, indent=1))
+                                                     "python": _python_of(scratch / "bin" / "python"),
+                                                     "packages": versions, "seconds": time.perf_counter() - start},
+                                                    indent=1))
         if spec.directory.exists():  # another process finished first: keep theirs
             shutil.rmtree(scratch, ignore_errors=True)
         else:
