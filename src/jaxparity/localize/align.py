@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .localizer import bitwise_equal
 from .program import OpInfo
 
 __all__ = ["CapturedOp", "Departure", "align", "capture_ops", "first_departure"]
@@ -54,10 +55,7 @@ def align(a: Sequence[CapturedOp], b: Sequence[CapturedOp]) -> dict[int, int]:
 
 
 def _same(x: Any, y: Any) -> bool:
-    if x is None or y is None:
-        return False
-    x, y = np.asarray(x), np.asarray(y)
-    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+    return x is not None and y is not None and bitwise_equal(x, y)
 
 
 def _show(v: Any) -> str:

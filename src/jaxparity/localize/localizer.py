@@ -341,7 +341,7 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
         if any(x is None for x in p_ins):
             skipped += 1
             continue
-        same_inputs = all(_bitwise_equal(a, b) for a, b in zip(p_ins, b_ins))
+        same_inputs = all(bitwise_equal(a, b) for a, b in zip(p_ins, b_ins))
         positions = [i for i, v in enumerate(op.outputs) if v in outs]  # of the recorded outputs
         if same_inputs:
             replay = b_outs  # the baseline already ran this op on exactly these inputs
@@ -464,7 +464,8 @@ def _is_key(x: Any) -> bool:
     return isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
-def _bitwise_equal(a: Any, b: Any) -> bool:
+def bitwise_equal(a: Any, b: Any) -> bool:
+    """The same bits, shape and dtype (host copies of arrays or device arrays alike)."""
     from ..pytree import host
 
     a, b = host(a), host(b)
