@@ -86,3 +86,29 @@ def test_check_on_the_command_line(baseline, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "no path moved beyond tolerance" in r.stdout
     assert json.loads(out.read_text())["passed"] is True
+
+
+def test_check_says_when_the_case_now_gives_other_inputs_and_runs_on_them_when_asked(tmp_path):
+    """The weights changed since the snapshot: the check re-runs the stored ones, and says so; with
+    --case-inputs it runs the case as it is now, and the paths move with the weights."""
+    case = tmp_path / "weights.py"
+    case.write_text("import os, jax.numpy as jnp\n"
+                    "def make():\n"
+                    "    w = jnp.full((4, 3), float(os.environ.get('WEIGHT', '1')))\n"
+                    "    return (lambda params, x: jnp.tanh(x @ params)), (w, jnp.arange(8.0).reshape(2, 4) / 8)\n")
+    out = tmp_path / "snap"
+    snapshot(str(case), out, paths=["eager", "jit"])
+    same = check(str(case), out)
+    assert same.passed and same.notes == ("ran on the snapshot's inputs, which are the case's own as it is now",)
+    import os
+
+    os.environ["WEIGHT"] = "2"
+    try:
+        stored = check(str(case), out)
+        now = check(str(case), out, case_inputs=True)
+    finally:
+        del os.environ["WEIGHT"]
+    assert stored.passed and "the case's own inputs now differ from the snapshot's in 1 of 2 (arg0)" in stored.notes[0]
+    assert "--case-inputs" in stored.notes[0]
+    assert not now.passed and {m.status for m in now.moves} == {"moved"}
+    assert "ran on the case's own inputs (--case-inputs)" in now.notes[0]

@@ -19,7 +19,8 @@ def test_draw_samples_keep_shapes_dtypes_and_are_reproducible():
     sets = draw_samples(example, 4, seed=7)
     assert len(sets) == 4
     for s in sets:
-        assert set(s) == {"x"}  # integers and booleans stay the case's own
+        assert set(s) == {"x", "i"}  # booleans stay the case's own; integers vary within their range
+        assert 0 <= s["i"].min() and s["i"].max() <= 4 and s["i"].dtype == np.int32
         assert s["x"].shape == example["x"].shape and s["x"].dtype == example["x"].dtype
     assert not np.array_equal(sets[0]["x"], sets[1]["x"])
     again = draw_sample(example, 7, 2)

@@ -22,6 +22,8 @@ _EXPORTS = {
     "Case": ".case",
     "CaseError": ".case",
     "load_case": ".case",
+    "data": ".roles",
+    "variables": ".roles",
     "interpret": ".interpreter",
     "DEFAULT_PATHS": ".paths",
     "PATHS": ".paths",
@@ -44,6 +46,7 @@ _warn_if_unsupported()
 
 if TYPE_CHECKING:
     from .case import Case as Case, CaseError as CaseError, load_case as load_case
+    from .roles import data as data, variables as variables
     from .comparison import Comparison as Comparison, compare as compare, compare_case as compare_case
     from .interpreter import interpret as interpret
     from .metrics import Tolerance as Tolerance

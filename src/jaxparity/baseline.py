@@ -124,10 +124,12 @@ def _changes(then: dict, now: dict) -> list[str]:
 
 
 def check(case: str, against: str | Path, *, tolerance: Tolerance | None = None, in_env: str | None = None,
-          **compare: Any) -> CheckResult:
-    """Re-run the baseline's paths on its stored inputs and report every path that moved.
+          case_inputs: bool = False, **compare: Any) -> CheckResult:
+    """Re-run the baseline's paths on its stored inputs and report every path that moved; say which of
+    those inputs the case itself now gives other values (new weights, other data).
 
     ``in_env``: run them in that --env instead of here (e.g. the JAX version you upgrade to).
+    ``case_inputs``: run them on the case's own inputs instead (a move then includes the inputs' change).
     """
     from .paths import with_env
 
@@ -136,8 +138,8 @@ def check(case: str, against: str | Path, *, tolerance: Tolerance | None = None,
     tolerance = tolerance or Tolerance()
     rename = {spec: with_env(spec, in_env) if in_env else spec for spec in manifest["paths"]}
     try:
-        result = compare_case(case, inputs=str(against / "inputs.npz"), paths=list(rename.values()),
-                              baseline=rename[manifest["baseline"]], **compare)
+        result = compare_case(case, inputs=None if case_inputs else str(against / "inputs.npz"),
+                              paths=list(rename.values()), baseline=rename[manifest["baseline"]], **compare)
     except Exception as e:
         if "inputs" in str(e) or "expects" in str(e):
             raise BaselineError(f"{against} does not match {case}: {e}") from e
@@ -163,6 +165,11 @@ def check(case: str, against: str | Path, *, tolerance: Tolerance | None = None,
         if sorted(stored) != sorted(now):
             moves.append(PathMove(spec, "moved", message=f"outputs are now {sorted(now)}, were {sorted(stored)}"))
             continue
+        reshaped = [f"{n} is {now[n].dtype}{list(now[n].shape)}, was {stored[n].dtype}{list(stored[n].shape)}"
+                    for n in stored if now[n].shape != stored[n].shape or now[n].dtype != stored[n].dtype]
+        if reshaped:
+            moves.append(PathMove(spec, "moved", message="; ".join(reshaped)))
+            continue
         diffs = tuple((name, diff_leaf(now[name], stored[name], tolerance)) for name in stored)
         if all(d.bitwise_equal for _, d in diffs):
             status = "same"
@@ -178,4 +185,21 @@ def check(case: str, against: str | Path, *, tolerance: Tolerance | None = None,
         env = next(e for e in compare.get("envs", ()) if e.name == in_env)
         now = now | {"packages": env_manifest(env).get("packages", {})}
     return CheckResult(result.case, str(against), manifest.get("created", "?"), tolerance, tuple(moves),
-                       tuple(_changes(manifest.get("environment", {}), now)))
+                       tuple(_changes(manifest.get("environment", {}), now)),
+                       _input_notes(result, manifest, case_inputs))
+
+
+def _input_notes(result: Any, manifest: dict, case_inputs: bool) -> tuple[str, ...]:
+    """What the check ran on: the snapshot's inputs, and which of them the case now gives other values."""
+    if case_inputs:
+        return ("ran on the case's own inputs (--case-inputs), not the snapshot's: a move includes any change of "
+                "the inputs since the snapshot",)
+    info = result._source.get("info")
+    replaced = list(getattr(info, "replaced", ()))
+    if not replaced:
+        return ("ran on the snapshot's inputs, which are the case's own as it is now",)
+    n = len(manifest.get("inputs", [])) or len(replaced)
+    shown = ", ".join(replaced[:4]) + (f" and {len(replaced) - 4} more" if len(replaced) > 4 else "")
+    return (f"the case's own inputs now differ from the snapshot's in {len(replaced)} of {n} ({shown}): these paths "
+            "ran on the snapshot's stored inputs, so they show the environment's change, not the case's; re-run "
+            "with --case-inputs to check the case as it is now, or take a new snapshot (--force)",)

@@ -94,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--rtol", type=float, metavar="X")
     chk.add_argument("--env", action="append", default=[], metavar='ENV="PKG==VER ..."', help="as for compare")
     chk.add_argument("--in-env", metavar="ENV", help="run the stored paths in this --env (the versions you upgrade to)")
+    chk.add_argument("--case-inputs", action="store_true",
+                     help="run on the case's own inputs as they are now, not the snapshot's stored ones")
     chk.add_argument("--json", metavar="FILE", help="write the check as JSON")
 
     red = sub.add_parser("reduce", help="write a standalone, minimal script that reproduces one divergence",
@@ -445,8 +447,9 @@ def _worst_inputs(args: argparse.Namespace, result: Any) -> tuple[dict, Any]:
     from .case import load_case
     from .pytree import argument_leaves, host
 
-    example = {n: host(x) for n, x in argument_leaves(load_case(args.case).args)}
-    return draw_sample(example, args.seed, i), worst
+    case = load_case(args.case)
+    example = {n: host(x) for n, x in argument_leaves(case.args)}
+    return draw_sample(example, args.seed, i, case.data_leaves()), worst
 
 
 def _explain_worst(args: argparse.Namespace, result: Any, arrays: dict, worst: Any, paths: str | None,
@@ -530,7 +533,8 @@ def _baseline(args: argparse.Namespace) -> int:
                                            f"{manifest['content_hash'][:16]}")
             return 0
         result = check(args.case, args.against, tolerance=Tolerance(args.ulp, args.atol, args.rtol),
-                       in_env=args.in_env, envs=envs, progress=progress, log=progress.log)
+                       in_env=args.in_env, case_inputs=args.case_inputs, envs=envs, progress=progress,
+                       log=progress.log)
     except (BaselineError, CaseError, EnvError, PathOptionError) as e:
         progress.stop()
         return _error(str(e))

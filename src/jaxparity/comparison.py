@@ -47,8 +47,11 @@ def plan_paths(paths: Sequence[str] | str | None, baseline: str) -> tuple[list[s
         paths = _split_paths(paths)
     explicit = paths is not None
     specs = list(paths) if paths is not None else list(DEFAULT_PATHS)
-    specs = [make_path(s).spec for s in specs]  # validates names and options
-    baseline = make_path(baseline).spec
+    made = [make_path(s) for s in [*specs, baseline]]  # validates names and options
+    for path in made:
+        if path.env is None and path.options:
+            path.check_options()  # an XLA option this XLA does not have: before anything runs
+    specs, baseline = [p.spec for p in made[:-1]], made[-1].spec
     ordered = [baseline] + [s for s in specs if s != baseline]
     if IDEAL not in ordered:
         ordered.append(IDEAL)
@@ -146,11 +149,13 @@ def compare_case(
         lanes = runners.lanes(specs, jobs if jobs is not None else (os.cpu_count() or 1))
         if len(lanes) == 1:
             info = runners.load()
-            runs = _run_each(specs, lambda s: runners.run(s, timeout), progress)
+            runs = _run_each(specs[:1], lambda s: runners.run(s, timeout), progress)
+            _model_runs(runners, runs[specs[0]], info)
+            runs |= _run_each(specs[1:], lambda s: runners.run(s, timeout), progress)
         else:
             info, runs = _run_lanes(runners, specs, lanes, timeout, progress)
         result = build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
-        source = {"case": None, "runs": runs, "inputs": runners.home.arrays() if keep_inputs else None}
+        source = {"case": None, "runs": runs, "inputs": runners.home.arrays() if keep_inputs else None, "info": info}
         result = dataclasses.replace(result, _source=source)
         if explain and _to_explain(result):
             if progress:
@@ -164,6 +169,19 @@ def compare_case(
                 raise ExplainError(found)
             result = dataclasses.replace(result, explanations=tuple(found))
     return result
+
+
+def _model_runs(runners: Runners, base: PathRun, info: CaseInfo) -> None:
+    """Raise ``CaseError`` when the baseline failed because the function fails on its own inputs, called as
+    the user would call it: one error (exit 2) before the other paths run, not the same one on each."""
+    from .case import CaseError
+
+    if base.status != "error":
+        return
+    failure = runners.worker(spec_env(base.spec)).call_failure()
+    if failure:
+        raise CaseError(f"{info.name}: the function fails on its own inputs ({info.input_source}), called "
+                        f"plainly: {failure}")
 
 
 def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, PathRun]) -> list | str:
@@ -285,15 +303,19 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
         t.start()
     info = runners.load()
     home_inputs = runners.home.arrays() if extra else {}
-    for t in loading.values():
-        t.join()
+    runs: dict[str, PathRun] = _run_each(specs[:1], lambda s: runners.run(s, timeout), progress)
+    try:
+        _model_runs(runners, runs[specs[0]], info)  # the baseline first, while the other workers load
+    finally:
+        for t in loading.values():
+            t.join()
+    lanes = [[s for s in lane if s != specs[0]] for lane in lanes]
     for i, r in list(extra.items()):
         if not _same_arrays(_quietly(r.arrays), home_inputs):
             lanes[0] = lanes[0] + lanes[i]  # the case draws other inputs each time it loads: run them at home
             lanes[i] = []
             del extra[i]
     lock = threading.Lock()
-    runs: dict[str, PathRun] = {}
 
     def lane(i: int) -> None:
         for spec in lanes[i]:
@@ -407,6 +429,8 @@ def build_result(
             )
         )
     outputs = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))
+    from .degenerate import find_degenerate
+
     return Comparison(
         case=info.name,
         source=info.source,
@@ -417,6 +441,7 @@ def build_result(
         tolerance=tolerance,
         paths=tuple(results),
         environment=info.environment,
+        degenerate=find_degenerate(base.outputs) if base.status == "ok" and base.outputs else (),
     )
 
 
@@ -502,7 +527,7 @@ def compare_samples(
     ``repeat`` runs each path that many times per sample to tell nondeterminism within a path from
     divergence between paths. Paths in other environments are not supported here.
     """
-    from .execution.samples import draw_samples, read_samples
+    from .execution.samples import draw_samples, drawn_names, read_samples
 
     specs, requested = plan_paths(paths, baseline)
     if any(spec_env(s) for s in specs):
@@ -516,7 +541,7 @@ def compare_samples(
             sets = [arrays for _, arrays in files]
         else:
             example = runners.home.arrays()
-            sets = draw_samples(example, int(samples or 1), seed)
+            sets = draw_samples(example, int(samples or 1), seed, info.data)
             labels = [f"sample {i} of {len(sets)} (seed {seed})" for i in range(len(sets))]
         runs: dict[str, list[list[PathRun]]] = {}
         elapsed: dict[str, float] = {}
@@ -538,13 +563,17 @@ def compare_samples(
                     progress(spec, len(runs[spec]), n)
             if n > 1:
                 elapsed[spec] = (time.perf_counter() - start) / (n - 1) * n
-    return aggregate_samples(info, runs, specs[0], tolerance, requested, labels, repeat, elapsed)
+    drawn = None if inputs_dir is not None else info.sampled(drawn_names(example, info.data))
+    varied = inputs_dir is not None or any(sets)
+    return aggregate_samples(info, runs, specs[0], tolerance, requested, labels, repeat, elapsed, drawn, varied)
 
 
 def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tolerance: Tolerance,
                       requested: set[str], labels: list[str], repeat: int = 1,
-                      elapsed: dict[str, float] | None = None) -> ComparisonResult:
-    """Per-sample results -> one result whose paths show their worst sample, with aggregates."""
+                      elapsed: dict[str, float] | None = None, drawn: str | None = None,
+                      varied: bool = True) -> ComparisonResult:
+    """Per-sample results -> one result whose paths show their worst sample, with aggregates. ``drawn``:
+    what the drawn sets varied ("varying arg1; kept ...")."""
     from .result import SampleStats
 
     n = len(labels)
@@ -590,9 +619,14 @@ def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tole
         worst_runs[spec] = runs[spec][worst][0]
     source_text = "; ".join(f"{p.spec}: {p.samples.worst_label}" for p in paths if p.samples and not p.reference
                             and p.spec != baseline)
-    where = f"{n} samples; the worst: {source_text}" if source_text else f"{n} samples"
+    where = f"{n} samples" + (f" {drawn}" if drawn else "") + (f"; the worst: {source_text}" if source_text else "")
+    from .degenerate import find_degenerate
+
+    base_runs = [r[0] for r in runs[baseline]]
+    base_outputs = [r.outputs for r in base_runs if r.status == "ok" and r.outputs]
+    degenerate = find_degenerate(base_outputs[0], base_outputs, varied=varied) if base_outputs else ()
     return dataclasses.replace(per_sample[shown], paths=tuple(paths), samples=n, input_source=where,
-                               _source={"case": None, "runs": worst_runs, "inputs": None})
+                               degenerate=degenerate, _source={"case": None, "runs": worst_runs, "inputs": None})
 
 
 def _repeats_differ(repeats: list[PathRun]) -> bool:

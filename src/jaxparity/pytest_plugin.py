@@ -112,9 +112,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     except Exception as e:
         rep.sections.append(("jaxparity", f"jaxparity: could not write a report: {type(e).__name__}: {e}"))
         return rep
-    text = f"jaxparity: wrote {path}"
-    if note:
-        text += f"\njaxparity: {note}"
-    rep.sections.append(("jaxparity", text))
-    rep.user_properties.append((_KEY, str(path)))  # travels to the controller under pytest-xdist
+    if note:  # the path itself is listed once, in the session's summary
+        rep.sections.append(("jaxparity", f"jaxparity: {note}"))
+    rep.user_properties.append((_KEY, f"{path} ({item.nodeid})"))  # travels to the controller under pytest-xdist
     return rep

@@ -19,8 +19,8 @@ from typing import Any, Literal
 from ._version import __version__
 from .metrics import LeafDiff, ReferenceError, Tolerance
 
-__all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "LeafResult", "PathMove", "PathResult",
-           "SampleStats"]
+__all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "Degenerate", "LeafResult", "PathMove",
+           "PathResult", "SampleStats"]
 
 SCHEMA_VERSION = 1
 
@@ -56,6 +56,17 @@ class LeafResult:
     # How the values were compared when the math defines them only up to sign, phase or order
     # (e.g. "eigh vectors compared up to the sign/phase of each vector"); None: element by element.
     rule: str | None = None
+
+
+@dataclass(frozen=True)
+class Degenerate:
+    """An output of the baseline that shows nothing of the model (``degenerate.find_degenerate``):
+    ``out: 0 of 40 outputs finite (all NaN)``, a constant, the same on every drawn sample."""
+
+    output: str
+    kind: str  # "non-finite", "constant", "independent of the inputs"
+    text: str
+    hides: bool = False  # every output is degenerate: the comparison shows nothing, and does not pass
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,7 @@ class ComparisonResult:
     explanations: tuple[Any, ...] = ()  # explain.explainer.PathExplanation, one per explained path
     schema_version: int = SCHEMA_VERSION
     samples: int = 1  # input sets compared (many-inputs mode: --samples / --inputs DIR)
+    degenerate: tuple[Degenerate, ...] = ()  # outputs that show nothing of the model
     # The raw material behind this result, not part of the JSON document: {"case": the Case when
     # it ran in this process (for ``explain()``), "runs": each path's raw outputs, "inputs": the
     # input arrays when asked for (baselines)}.
@@ -122,8 +134,14 @@ class ComparisonResult:
 
     @property
     def passed(self) -> bool:
-        """True when every gated path agrees with the baseline within tolerance."""
-        return all(p.passed for p in self.paths if p.gated)
+        """True when every gated path agrees with the baseline within tolerance, on outputs that show
+        something of the model (not all NaN, constant, or the same whatever the inputs)."""
+        return all(p.passed for p in self.paths if p.gated) and not self.hidden
+
+    @property
+    def hidden(self) -> bool:
+        """Every output is degenerate: agreeing on them shows nothing."""
+        return any(d.hides for d in self.degenerate)
 
     @property
     def exit_code(self) -> int:

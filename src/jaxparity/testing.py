@@ -15,7 +15,7 @@ re-run to prove they restore parity.
 >>> assert_parity(softmax, x, ulp=1)  # passes: jit is within 1 ULP of bf16 of eager
 >>> assert_parity(softmax, x)  # raises: jit keeps bf16 results in f32 (excess precision)
 Traceback (most recent call last):
-jaxparity.testing.ParityError: jaxparity: softmax: 1 of 1 paths do not agree with eager (exact): jit ...
+jaxparity.testing.ParityError: jaxparity: softmax: 1 of 1 compared path does not agree with eager (exact): jit ...
 
 The failing :class:`~jaxparity.result.ComparisonResult` travels with the exception
 (``ParityError.result``) and is also kept in :data:`failures` (the most recent ones), so a test
@@ -91,19 +91,13 @@ def assert_parity(
     raise ParityError(format_failure(result, note=note), result)
 
 
-def _accepting(leaf: LeafResult) -> str | None:
-    """'ulp=1 or atol=0.00049': the assert_parity arguments that would accept this leaf."""
-    import math
+def _accepting(leaf: LeafResult, baseline: str | None = None) -> str | None:
+    """'ulp=1 (of bfloat16) or atol=0.00049 (…)': the assert_parity arguments that would accept this leaf,
+    each with what it amounts to in the output's dtype and noise (``report.format.tolerance_choices``)."""
+    from .report.format import tolerance_choices
 
-    from .report.format import round_up
-
-    d = leaf.diff
-    if d is None or d.required_ulp is None:
-        return None
-    parts = [f"ulp={d.required_ulp}"]  # each rounded up, so the printed value passes; never inf or nan
-    parts += [f"{name}={round_up(v)}" for name, v in (("atol", d.required_atol), ("rtol", d.required_rtol))
-              if v is not None and math.isfinite(v)]
-    return " or ".join(parts)
+    choices = tolerance_choices(leaf, baseline)
+    return " or ".join(f"{name}={value}" + (f" ({why})" if why else "") for name, value, why in choices) or None
 
 
 def format_failure(result: ComparisonResult, note: str | None = None) -> str:
@@ -116,7 +110,7 @@ def format_failure(result: ComparisonResult, note: str | None = None) -> str:
         if p.gated and not p.passed:
             lines.append(f"  {p.spec}: {path_line(p, result.baseline)}")
             worst = p.worst
-            accept = _accepting(worst) if worst is not None and p.verdict == "differs" else None
+            accept = _accepting(worst, result.baseline) if worst is not None and p.verdict == "differs" else None
             if accept:
                 lines.append(f"    (to accept this difference: assert_parity(..., {accept}))")
     for e in result.explanations:

@@ -14,7 +14,7 @@ from ..equivalence.rules import OutputRule
 from ..paths import Path, PathError, PathUnavailable
 from .runs import PathRun
 
-__all__ = ["run_in_process", "to_host"]
+__all__ = ["plain_call_failure", "run_in_process", "to_host"]
 
 
 def _user_frame(exc: BaseException) -> str:
@@ -94,6 +94,19 @@ def to_host(run: PathRun) -> PathRun:
     except Exception as e:
         return _error_run(run.spec, e, run.seconds + time.perf_counter() - start)
     return replace(run, outputs=outputs, seconds=run.seconds + time.perf_counter() - start)
+
+
+def plain_call_failure(fn: Callable[..., Any], args: tuple) -> str | None:
+    """Why ``fn(*args)``, called as the user would, fails (the exception and the user's line), or None when
+    it runs: told apart from a path's failure, a model that fails on its own inputs is the case's error."""
+    import jax
+
+    try:
+        jax.block_until_ready(fn(*args))
+    except Exception as e:
+        msg = f"{type(e).__name__}: {e}".strip().splitlines()
+        return (msg[0] if msg else type(e).__name__) + _user_frame(e)
+    return None
 
 
 def _with_hint(run: PathRun, fn: Callable[..., Any], args: tuple) -> PathRun:

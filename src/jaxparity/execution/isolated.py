@@ -175,6 +175,22 @@ class IsolatedRunner:
         self._conn.send(("arrays",))
         return dict(self._receive(self.load_timeout, "reading the inputs")[1])
 
+    def call_failure(self) -> str | None:
+        """Why the case's function fails called plainly on its inputs in the worker, or None when it runs
+        (``inprocess.plain_call_failure``); a worker that dies doing it says so."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        assert self._conn is not None
+        self._conn.send(("call",))
+        try:
+            return self._receive(self.load_timeout, "calling the function")[1]
+        except WorkerDied as e:
+            self._proc = None
+            return f"calling it crashed the worker: {e}"
+        except TimeoutError:
+            self._proc = None
+            return None  # slow, not failing: the paths' own messages stand
+
     def explain(self, paths: list[tuple[str, Any]], baseline: str, base_out: Any) -> list | str:
         """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed. A re-run that
         kills the worker (a compiler crash under one flag) is skipped in a new worker, and said as that

@@ -71,7 +71,7 @@ class Runners:
             home = self._runner(None).load()  # this environment's description, the drawn inputs
             where = f"drawn in environment {self.envs[self.inputs_from].describe()}"
             return CaseInfo(home.name, home.source, f"{info.input_source}, {where}", home.inputs,
-                            home.environment | {"inputs_from": self.inputs_from})
+                            home.environment | {"inputs_from": self.inputs_from}, home.data, home.roles)
         return info
 
     def _runner(self, env: str | None) -> IsolatedRunner:

@@ -39,6 +39,17 @@ class CaseInfo:
     input_source: str
     inputs: tuple[ArrayInfo, ...]
     environment: dict[str, Any] = field(default_factory=dict)
+    data: tuple[str, ...] | None = None  # the input leaves drawn sets vary (None: not known here)
+    roles: tuple[str, ...] = ()  # "arg0 (the model's variables: an nnx.State)", one per argument
+    replaced: tuple[str, ...] = ()  # inputs given another value than the case's own (``--inputs``)
+
+    def sampled(self, drawn: list[str] | None = None) -> str:
+        """What drawn input sets vary (``drawn``: the leaves they replace) and keep: 'varying arg1; kept: arg0
+        (the model's variables: an nnx.State)'."""
+        kept = [r for r in self.roles if "variables" in r]
+        varied = ", ".join(drawn if drawn is not None else self.data or ()) or (
+            "nothing: no data input can be drawn (every sample is the example's own inputs)")
+        return f"varying {varied}" + (f"; kept: {'; '.join(kept)}" if kept else "")
 
 
 
@@ -90,5 +101,9 @@ def case_info(case: Any) -> CaseInfo:
         input_source=case.input_source,
         inputs=tuple(info(n, x) for n, x in argument_leaves(case.args)),
         environment=environment(),
+        data=tuple(sorted(case.data_leaves())) if hasattr(case, "data_leaves") else None,
+        roles=tuple(f"{r.name} (the model's variables: {r.why})" if r.role == "variables"
+                    else f"{r.name} (data: {r.why})" for r in getattr(case, "roles", ())),
+        replaced=tuple(getattr(case, "replaced", ())),
     )
 

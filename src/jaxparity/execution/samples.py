@@ -2,16 +2,19 @@
 
 An input set is a dict {input leaf name: numpy array}, named like ``--inputs`` files (``arg1``,
 ``arg0/params/...``); leaves it does not name keep the case's own values. A drawn set holds the
-float inputs, each standard normal scaled and shifted to the example's own mean and std (same shape
-and dtype). It leaves out, so they stay as the case has them: the model's variables (every leaf of
-an argument that holds a Flax ``params`` collection: the model stays the trained one, the data
-varies) and integer, boolean and PRNG-key inputs (indices, masks, keys).
+float leaves of the case's data (``Case.data_leaves``: the model stays the trained one, see
+``roles``), each standard normal scaled and shifted to the example's own mean and std (same shape and
+dtype), with the example's sign where it has one sign (a scale, a variance, an image in [0, 1]), and
+the integer leaves of the data that hold more than one value, uniform within the example's own
+range (token ids, lengths). It leaves out, so they stay as the case has them: the model's variables,
+booleans (masks), PRNG keys and integers with a single value (a step, a count).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -22,32 +25,53 @@ from ..rounding import is_float_dtype
 __all__ = ["InputSlots", "args_with", "draw_sample", "draw_samples", "drawn_names", "read_samples"]
 
 
-def draw_samples(example: dict[str, np.ndarray], n: int, seed: int) -> list[dict[str, np.ndarray]]:
-    """``n`` input sets like ``example`` (same shapes and dtypes), reproducible from ``seed``.
+def draw_samples(example: dict[str, np.ndarray], n: int, seed: int,
+                 data: Collection[str] | None = None) -> list[dict[str, np.ndarray]]:
+    """``n`` input sets like ``example`` (same shapes and dtypes), reproducible from ``seed``, varying
+    the leaves of ``data`` (``Case.data_leaves``; None: every leaf outside a linen collection).
 
     Sample ``i`` depends only on (seed, i), so one sample can be drawn again on its own.
     """
-    return [draw_sample(example, seed, i) for i in range(n)]
+    return [draw_sample(example, seed, i, data) for i in range(n)]
 
 
-def drawn_names(example: dict[str, np.ndarray]) -> list[str]:
-    """The leaves a drawn sample varies: float inputs outside the model's variables."""
-    variables = {name.split("/", 1)[0] for name in example if name.split("/")[1:2] == ["params"]}
-    return [name for name, x in example.items()
-            if name.split("/", 1)[0] not in variables and is_float_dtype(np.asarray(x).dtype) and np.size(x)]
+def drawn_names(example: dict[str, np.ndarray], data: Collection[str] | None = None) -> list[str]:
+    """The leaves a drawn sample varies: among ``data``, the float leaves, and the integer ones whose example
+    holds more than one value (token ids, lengths: drawn within the example's own range)."""
+    if data is None:
+        from ..roles import LINEN_COLLECTIONS
+
+        variables = {name.split("/", 1)[0] for name in example if LINEN_COLLECTIONS.intersection(name.split("/")[1:2])}
+        data = [name for name in example if name.split("/", 1)[0] not in variables]
+    return [name for name, x in example.items() if name in data and np.size(x) and _drawable(np.asarray(x))]
 
 
-def draw_sample(example: dict[str, np.ndarray], seed: int, index: int) -> dict[str, np.ndarray]:
+def _drawable(x: np.ndarray) -> bool:
+    if is_float_dtype(x.dtype):
+        return True
+    return x.dtype.kind in "iu" and x.min() < x.max()
+
+
+def draw_sample(example: dict[str, np.ndarray], seed: int, index: int,
+                data: Collection[str] | None = None) -> dict[str, np.ndarray]:
     rng = np.random.default_rng([seed, index])
     out = {}
-    for name in drawn_names(example):
+    for name in drawn_names(example, data):
         x = np.asarray(example[name])
+        if x.dtype.kind in "iu":  # ids, lengths, positions: uniform within the example's own range
+            out[name] = rng.integers(int(x.min()), int(x.max()), size=x.shape, endpoint=True).astype(x.dtype)
+            continue
         ref = x.astype(np.float64)
         finite = ref[np.isfinite(ref)]
         mean = float(finite.mean()) if finite.size else 0.0
         std = float(finite.std()) if finite.size else 1.0
         std = std if std > 0 else (abs(mean) or 1.0)
-        out[name] = (rng.standard_normal(x.shape) * std + mean).astype(x.dtype)
+        drawn = rng.standard_normal(x.shape) * std + mean
+        if finite.size and finite.min() >= 0 and finite.max() > 0:  # one sign: a scale, a variance, pixels
+            drawn = np.abs(drawn)
+        elif finite.size and finite.max() <= 0 and finite.min() < 0:
+            drawn = -np.abs(drawn)
+        out[name] = drawn.astype(x.dtype)
     return out
 
 

@@ -38,6 +38,11 @@ def main(fd: int) -> None:
             assert case is not None, "run before load"
             _, spec, timeout = message
             conn.send(("done", run_in_process(make_path(spec), case.fn, case.args, timeout)))
+        elif message[0] == "call":  # the function called plainly on the case's inputs: does the model run?
+            from .inprocess import plain_call_failure
+
+            assert case is not None, "call before load"
+            conn.send(("called", plain_call_failure(case.fn, case.args)))
         elif message[0] == "samples":  # kept for the run_many calls that follow
             from .samples import InputSlots
 

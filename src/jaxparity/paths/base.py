@@ -145,6 +145,11 @@ class Path(ABC):
             known = ", ".join(k for k in self.options_help if k not in ("*", "ENV")) or "none"
             raise PathOptionError(f"path {self.name!r} has no option {key!r} (options: {known})")
 
+    def check_options(self) -> None:
+        """Raise ``PathOptionError`` (with the nearest names) for an option the runtime itself does not
+        know, before anything runs: an XLA compile option misspelled. Options ``options_help`` names are
+        checked when the path is made; by default nothing more."""
+
     @property
     def spec(self) -> str:
         opts = ",".join(f"{k}={v}" for k, v in self.options.items())

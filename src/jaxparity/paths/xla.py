@@ -6,17 +6,33 @@ passed to ``Lowered.compile(compiler_options=...)`` as the right Python type.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import OrderedDict
 from typing import Any, Callable
 
-from .base import Path, PathError, PathUnavailable, jax_config, parse_option_value
+from .base import Path, PathError, PathOptionError, PathUnavailable, jax_config, parse_option_value
 from .staging import reused, reusing, signature
 
 # The executables of the last few runs, keyed by (path spec, function, arguments): explaining a
 # path reads the optimized HLO of the very compile that produced its numbers instead of compiling
 # the model again.
 _RECENT: OrderedDict[tuple[str, int, int], Any] = OrderedDict()
+
+
+def xla_option_names() -> list[str]:
+    """The option names this process's XLA lists for ``XLA_FLAGS=--help`` (a JAX started with it prints
+    them and stops; XLA cuts the list at about 15,000 characters, so it holds the first ~80 of them)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--help", JAX_PLATFORMS="cpu")
+    try:
+        done = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return re.findall(r"^\s*--(xla_[a-z0-9_]+)=", done.stdout + done.stderr, re.MULTILINE)
 
 
 def recent_optimized_hlo(spec: str, fn: Callable[..., Any], args: tuple) -> str | None:
@@ -36,6 +52,33 @@ _XLA_OPTIONS_HELP = {"*": "any XLA compile option, e.g. xla_allow_excess_precisi
 
 class _CompiledPath(Path):
     options_help = _XLA_OPTIONS_HELP
+
+    def check_options(self) -> None:
+        """Each XLA compile option set on a trivial program, each JAX option looked up in ``jax.config``:
+        a name this XLA or JAX does not have is a usage error with the nearest names it has."""
+        import difflib
+
+        import jax
+
+        for key in self.options:
+            if key.startswith("jax_") and not hasattr(jax.config, key):
+                known = [k for k in getattr(jax.config, "values", {}) if k.startswith("jax_")]
+                near = difflib.get_close_matches(key, known, 3)
+                raise PathOptionError(f"{self.spec}: no JAX config option {key!r} in jax {jax.__version__}"
+                                      + (f"; did you mean {' or '.join(near)}?" if near else ""))
+        for key, value in (self.compiler_options() or {}).items():
+            try:
+                jax.jit(lambda: 0).lower().compile(compiler_options={key: value})
+            except Exception as e:
+                if "No such compile option" not in str(e):
+                    if "While setting option" in str(e) or "compile option" in str(e):
+                        raise PathOptionError(f"{self.spec}: XLA rejects {key}={self.options[key]}: "
+                                              f"{str(e).splitlines()[0]}") from None
+                    continue  # the option exists; whatever else failed is the path's to say when it runs
+                near = difflib.get_close_matches(key, xla_option_names(), 3, 0.7)
+                raise PathOptionError(f"{self.spec}: XLA has no compile option {key!r}"
+                                      + (f"; did you mean {' or '.join(near)}?" if near else
+                                         " (XLA_FLAGS=--help lists them)")) from None
 
     def compiler_options(self) -> dict[str, bool | int | float | str] | None:
         return {k: parse_option_value(v) for k, v in self.options.items()

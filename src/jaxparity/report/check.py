@@ -27,6 +27,8 @@ def render_check(r: CheckResult) -> Group:
             table.add_row(m.spec if i == 0 else "", status if i == 0 else "", name, str(d.max_ulp), fmt(d.max_abs),
                           f"{d.n_differ}/{d.size}")
     parts = [head, Text(""), table, Text("")]
+    for note in r.notes:
+        parts.append(Text(note, style="yellow" if "differ" in note else "dim"))
     if r.changes:
         parts.append(Text("changed since the snapshot:\n  " + "\n  ".join(r.changes)))
     else:

@@ -12,6 +12,7 @@ from ..result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
 __all__ = ["HUGE_ULP", "HUGE_ULP_NOTE", "NAN_ULP", "advice", "arrays_line", "explaining_cause", "fix_label", "fmt",
            "is_rerun", "leaf_line", "path_line", "plural", "producer", "readable", "required_tolerance", "round_up",
+           "tolerance_choices",
            "short_title", "summary_line", "ulp_text", "value_text", "values_text"]
 
 
@@ -23,19 +24,53 @@ def fmt(x: float | None) -> str:
     return f"{x:.3g}" if 1e-3 <= abs(x) < 1e4 else f"{x:.2e}"
 
 
-def required_tolerance(leaf: LeafResult) -> str:
-    """'--ulp 143 or --atol 8.6e-04 or --rtol 6e-04': the smallest settings that would pass (each rounded
-    up, so the printed value passes too; only finite ones: no --atol inf or --rtol nan)."""
+def required_tolerance(leaf: LeafResult, baseline: str | None = None) -> str:
+    """'--ulp 143 (of float32) or --atol 8.6e-04 (1.2× eager's own error against f64) or --rtol 6e-04 (5000×
+    float32's epsilon)': the smallest settings that would pass, each with what it amounts to in the output's
+    own dtype and noise, so that a tolerance that hides everything (an rtol of 2.5) reads as such."""
+    choices = tolerance_choices(leaf, baseline)
+    if not choices:
+        return "no tolerance passes a NaN against a number"
+    return " or ".join(f"--{name} {value}" + (f" ({why})" if why else "") for name, value, why in choices)
+
+
+def tolerance_choices(leaf: LeafResult, baseline: str | None = None) -> list[tuple[str, str, str]]:
+    """(option, value, what it amounts to) for each tolerance that would pass ``leaf``: each value rounded
+    up, so the printed value passes too; only finite ones (no atol inf or rtol nan)."""
     d = leaf.diff
     if d is None or d.required_ulp is None:
-        return "no tolerance passes a NaN against a number"
-    integer = dtype_class(d.dtype) in ("int", "uint", "bool")
-    parts = [f"--atol {d.max_ulp}" if integer else f"--ulp {d.required_ulp}"]
-    if not integer and d.required_atol is not None and math.isfinite(d.required_atol):
-        parts.append(f"--atol {round_up(d.required_atol)}")
-    if not integer and d.required_rtol is not None and math.isfinite(d.required_rtol):
-        parts.append(f"--rtol {round_up(d.required_rtol)}")
-    return " or ".join(parts)
+        return []
+    if dtype_class(d.dtype) in ("int", "uint", "bool"):
+        return [("atol", str(d.max_ulp), "")]
+    eps = _epsilon(d.dtype)
+    ulp_why = f"of {d.dtype}"
+    if eps and d.required_ulp * eps > 1:
+        ulp_why += ": values near zero or of opposite sign, read atol"
+    out = [("ulp", str(d.required_ulp), ulp_why)]
+    if d.required_atol is not None and math.isfinite(d.required_atol):
+        noise = leaf.baseline_error_vs_f64.max_abs if leaf.baseline_error_vs_f64 is not None else 0.0
+        why = (f"{d.required_atol / noise:.2g}× {baseline or 'the baseline'}'s own error against f64"
+               if noise and math.isfinite(noise) else "")
+        out.append(("atol", round_up(d.required_atol), why))
+    if d.required_rtol is not None and math.isfinite(d.required_rtol):
+        if d.required_rtol >= 1:
+            why = "≥ 1: hides errors as large as the values themselves"
+        elif eps:
+            why = f"{d.required_rtol / eps:.2g}× {d.dtype}'s epsilon"
+        else:
+            why = ""
+        out.append(("rtol", round_up(d.required_rtol), why))
+    return out
+
+
+def _epsilon(dtype: str) -> float | None:
+    import ml_dtypes
+    import numpy as np
+
+    try:
+        return float(ml_dtypes.finfo(np.dtype(getattr(ml_dtypes, dtype, dtype))).eps)
+    except (TypeError, ValueError):
+        return None
 
 
 def round_up(x: float) -> str:
@@ -160,7 +195,7 @@ def _path_line(p: PathResult, baseline: str) -> str:
     text = leaf_line(worst, baseline)
     if p.verdict == "within tolerance":
         return f"within tolerance of {baseline}{role}: {text}"
-    tolerance = required_tolerance(worst)
+    tolerance = required_tolerance(worst, baseline)
     text = f"differs from {baseline}{role}: {text}; " + (f"would pass with {tolerance}" if tolerance.startswith("--")
                                                           else tolerance)
     errs = worst.error_vs_f64, worst.baseline_error_vs_f64
@@ -184,17 +219,29 @@ def summary_line(r: ComparisonResult) -> str:
     gated = [p for p in r.paths if p.gated]
     broken = [p.spec for p in gated if p.status != "ok"]  # did not run: they fail the gate, but differ in nothing
     failing = [p.spec for p in gated if not p.passed and p.status == "ok"]
+    compared = len(gated) - len(broken)
     over = f" on all {r.samples} samples" if r.samples > 1 else ""
-    did_not_run = (f"{len(broken)} of {len(gated)} paths could not run ({', '.join(broken)})" if broken else "")
+    did_not_run = (f"{len(broken)} {_paths(len(broken))} could not run: {', '.join(broken)}" if broken else "")
+    if r.hidden:
+        what = "; ".join(d.text for d in r.degenerate)
+        n = compared - len(failing)
+        agree = (f"{n} of {compared} compared {_paths(compared)} {'agrees' if n == 1 else 'agree'} with {r.baseline}"
+                 if compared else "no path was compared")
+        return (f"nothing shown: {what}; {agree}{over} on outputs that show nothing of the model"
+                + (f"; {did_not_run}" if broken else ""))
     if not failing:
         if broken:
-            ran = len(gated) - len(broken)
-            return did_not_run + (f"; the other {ran} agree with {r.baseline}{over} ({r.tolerance.describe()})"
-                                  if ran else "")
+            return did_not_run + (f"; the other {compared} agree with {r.baseline}{over} ({r.tolerance.describe()})"
+                                  if compared else "")
         return f"all {len(gated)} compared paths agree with {r.baseline}{over} ({r.tolerance.describe()})"
-    line = (f"{len(failing)} of {len(gated)} paths do not agree with {r.baseline}{over} ({r.tolerance.describe()}): "
-            f"{', '.join(failing)}")
-    return line + (f"; {did_not_run.replace(f' of {len(gated)} paths', '')}" if broken else "")
+    verb = "does" if len(failing) == 1 else "do"
+    line = (f"{len(failing)} of {compared} compared {_paths(compared)} {verb} not agree with {r.baseline}{over} "
+            f"({r.tolerance.describe()}): {', '.join(failing)}")
+    return line + (f"; {did_not_run}" if broken else "")
+
+
+def _paths(n: int) -> str:
+    return "path" if n == 1 else "paths"
 
 
 def arrays_line(arrays: Sequence[ArrayInfo], limit: int = 6) -> str:

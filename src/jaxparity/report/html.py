@@ -123,6 +123,8 @@ def _header(r: ComparisonResult) -> str:
         ("outputs", outputs or "—"),
         ("baseline", f"<code>{_e(r.baseline)}</code>"),
         ("tolerance", _e(r.tolerance.describe())),
+        *((("warning", "<br>".join(_e(f"{d.text}: paths agree on it without computing the model")
+                                   for d in r.degenerate)),) if r.degenerate else ()),
         ("environment", _e("; ".join(env_bits)) or "—"),
         ("packages", _e(packages) or "—"),
     ]
@@ -175,7 +177,7 @@ def _summary(r: ComparisonResult) -> str:
         role = " <small class='note'>(reference)</small>" if p.reference else ""
         time = f"{p.seconds:.2f}s" if p.seconds else ""
         rows.append(f'<tr id="row-{_slug(p.spec)}"><th><code>{_e(p.spec)}</code>{role}</th>'
-                    f'<td class="{_verdict_class(p.verdict)}">{_e(p.verdict)}</td>{cells}'
+                    f'<td class="{"note" if p.reference else _verdict_class(p.verdict)}">{_e(p.verdict)}</td>{cells}'
                     f'<td class="num">{_e(ideal)}</td><td class="num">{time}</td></tr>')
     table = (f'<table class="matrix"><thead><tr><th>path</th><th>verdict</th>{head}'
              f'<th class="num">error vs f64</th><th class="num">time</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')

@@ -47,7 +47,10 @@ def _distance_cells(d: Any) -> tuple[str, str]:
 
 
 def _rows(p: PathResult, many_outputs: bool, label: Any = None) -> list[list[Any]]:
-    verdict = Text(p.verdict.upper() if p.verdict == "differs" else p.verdict, style=_STYLE[p.verdict])
+    if p.reference and p.status == "ok":  # a reference is where the numbers should be: never a failure
+        verdict = Text("ref: " + ("differs" if p.verdict == "differs" else p.verdict), style="dim")
+    else:
+        verdict = Text(p.verdict.upper() if p.verdict == "differs" else p.verdict, style=_STYLE[p.verdict])
     time = f"{p.seconds:.2f}s" if p.seconds else ""
     label = Text(p.spec) if label is None else label
     if not p.leaves:
@@ -149,11 +152,13 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
     head.append(f"\ninputs   {arrays_line(result.inputs)} ({result.input_source})")
     head.append(f"\noutputs  {', '.join(f'{a.name} {_shape(a)}' for a in result.outputs)}")
     head.append(f"\nbaseline {result.baseline}, tolerance {result.tolerance.describe()}")
+    for d in result.degenerate:
+        head.append(f"\nwarning  {d.text}: paths agree on it without computing the model", style="bold yellow")
 
     table = _PathsTable(result)
     findings = _grid([p.spec for p in result.paths])
     for p in result.paths:
-        line = Text(path_line(p, result.baseline), style=_STYLE[p.verdict] if not p.passed else "")
+        line = Text(path_line(p, result.baseline), style=_STYLE[p.verdict] if not p.passed and not p.reference else "")
         for note in p.notes:
             line.append(f"\n{note}", style="dim")
         findings.add_row(_spec_lines(p.spec, _LABEL), line)  # a long spec breaks after ':' and ',', not inside a name

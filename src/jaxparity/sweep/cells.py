@@ -66,7 +66,8 @@ def _inputs(case: Any, cell: Cell, spec: SweepSpec) -> tuple:
     if cell.sample < 0:
         return case.args
     example = {n: np.asarray(x) for n, x in argument_leaves(case.args)}
-    return args_with(case.args, draw_sample(example, spec.seed, cell.sample), f"input set {cell.sample}")
+    return args_with(case.args, draw_sample(example, spec.seed, cell.sample, case.data_leaves()),
+                     f"input set {cell.sample}")
 
 
 def _record(cell: Cell) -> dict[str, Any]:
@@ -90,8 +91,9 @@ def _run_elsewhere(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="jaxparity-sweep-") as tmp:
             inputs = None
             if cell.sample >= 0:
-                example = {n: np.asarray(x) for n, x in argument_leaves(_case(cell.case).args)}
-                drawn = draw_sample(example, spec.seed, cell.sample)
+                case = _case(cell.case)
+                example = {n: np.asarray(x) for n, x in argument_leaves(case.args)}
+                drawn = draw_sample(example, spec.seed, cell.sample, case.data_leaves())
                 inputs = f"{tmp}/inputs.npz"
                 save_arrays(inputs, {**example, **drawn})
             result = compare_case(cell.case, inputs=inputs, paths=[cell.path], baseline=spec.baseline,
@@ -128,7 +130,7 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
         _RAN.add((cell.case, cell.path))
         args = _inputs(case, cell, spec)
         here = Case(case.fn, args, case.name, case.source, f"input set {cell.sample}" if cell.sample >= 0 else
-                    case.input_source)
+                    case.input_source, roles=case.roles)
         base_key = (cell.case, cell.sample, spec.baseline)
         base = _BASELINES.get(base_key)
         # The input sets of a case share their shapes: jit and export compile once per case and path in

@@ -1,0 +1,59 @@
+"""Comparisons that show nothing: outputs that every path can agree on without computing the model.
+
+All-NaN outputs agree with all-NaN outputs; a zero-initialised head gives the same constant on every
+path; outputs that do not move when the inputs do are a function of the weights only. A path can
+agree with the baseline on such outputs bit for bit and still compute every layer differently. Each
+finding names the output and what is degenerate about it; where every output is degenerate the
+comparison hides the model (``hides``) and never passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .result import Degenerate
+
+__all__ = ["find_degenerate"]
+
+def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
+                    samples: Sequence[Sequence[tuple[str, np.ndarray]]] = (),
+                    varied: bool = True) -> tuple[Degenerate, ...]:
+    """The baseline's ``outputs`` that show nothing; ``samples``: the baseline's outputs on every drawn
+    input set (many-inputs mode), to find outputs the varied inputs do not move (``varied``: whether
+    any input was varied at all)."""
+    found: list[Degenerate] = []
+    numeric = [(n, a) for n, a in outputs if np.asarray(a).dtype.kind in "fciub" and np.size(a)]
+    for name, a in numeric:
+        a = np.asarray(a)
+        if a.dtype.kind in "fc":
+            wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+            finite = int(np.count_nonzero(np.isfinite(wide)))
+            if finite == 0:
+                what = "all NaN" if np.isnan(wide).all() else "NaN or inf"
+                found.append(Degenerate(name, "non-finite", f"{name}: 0 of {a.size} outputs finite ({what})"))
+                continue
+        if a.size > 1 and _constant(a):
+            value = a.reshape(-1)[0]
+            value = value.item() if a.dtype.kind in "iub" else complex(value) if a.dtype.kind == "c" else float(value)
+            found.append(Degenerate(name, "constant", f"{name}: every one of its {a.size} elements is {value:g}"
+                                    if isinstance(value, float) else f"{name}: every one of its {a.size} elements is "
+                                    f"{value}"))
+            continue
+        if len(samples) > 1 and varied and all(_same(dict(s).get(name), a) for s in samples):
+            found.append(Degenerate(name, "independent of the inputs",
+                                    f"{name}: the same on all {len(samples)} samples (it does not depend on the "
+                                    "varied inputs)"))
+    if numeric and len({d.output for d in found}) == len(numeric):
+        found = [Degenerate(d.output, d.kind, d.text, hides=True) for d in found]
+    return tuple(found)
+
+
+def _constant(a: np.ndarray) -> bool:
+    flat = a.reshape(-1)
+    return bool(np.all(flat == flat[0]))  # +0 and -0 alike; a NaN among numbers is not constant
+
+
+def _same(b: np.ndarray | None, a: np.ndarray) -> bool:
+    return b is not None and np.shape(b) == np.shape(a) and np.asarray(b).tobytes() == a.tobytes()

@@ -1,0 +1,132 @@
+"""The model stays the model: drawn input sets vary the data only, in every framework's own idiom;
+comparisons that show nothing never pass; a model that fails on its own inputs and a misspelled
+option are usage errors (exit 2) before any path runs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import CASES, run_cli
+from jaxparity.case import load_case
+from jaxparity.execution.samples import draw_sample
+from jaxparity.pytree import argument_leaves, host
+
+FRAMEWORKS = str(CASES / "frameworks.py")
+MODELS = {  # factory -> why its first argument is the model's
+    "make_nnx_state": "an nnx.State",
+    "make_nnx_module": "an NNX module (NNXNet)",
+    "make_linen": "linen variables (batch_stats, params)",
+    "make_linen_partial": "linen variables (batch_stats, params)",
+    "make_equinox": "an Equinox module (EqxNet)",
+    "make_plain": "named 'params' in the signature",
+    "make_marked": "not marked jaxparity.data",
+}
+
+
+@pytest.mark.parametrize("factory", sorted(MODELS))
+def test_a_drawn_sample_varies_the_data_and_keeps_every_variable(factory):
+    case = load_case(f"{FRAMEWORKS}:{factory}")
+    assert [(r.name, r.role, r.why) for r in case.roles][0] == ("arg0", "variables", MODELS[factory])
+    example = {n: host(x) for n, x in argument_leaves(case.args)}
+    drawn = draw_sample(example, 0, 0, case.data_leaves())
+    assert set(drawn) == {"arg1"}, drawn.keys()  # the images only, never a weight or a BatchNorm statistic
+    assert not np.array_equal(drawn["arg1"], example["arg1"])
+    assert drawn["arg1"].min() >= 0  # pixels in [0, 1] stay non-negative
+    out = np.asarray(case.fn(*case.args))
+    assert np.isfinite(out).all()
+
+
+def test_static_keyword_arguments_are_bound_and_said():
+    case = load_case(f"{FRAMEWORKS}:make_linen")
+    assert len(case.args) == 2 and case.notes == ("static, bound into the function: train=False",)
+    partial = load_case(f"{FRAMEWORKS}:make_linen_partial")
+    assert np.asarray(case.fn(*case.args)).tobytes() == np.asarray(partial.fn(*partial.args)).tobytes()
+
+
+def _json(run):
+    return json.loads(run.stdout)
+
+
+@pytest.mark.slow
+def test_samples_of_an_nnx_model_with_batchnorm_are_finite_and_say_what_they_kept():
+    """flax's NNX CNN with BatchNorm: redrawing its running variance made every output NaN and the
+    comparison a silent pass; now the variables stay and the outputs are numbers."""
+    run = run_cli("compare", f"{FRAMEWORKS}:make_nnx_state", "--paths", "eager,jit", "--samples", "4", "--json", "-")
+    doc = _json(run)
+    assert run.returncode in (0, 1), run.stderr
+    assert doc["degenerate"] == []
+    assert "varying arg1; kept: arg0 (the model's variables: an nnx.State)" in doc["input_source"]
+    eager = next(p for p in doc["paths"] if p["spec"] == "eager")
+    assert eager["status"] == "ok"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory, kind, text", [
+    ("make_all_nan", "non-finite", "out: 0 of 6 outputs finite (all NaN)"),
+    ("make_zero_head", "constant", "out: every one of its 6 elements is 0"),
+])
+def test_outputs_that_show_nothing_never_pass(factory, kind, text):
+    run = run_cli("compare", f"{FRAMEWORKS}:{factory}", "--paths", "eager,jit", "--json", "-")
+    doc = _json(run)
+    assert run.returncode == 1, run.stderr  # jit agrees bit for bit, on nothing
+    assert doc["passed"] is False
+    assert doc["degenerate"] == [{"output": "out", "kind": kind, "text": text, "hides": True}]
+    jit = next(p for p in doc["paths"] if p["spec"] == "jit")
+    assert jit["verdict"] == "identical"
+    shown = run_cli("compare", f"{FRAMEWORKS}:{factory}", "--paths", "eager,jit")
+    assert f"nothing shown: {text}; 1 of 1 compared path agrees with eager" in " ".join(shown.stdout.split())
+
+
+@pytest.mark.slow
+def test_an_output_the_drawn_inputs_do_not_move_is_said():
+    run = run_cli("compare", f"{FRAMEWORKS}:make_ignores_input", "--paths", "eager,jit", "--samples", "3",
+                  "--json", "-")
+    doc = _json(run)
+    assert run.returncode == 1 and doc["degenerate"][0]["kind"] == "independent of the inputs", doc["degenerate"]
+    single = _json(run_cli("compare", f"{FRAMEWORKS}:make_ignores_input", "--paths", "eager,jit", "--json", "-"))
+    assert single["degenerate"] == []  # one input set cannot tell
+
+
+@pytest.mark.slow
+def test_a_model_that_fails_on_its_own_inputs_is_one_error_before_other_paths_run():
+    run = run_cli("compare", f"{FRAMEWORKS}:make_broken", "--paths", "eager,jit,export,savedmodel")
+    assert run.returncode == 2, run.stdout + run.stderr
+    err = run.stderr
+    assert "the function fails on its own inputs" in err and "(at frameworks.py:" in err
+    assert err.count("dot_general") == 1  # said once
+    assert "✗ jit" not in err and "savedmodel" not in err  # nothing else ran
+    assert "choose another --baseline" not in run.stdout + err
+
+
+@pytest.mark.parametrize("spec, near", [
+    ("jit:xla_allow_excess_precison=false", "did you mean xla_allow_excess_precision?"),
+    ("export:jax_enable_x65=true", "did you mean jax_enable_x64"),
+])
+def test_a_misspelled_option_is_a_usage_error_with_the_nearest_names(spec, near):
+    run = run_cli("compare", f"{FRAMEWORKS}:make_plain", "--paths", spec)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert near in run.stderr
+    assert "eager" not in run.stderr.split("error:")[0]  # before any path ran
+
+
+def test_an_equinox_module_with_functions_among_its_leaves_is_an_argument_as_filter_jit_takes_it():
+    """An Equinox module holds its activation functions and Python numbers beside its arrays: those are
+    bound in, static, and the arrays are the inputs (arg0/...)."""
+    import equinox as eqx
+    import jax
+
+    case = load_case(f"{FRAMEWORKS}:make_equinox_mlp")
+    assert case.notes and "leaves that are not arrays" in case.notes[0] and "bound in, static" in case.notes[0]
+    names = [n for n, _ in argument_leaves(case.args)]
+    assert names[-1] == "arg1" and all(n.startswith("arg0/") for n in names[:-1])
+    expected = jax.vmap(eqx.nn.MLP(8, 3, 16, 2, key=jax.random.key(0)))(np.ones((2, 8), np.float32))
+    assert np.asarray(case.fn(*case.args)).tobytes() == np.asarray(expected).tobytes()
+
+
+def test_integer_data_is_drawn_within_its_own_range_and_single_values_stay():
+    example = {"arg0/params/w": np.ones(3, np.float32), "arg1": np.array([[3, 9, 4], [7, 5, 6]], np.int32),
+               "arg2": np.array([8, 8], np.int32), "arg3": np.array([True, False])}
+    drawn = draw_sample(example, 0, 1, {"arg1", "arg2", "arg3"})
+    assert set(drawn) == {"arg1"}  # one length for both (8, 8) stays; booleans stay
+    assert drawn["arg1"].dtype == np.int32 and 3 <= drawn["arg1"].min() and drawn["arg1"].max() <= 9
