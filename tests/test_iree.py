@@ -85,6 +85,8 @@ def test_evidence_names_the_pass_that_computes_the_seeds_bf16_arithmetic_in_f32(
                              "bf16-rounding ops: 2 -> 0")
     promoted = IreePath({"flags": "--iree-input-promote-bf16-to-f32"}).evidence(case.fn, case.args)
     assert promoted[0].startswith(f"no bf16 arithmetic reached {BF16_PASS}")
+    x = jnp.linspace(-1, 1, 64, dtype=jnp.float32).reshape(8, 8)
+    assert IreePath().evidence(lambda x: jnp.tanh(x) @ x.T, (x,)) == []  # a float32 model gets no bf16 notes
 
 
 @needs_iree

@@ -130,3 +130,16 @@ def test_integer_data_is_drawn_within_its_own_range_and_single_values_stay():
     drawn = draw_sample(example, 0, 1, {"arg1", "arg2", "arg3"})
     assert set(drawn) == {"arg1"}  # one length for both (8, 8) stays; booleans stay
     assert drawn["arg1"].dtype == np.int32 and 3 <= drawn["arg1"].min() and drawn["arg1"].max() <= 9
+
+
+@pytest.mark.slow
+def test_a_converter_that_meets_the_random_number_generator_says_so():
+    """TFLite's 'failed to legalize tfl.mul' and jax2onnx's "Cannot interpret 'key<fry>'" are said with their
+    reason: the program draws random numbers (the op, the user's line, the module), and what to do."""
+    doc = _json(run_cli("compare", f"{FRAMEWORKS}:make_dropout_key_data", "--paths", "eager,tflite,onnx",
+                        "--json", "-"))
+    for spec in ("tflite", "onnx"):
+        p = next(p for p in doc["paths"] if p["spec"] == spec)
+        assert p["status"] == "error", p
+        assert "Likely why: the program draws random numbers: #0 random_wrap (" in p["message"], p["message"]
+        assert "frameworks.py:" in p["message"] and "Dropout(deterministic=True)" in p["message"]

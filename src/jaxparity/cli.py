@@ -265,8 +265,27 @@ def ensure_host_devices(specs: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .quiet import runtime_log
+
     parser = _parser()
     args = parser.parse_args(argv)
+    with runtime_log() as log:
+        code = _run(args, parser)
+    if log is not None and log.lines():
+        if code == 2:
+            _note(log.describe())
+        else:
+            log.path.unlink()
+    return code
+
+
+def _note(message: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False).print(f"[dim]{message}[/]", soft_wrap=True)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     ensure_host_devices([p for p in (getattr(args, "paths", None) or []) if isinstance(p, str)]
                         if not isinstance(getattr(args, "paths", None), str) else [args.paths])
     if args.command in ("compare", "explain"):

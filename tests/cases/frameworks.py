@@ -135,3 +135,17 @@ def make_equinox_mlp():
     """eqx.nn.MLP as Equinox's docs use it: its activation functions are leaves of the module."""
     model = eqx.nn.MLP(8, 3, 16, 2, key=jax.random.key(0))
     return (lambda model, x: jax.vmap(model)(x)), (model, jnp.ones((2, 8)))
+
+
+class _Dropped(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dropout(0.5, deterministic=False)(nn.Dense(4)(x))
+
+
+def make_dropout_key_data():
+    """Dropout left on, its key passed as key data: every converter meets threefry."""
+    x = jnp.ones((2, 4))
+    variables = _Dropped().init(jax.random.key(0), x)
+    fn = lambda params, x, bits: _Dropped().apply(params, x, rngs={"dropout": jax.random.wrap_key_data(bits)})  # noqa: E731
+    return fn, (variables, x, jax.random.key_data(jax.random.key(3)))

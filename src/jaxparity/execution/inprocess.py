@@ -44,9 +44,10 @@ def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: flo
     except PathUnavailable as e:
         return PathRun(path.spec, "unavailable", message=str(e))
     except PathError as e:
-        return _with_hint(PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=str(e)), fn, args)
+        return _with_hint(PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=str(e)), path, fn,
+                          args)
     except Exception as e:  # the user's function or a runtime raised: report, never propagate
-        return _with_hint(_error_run(path.spec, e, time.perf_counter() - start), fn, args)
+        return _with_hint(_error_run(path.spec, e, time.perf_counter() - start), path, fn, args)
     outputs = tuple(named_leaves(out, "out"))
     return PathRun(path.spec, "ok", outputs, time.perf_counter() - start, notes=tuple(path.notes),
                    output_rules=_output_rules(path, fn, args))
@@ -109,13 +110,19 @@ def plain_call_failure(fn: Callable[..., Any], args: tuple) -> str | None:
     return None
 
 
-def _with_hint(run: PathRun, fn: Callable[..., Any], args: tuple) -> PathRun:
+def _with_hint(run: PathRun, path: Path, fn: Callable[..., Any], args: tuple) -> PathRun:
     """A failed run with what in the program may have made the runtime refuse it (``localize.refusals``)."""
-    from ..localize.refusals import refusal_hint
+    from ..localize.refusals import random_hint, refusal_hint
 
-    hint = refusal_hint(fn, args)
     said = (run.message or "").rstrip(". ")
-    return replace(run, message=f"{said}. What in the program a runtime may refuse: {hint}") if hint else run
+    hint = refusal_hint(fn, args)
+    if hint:
+        return replace(run, message=f"{said}. What in the program a runtime may refuse: {hint}")
+    if path.refuses_random:
+        hint = random_hint(fn, args)
+        if hint:
+            return replace(run, message=f"{said}. Likely why: {hint}")
+    return run
 
 
 def _error_run(spec: str, e: Exception, seconds: float) -> PathRun:

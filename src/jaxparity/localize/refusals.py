@@ -10,7 +10,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["refusal_hint"]
+__all__ = ["random_hint", "refusal_hint"]
+
+# The primitives of JAX's random-number generator: converters into TFLite and ONNX have no kernel for
+# the 32-bit unsigned shifts and rotations of threefry, nor a type for a typed key.
+_RANDOM = ("threefry2x32", "random_bits", "random_seed", "random_wrap", "random_unwrap", "random_split",
+           "random_fold_in")
 
 _PRIMITIVES = ("div", "rem", "gather")  # where ``interpreter.variants.refusable`` looks
 
@@ -51,3 +56,28 @@ def refusal_hint(fn: Callable[..., Any], args: tuple, limit: int = 2,
     except Exception:  # noqa: BLE001 - the hint is a courtesy: the path's own error stands without it
         return None
     return "; ".join(found) if found else None
+
+
+def random_hint(fn: Callable[..., Any], args: tuple) -> str | None:
+    """Where the program draws random numbers, for a runtime that refused it ("the program draws random
+    numbers: #12 random_bits (model.py:30, in Dropout) ...; make it deterministic ..."), or None."""
+    import jax
+
+    from .program import flatten
+
+    try:
+        program = flatten(fn, args)
+    except Exception:  # noqa: BLE001 - a courtesy, as above
+        return None
+    ops = [op for op in program.ops if op.info.primitive in _RANDOM]
+    if not ops:
+        return None
+    first = ops[0]
+    module = f", in {first.info.name_stack}" if first.info.name_stack else ""
+    where = f"#{first.info.index} {first.info.primitive} ({first.info.user_source or first.info.source or '?'}{module})"
+    if len(ops) > 1:
+        where += f" and {len(ops) - 1} more random op{'s' if len(ops) > 2 else ''}"
+    return (f"the program draws random numbers: {where}; converters into TFLite and ONNX have neither a "
+            "key type nor the 32-bit unsigned shifts of JAX's threefry generator: make the model deterministic "
+            "where it is served (Dropout(deterministic=True), model.eval()), or pass the random values in as an "
+            "input")

@@ -125,6 +125,9 @@ class Path(ABC):
     # not this runtime's kernel.
     same_artifact: ClassVar[str | None] = None
     converter: ClassVar[str] = ""  # what makes that artifact, for sentences ("jax2onnx")
+    # The runtime has no PRNG key type nor threefry's unsigned shifts: where it fails, the program's random
+    # numbers are the likely reason, and said (``localize.refusals.random_hint``).
+    refuses_random: ClassVar[bool] = False
 
     def same_artifact_agrees(self, primitive: str, how: str) -> str:
         """What it means that ``same_artifact`` gives this path's values on the op alone: another runtime of

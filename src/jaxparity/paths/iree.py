@@ -214,6 +214,8 @@ class IreePath(Path):
         import jax
 
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)
+        if "bf16" not in jax.jit(fn).lower(*args).as_text():  # a model without bfloat16: nothing to say of it
+            return []
         dump = [f"--mlir-print-ir-{when}={BF16_PASS}" for when in ("before", "after")]
         _, ir = self._compile(fn, args, ("--compile-to=executable-targets", *dump,
                                          "--mlir-elide-elementsattrs-if-larger=16"))

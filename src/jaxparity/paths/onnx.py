@@ -174,6 +174,7 @@ def dtype_findings(model: Any, fn: Callable[..., Any], args: tuple) -> list[str]
 
 class _OnnxPath(Path):
     """Convert with jax2onnx, then ``execute`` the model: one subclass per runtime."""
+    refuses_random = True
     options_help = {"opset": "the ONNX opset jax2onnx targets (default 23)",
                     "keep": "a file to save the converted model in, e.g. keep=model.onnx",
                     "set_attribute": "attributes set on the converted model's nodes before it runs, OPTYPE.NAME=VALUE "

@@ -94,6 +94,7 @@ def _narrow_float_dtypes(fn: Callable[..., Any], args: tuple) -> list[str]:
 
 class TFLitePath(Path):
     name = "tflite"
+    refuses_random = True
     summary = "the jax2tf SavedModel converted by TFLiteConverter and run by the LiteRT interpreter"
     options_help = {
         "keep": "a file to keep the converted model in (FILE.tflite)",

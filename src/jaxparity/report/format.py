@@ -49,18 +49,26 @@ def tolerance_choices(leaf: LeafResult, baseline: str | None = None) -> list[tup
     out = [("ulp", str(d.required_ulp), ulp_why)]
     if d.required_atol is not None and math.isfinite(d.required_atol):
         noise = leaf.baseline_error_vs_f64.max_abs if leaf.baseline_error_vs_f64 is not None else 0.0
-        why = (f"{d.required_atol / noise:.2g}× {baseline or 'the baseline'}'s own error against f64"
+        why = (f"{_times(d.required_atol / noise)} {baseline or 'the baseline'}'s own error against f64"
                if noise and math.isfinite(noise) else "")
         out.append(("atol", round_up(d.required_atol), why))
     if d.required_rtol is not None and math.isfinite(d.required_rtol):
         if d.required_rtol >= 1:
             why = "≥ 1: hides errors as large as the values themselves"
         elif eps:
-            why = f"{d.required_rtol / eps:.2g}× {d.dtype}'s epsilon"
+            why = f"{_times(d.required_rtol / eps)} {d.dtype}'s epsilon"
         else:
             why = ""
         out.append(("rtol", round_up(d.required_rtol), why))
     return out
+
+
+def _times(x: float) -> str:
+    """'0.43×', '12×', '5,100×': two significant digits, no exponent."""
+    if x <= 0 or not math.isfinite(x):
+        return f"{x:g}×"
+    exponent = math.floor(math.log10(x))
+    return f"{round(x, 1 - exponent):,.{max(0, 1 - exponent)}f}×"
 
 
 def _epsilon(dtype: str) -> float | None:
