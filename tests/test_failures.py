@@ -106,3 +106,19 @@ def test_a_rerun_that_kills_the_explaining_process_is_skipped_and_said_the_rest_
     assert not model.verified
     assert "crashed: re-running jit [fixed model] was killed by SIGSEGV (its process died there; that re-run is " \
            "skipped)" in model.evidence, model.evidence
+
+
+def test_a_rerun_that_hangs_is_stopped_and_said_the_rest_explained(monkeypatch):
+    """The re-traced model never returns: past JAXPARITY_RERUN_TIMEOUT the worker is stopped, a new one explains
+    without that re-run, and the model change says it did not finish."""
+    from jaxparity.comparison import compare_case
+
+    monkeypatch.setenv("JAXPARITY_RERUN_TIMEOUT", "20")
+    result = compare_case(f"{MIS}:make_hangs_when_rewritten", paths=["eager", "jit"], explain=True)
+    (e,) = result.explanations
+    flag = next(f for f in e.fixes if f.kind == "compile option")
+    assert flag.verified and flag.spec == "jit:xla_allow_excess_precision=false"
+    model = next(f for f in e.fixes if f.kind == "model change")
+    assert not model.verified
+    assert "timeout: re-running jit [fixed model] did not finish within 20 s (it was stopped; that re-run is " \
+           "skipped)" in model.evidence, model.evidence

@@ -441,7 +441,8 @@ def build_result(
         tolerance=tolerance,
         paths=tuple(results),
         environment=info.environment,
-        degenerate=find_degenerate(base.outputs) if base.status == "ok" and base.outputs else (),
+        degenerate=(find_degenerate(base.outputs, varied_inputs=info.varied_inputs)
+                    if base.status == "ok" and base.outputs else ()),
     )
 
 
@@ -624,7 +625,9 @@ def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tole
 
     base_runs = [r[0] for r in runs[baseline]]
     base_outputs = [r.outputs for r in base_runs if r.status == "ok" and r.outputs]
-    degenerate = find_degenerate(base_outputs[0], base_outputs, varied=varied) if base_outputs else ()
+    degenerate = (find_degenerate(base_outputs[0], base_outputs, varied=varied,
+                                  varied_inputs=info.varied_inputs or (varied and n > 1))
+                  if base_outputs else ())
     return dataclasses.replace(per_sample[shown], paths=tuple(paths), samples=n, input_source=where,
                                degenerate=degenerate, _source={"case": None, "runs": worst_runs, "inputs": None})
 

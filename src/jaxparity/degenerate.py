@@ -19,10 +19,11 @@ __all__ = ["find_degenerate"]
 
 def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
                     samples: Sequence[Sequence[tuple[str, np.ndarray]]] = (),
-                    varied: bool = True) -> tuple[Degenerate, ...]:
+                    varied: bool = True, varied_inputs: bool = True) -> tuple[Degenerate, ...]:
     """The baseline's ``outputs`` that show nothing; ``samples``: the baseline's outputs on every drawn
     input set (many-inputs mode), to find outputs the varied inputs do not move (``varied``: whether
-    any input was varied at all)."""
+    any input was varied at all). ``varied_inputs``: some float input holds more than one value; where
+    none does (``jnp.ones(3)``), a constant output is the example's, not a sign of the model."""
     found: list[Degenerate] = []
     numeric = [(n, a) for n, a in outputs if np.asarray(a).dtype.kind in "fciub" and np.size(a)]
     for name, a in numeric:
@@ -34,7 +35,7 @@ def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
                 what = "all NaN" if np.isnan(wide).all() else "NaN or inf"
                 found.append(Degenerate(name, "non-finite", f"{name}: 0 of {a.size} outputs finite ({what})"))
                 continue
-        if a.size > 1 and _constant(a):
+        if a.size > 1 and varied_inputs and _constant(a):
             value = a.reshape(-1)[0]
             value = value.item() if a.dtype.kind in "iub" else complex(value) if a.dtype.kind == "c" else float(value)
             found.append(Degenerate(name, "constant", f"{name}: every one of its {a.size} elements is {value:g}"

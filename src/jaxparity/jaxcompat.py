@@ -34,7 +34,7 @@ import jax
 from .versions import parse as _parse
 
 __all__ = ["CALL_PARAM", "COMBINER_PARAMS", "DropVar", "JAX_VERSION", "Tracer", "bind", "current_name_stack",
-           "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util", "public_test_util", "scan_layout",
+           "dce_jaxpr", "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util", "public_test_util", "scan_layout",
            "stablehlo_versions", "summarize", "test_harnesses", "trace_context", "typeof", "user_context",
            "user_frames"]
 
@@ -133,6 +133,16 @@ def test_harnesses() -> Any:
     """JAX's own primitive test harnesses (jax._src.internal_test_util.test_harnesses): in the jax wheel of
     most versions; an ImportError saying so where it is not."""
     return _internal_test_util("test_harnesses")
+
+
+# jax._src.interpreters.partial_eval.dce_jaxpr(jaxpr, used_outputs, instantiate) -> (jaxpr, used_inputs): the
+# same signature on every supported version.
+from jax._src.interpreters import partial_eval as _pe  # noqa: E402
+
+
+def dce_jaxpr(jaxpr: Any) -> tuple[Any, list[bool]]:
+    """``jaxpr`` without the equations no output needs, and which of its inputs it still reads."""
+    return _pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=False)
 
 
 def bind(primitive: Any, operands: Any, params: dict) -> Any:

@@ -45,8 +45,12 @@ def runtime_log(prefix: str = "jaxparity-") -> Iterator[RuntimeLog | None]:
         return
     fd, name = tempfile.mkstemp(prefix=prefix, suffix=".log")
     original = sys.stderr
-    terminal = os.fdopen(os.dup(saved), "w", buffering=1, encoding=getattr(original, "encoding", None) or "utf-8",
-                         errors="backslashreplace")
+    try:
+        on_fd2 = original.fileno() == 2
+    except (AttributeError, OSError, ValueError):  # captured (pytest's capsys): it never wrote to fd 2
+        on_fd2 = False
+    terminal = (os.fdopen(os.dup(saved), "w", buffering=1, errors="backslashreplace",
+                          encoding=getattr(original, "encoding", None) or "utf-8") if on_fd2 else original)
     os.dup2(fd, 2)
     os.close(fd)
     sys.stderr = terminal
@@ -58,7 +62,8 @@ def runtime_log(prefix: str = "jaxparity-") -> Iterator[RuntimeLog | None]:
         os.dup2(saved, 2)
         os.close(saved)
         sys.stderr = original
-        terminal.close()
+        if terminal is not original:
+            terminal.close()
         if not log.lines():
             with contextlib.suppress(OSError):
                 log.path.unlink()

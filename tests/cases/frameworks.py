@@ -149,3 +149,54 @@ def make_dropout_key_data():
     variables = _Dropped().init(jax.random.key(0), x)
     fn = lambda params, x, bits: _Dropped().apply(params, x, rngs={"dropout": jax.random.wrap_key_data(bits)})  # noqa: E731
     return fn, (variables, x, jax.random.key_data(jax.random.key(3)))
+
+
+class NNXDropoutRngs(nnx.Module):
+    """As flax's NNX MNIST tutorial calls its Dropout: with rngs=, which jax2onnx's Dropout plugin refuses."""
+
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(8, 4, rngs=rngs)
+        self.dropout = nnx.Dropout(0.5)
+        self.rngs = rngs
+
+    def __call__(self, x):
+        return self.dropout(jax.nn.relu(self.linear(x)), rngs=self.rngs)
+
+
+def make_nnx_dropout_rngs():
+    model = NNXDropoutRngs(nnx.Rngs(0))
+    model.eval()
+    graphdef, state = nnx.split(model)
+    return (lambda state, x: nnx.merge(graphdef, state)(x)), (state, jax.random.normal(jax.random.key(1), (2, 8)))
+
+
+class BiLSTM(nn.Module):
+    """flax's own bidirectional RNN over sequences of given lengths: it flips each by its length (a gather by
+    traced lengths) and scans an LSTM cell (jnp.shape inside nn.scan), as flax's sst2 classifier does."""
+
+    @nn.compact
+    def __call__(self, x, lengths):
+        return nn.Bidirectional(nn.RNN(nn.LSTMCell(8)), nn.RNN(nn.LSTMCell(8)))(x, seq_lengths=lengths)
+
+
+def make_bilstm():
+    x = jax.random.normal(jax.random.key(1), (2, 6, 4))
+    lengths = jnp.array([6, 4], jnp.int32)
+    variables = BiLSTM().init(jax.random.key(0), x, lengths)
+    return BiLSTM().apply, (variables, x, lengths)
+
+
+class Partitioned(nn.Module):
+    """Parameters boxed for sharding (nn.LogicallyPartitioned, nn.Partitioned), as large linen models declare
+    them: jax2onnx's linen Dense takes the box for the array."""
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Dense(16, kernel_init=nn.with_logical_partitioning(nn.initializers.lecun_normal(), ("embed", "mlp")))(x)
+        return nn.Dense(4, kernel_init=nn.with_partitioning(nn.initializers.lecun_normal(), (None, "model")))(
+            jax.nn.relu(x))
+
+
+def make_partitioned():
+    x = jax.random.normal(jax.random.key(1), (3, 8))
+    return Partitioned().apply, (Partitioned().init(jax.random.key(0), x), x)

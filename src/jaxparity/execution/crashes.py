@@ -1,18 +1,30 @@
-"""Re-runs that crash the process explaining them (a compiler that segfaults under one flag).
+"""Re-runs that crash or hang the process explaining them (a compiler that segfaults under one flag).
 
 An explanation re-runs the path under flags and model changes, in its worker. Where one of those re-runs
-kills the worker, the runner reads which one from a breadcrumb file the worker keeps (``attempt``), starts
-a new worker and explains again with that re-run skipped (``configure``): the crash is said as that
-experiment's outcome, and the other experiments and paths are still explained.
+kills the worker, or runs longer than ``rerun_timeout()`` (then the runner stops it), the runner reads which
+one from a breadcrumb file the worker keeps (``attempt``), starts a new worker and explains again with that
+re-run skipped (``configure``): the crash or hang is said as that experiment's outcome, and the other
+experiments and paths are still explained.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-__all__ = ["attempt", "configure", "crashed_before", "last_attempt"]
+__all__ = ["attempt", "configure", "crashed_before", "last_attempt", "rerun_timeout", "running_for"]
+
+RERUN_TIMEOUT = 600.0  # seconds one re-run may take (JAXPARITY_RERUN_TIMEOUT overrides)
+
+
+def rerun_timeout() -> float:
+    """How long one re-run of an explanation may take before it is stopped as hung."""
+    try:
+        return float(os.environ.get("JAXPARITY_RERUN_TIMEOUT", RERUN_TIMEOUT))
+    except ValueError:
+        return RERUN_TIMEOUT
 
 _breadcrumb: str | None = None
 _crashed: dict[str, str] = {}
@@ -45,6 +57,16 @@ def attempt(key: str) -> Iterator[None]:
     finally:
         with open(_breadcrumb, "w"):
             pass
+
+
+def running_for(breadcrumb: str) -> tuple[str | None, float]:
+    """The re-run in progress and how long it has run (None, 0.0: none is)."""
+    try:
+        with open(breadcrumb) as f:
+            key = f.read() or None
+        return key, (time.time() - os.path.getmtime(breadcrumb)) if key else 0.0
+    except OSError:
+        return None, 0.0
 
 
 def last_attempt(breadcrumb: str) -> str | None:

@@ -193,25 +193,38 @@ class IsolatedRunner:
 
     def explain(self, paths: list[tuple[str, Any]], baseline: str, base_out: Any) -> list | str:
         """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed. A re-run that
-        kills the worker (a compiler crash under one flag) is skipped in a new worker, and said as that
-        experiment's outcome (``execution.crashes``); a crash outside any re-run ends the explanation."""
-        from .crashes import last_attempt
+        kills the worker (a compiler crash under one flag) or runs past ``crashes.rerun_timeout()`` (a hang) is
+        skipped in a new worker, and said as that experiment's outcome (``execution.crashes``); a crash
+        outside any re-run ends the explanation."""
+        from .crashes import last_attempt, running_for, rerun_timeout
 
         breadcrumb = self._log.name + ".rerun"
         crashed: dict[str, str] = {}
+        limit = rerun_timeout()
         while True:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
-            assert self._conn is not None
+            assert self._conn is not None and self._proc is not None
             self._conn.send(("explain", paths, baseline, base_out, breadcrumb, crashed))
             try:
-                return self._receive(None, "explain")[1]
-            except WorkerDied as e:
+                while not self._conn.poll(1.0):  # a re-run past its time is stopped, the rest explained again
+                    key, seconds = running_for(breadcrumb)
+                    if key is not None and seconds > limit and key not in crashed:
+                        self._kill()
+                        self._proc = None
+                        last_attempt(breadcrumb)
+                        crashed[key] = f"hung: did not finish within {limit:g} s"
+                        break
+                else:
+                    return self._conn.recv()[1]
+            except (EOFError, ConnectionError, OSError):
+                self._proc.wait()
+                died = self._death_message()
                 self._proc = None
                 key = last_attempt(breadcrumb)
                 if key is None or key in crashed:
-                    return f"explaining crashed: {e}"
-                crashed[key] = str(e).splitlines()[0].removeprefix("its process ")
+                    return f"explaining crashed: {died}"
+                crashed[key] = died.splitlines()[0].removeprefix("its process ")
 
     def capture(self, spec: str) -> list | str:
         """Every op of the case as this worker's JAX traces it, with its values along ``spec`` (see

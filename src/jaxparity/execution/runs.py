@@ -42,6 +42,9 @@ class CaseInfo:
     data: tuple[str, ...] | None = None  # the input leaves drawn sets vary (None: not known here)
     roles: tuple[str, ...] = ()  # "arg0 (the model's variables: an nnx.State)", one per argument
     replaced: tuple[str, ...] = ()  # inputs given another value than the case's own (``--inputs``)
+    # Some float input holds more than one value: a constant output is then the model's doing, not the
+    # example's (``jnp.ones(3)`` in, a constant out, is no sign of a degenerate model).
+    varied_inputs: bool = True
 
     def sampled(self, drawn: list[str] | None = None) -> str:
         """What drawn input sets vary (``drawn``: the leaves they replace) and keep: 'varying arg1; kept: arg0
@@ -105,5 +108,21 @@ def case_info(case: Any) -> CaseInfo:
         roles=tuple(f"{r.name} (the model's variables: {r.why})" if r.role == "variables"
                     else f"{r.name} (data: {r.why})" for r in getattr(case, "roles", ())),
         replaced=tuple(getattr(case, "replaced", ())),
+        varied_inputs=_varied(case.args),
     )
+
+
+def _varied(args: Any) -> bool:
+    import jax
+
+    from ..pytree import host
+    from ..rounding import is_float_dtype
+
+    for x in jax.tree_util.tree_leaves(args):
+        a = host(x)
+        if is_float_dtype(a.dtype) and a.size > 1:
+            flat = a.reshape(-1).astype(np.float64)
+            if not np.all(flat == flat[0]):
+                return True
+    return False
 

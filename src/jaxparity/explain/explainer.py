@@ -146,7 +146,9 @@ class _Context:
             self.models[label] = fn
         key = spec if fn is None else f"{spec} [{label}]"
         if key not in self.runs and (how := crashed_before(key)):
-            self.runs[key] = f"crashed: re-running {key} {how} (its process died there; that re-run is skipped)"
+            self.runs[key] = (f"timeout: re-running {key} {how.removeprefix('hung: ')} (it was stopped; that re-run "
+                              "is skipped)" if how.startswith("hung: ") else
+                              f"crashed: re-running {key} {how} (its process died there; that re-run is skipped)")
         if key not in self.runs:
             with attempt(key):
                 r = run_in_process(make_path(spec), fn or self.fn, self.args)

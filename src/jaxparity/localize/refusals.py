@@ -61,11 +61,17 @@ def refusal_hint(fn: Callable[..., Any], args: tuple, limit: int = 2,
 def random_hint(fn: Callable[..., Any], args: tuple) -> str | None:
     """Where the program draws random numbers, for a runtime that refused it ("the program draws random
     numbers: #12 random_bits (model.py:30, in Dropout) ...; make it deterministic ..."), or None."""
-    import jax
 
     from .program import flatten
 
+    import jax
+
+    from .. import jaxcompat
+
     try:
+        live = _primitives(jaxcompat.dce_jaxpr(jax.make_jaxpr(fn)(*args).jaxpr)[0])
+        if not live.intersection(_RANDOM):  # random ops whose values nothing uses (a key made and dropped)
+            return None
         program = flatten(fn, args)
     except Exception:  # noqa: BLE001 - a courtesy, as above
         return None
@@ -81,3 +87,17 @@ def random_hint(fn: Callable[..., Any], args: tuple) -> str | None:
             "key type nor the 32-bit unsigned shifts of JAX's threefry generator: make the model deterministic "
             "where it is served (Dropout(deterministic=True), model.eval()), or pass the random values in as an "
             "input")
+
+
+def _primitives(jaxpr: Any) -> set[str]:
+    """Every primitive of ``jaxpr``, nested jaxprs included."""
+    from jax.extend import core
+
+    found = set()
+    for eqn in jaxpr.eqns:
+        found.add(eqn.primitive.name)
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else [value]:
+                if isinstance(sub, (core.Jaxpr, core.ClosedJaxpr)):
+                    found |= _primitives(sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub)
+    return found

@@ -94,20 +94,57 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str | 
 
     from .staging import staged
 
-    stage, leaves = staged(fn, args)
+    stage, leaves = staged(fn, _unbox(args))
     flat_fn = stage.flat
-    for i, leaf in enumerate(leaves):
-        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
-            raise PathError(f"input leaf {i} is a PRNG key ({leaf.dtype}); an ONNX graph takes tensors: pass "
-                            "jax.random.key_data(key) and rebuild it in fn with jax.random.wrap_key_data")
-    try:
+    # A typed PRNG key goes in as its key data (an ONNX graph takes tensors), wrapped again inside: a key the
+    # model holds and does not use (an NNX module's Rngs in eval mode) then costs nothing.
+    impls = [jax.random.key_impl(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else None for x in leaves]
+    if any(impls):
+        from .. import jaxcompat
+
+        _, used = jaxcompat.dce_jaxpr(jax.make_jaxpr(flat_fn)(*leaves).jaxpr)
+        for i, (impl, read) in enumerate(zip(impls, used)):
+            if impl is not None and read:  # jax2onnx would draw its own random numbers (ONNX RandomNormal...)
+                raise PathError(f"input leaf {i} is a PRNG key ({leaves[i].dtype}) the program draws from; an ONNX "
+                                "graph takes tensors and has no threefry: pass the random values in as an input, or "
+                                "make the model deterministic where it is served")
+        keyed, leaves = flat_fn, [jax.random.key_data(x) if i is not None else x for x, i in zip(leaves, impls)]
+
+        def flat_fn(*xs: Any) -> Any:
+            return keyed(*(jax.random.wrap_key_data(x, impl=i) if i is not None else x for x, i in zip(xs, impls)))
+
+    def to_onnx(function: Callable[..., Any]) -> Any:
         with _jax2onnx_patches():
             extra = {"record_primitive_calls_file": record} if record is not None else {}
-            return jax2onnx.to_onnx(flat_fn, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves],
+            return jax2onnx.to_onnx(function, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves],
                                     model_name="jaxparity", opset=opset,
                                     enable_double_precision=any(x.dtype == np.float64 for x in leaves), **extra)
+
+    try:
+        return to_onnx(flat_fn)
     except Exception as e:
-        raise PathError(f"jax2onnx {version('jax2onnx')} could not convert the function: {_first_line(e)}") from e
+        as_written = f"jax2onnx {version('jax2onnx')} could not convert the function: {_first_line(e)}"
+    # Its plugins patch flax and jax.numpy while it traces: the model's own calls can miss them. The
+    # program as JAX traced it, replayed primitive by primitive, meets none of them.
+    from .onnx_replay import replayed
+
+    try:
+        model = to_onnx(replayed(flat_fn, leaves))
+    except Exception as e:
+        raise PathError(f"{as_written}; nor from the function's jaxpr: {_first_line(e)}") from e
+    entry = model.metadata_props.add()
+    entry.key, entry.value = REPLAYED, as_written
+    return model
+
+
+REPLAYED = "jaxparity.converted_from_jaxpr"  # metadata of a model converted from the replayed trace
+
+
+def _unbox(args: tuple) -> tuple:
+    """Flax's parameter boxes (``nn.Partitioned``, ``nn.LogicallyPartitioned``: one child each, so the leaves
+    keep their order) taken off: jax2onnx's linen plugins take the arrays, not the boxes."""
+    meta = sys.modules.get("flax.core.meta")
+    return meta.unbox(args) if meta is not None else args
 
 
 def _graph_nodes(graph: Any, types: dict[str, int]) -> Iterator[tuple[Any, dict[str, int]]]:
@@ -124,10 +161,12 @@ def _graph_nodes(graph: Any, types: dict[str, int]) -> Iterator[tuple[Any, dict[
 
 def _jaxpr_ops(jaxpr: Any, found: dict[str, Counter]) -> None:
     """Count each primitive by the dtype of its first operand, nested jaxprs included."""
+    import jax
     from jax.extend import core
     for eqn in jaxpr.eqns:
-        if eqn.invars and hasattr(eqn.invars[0].aval, "dtype"):
-            found[eqn.primitive.name][np.dtype(eqn.invars[0].aval.dtype).name] += 1
+        dtype = getattr(eqn.invars[0].aval, "dtype", None) if eqn.invars else None
+        if dtype is not None and not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):  # a key has no numpy dtype
+            found[eqn.primitive.name][np.dtype(dtype).name] += 1
         for value in eqn.params.values():
             for sub in value if isinstance(value, (tuple, list)) else [value]:
                 if isinstance(sub, (core.Jaxpr, core.ClosedJaxpr)):
@@ -138,10 +177,16 @@ def _io_findings(kind: str, names: list[str], values: Any, avals: list[Any], tai
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for name, value, aval in zip(names, values, avals):
         elem = value.type.tensor_type.elem_type
-        if elem and _np_dtype(elem) != np.dtype(aval.dtype):
+        if elem and not _is_key(aval) and _np_dtype(elem) != np.dtype(aval.dtype):  # a key goes in as its data
             groups[(_np_dtype(elem).name, np.dtype(aval.dtype).name)].append(name)
     return [f"{kind}{'s' if len(n) > 1 else ''} {', '.join(n)} {'are' if len(n) > 1 else 'is'} {have} in the ONNX "
             f"model where the program declares {want}{tail}" for (have, want), n in groups.items()]
+
+
+def _is_key(aval: Any) -> bool:
+    import jax
+
+    return jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key)
 
 
 def dtype_findings(model: Any, fn: Callable[..., Any], args: tuple) -> list[str]:
@@ -348,6 +393,10 @@ class _OnnxPath(Path):
             onnx.save(model, self.options["keep"])
         self.notes.append(f"converted by jax2onnx {version('jax2onnx')} (onnx {onnx.__version__}), "
                           f"opset {self.opset}, {_count(len(model.graph.node), 'node')}")
+        replayed = next((p.value for p in model.metadata_props if p.key == REPLAYED), None)
+        if replayed:
+            self.notes.append("converted from the function's jaxpr, primitive by primitive (jax2onnx's plugins patch "
+                              f"flax and jax.numpy, and the model's own calls missed them); as written: {replayed}")
         findings = [f"finding: {f}" for f in dtype_findings(model, fn, args)]
         self.notes += findings
         feeds = self._feeds(model, args)

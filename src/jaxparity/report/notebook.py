@@ -21,7 +21,7 @@ def render_html(result: ComparisonResult) -> str:
         rows.append(
             "<tr>"
             f"<td><code>{escape(p.spec)}</code></td>"
-            + (f"<td style='color:#57606a'>ref: {escape(p.verdict)}</td>" if p.reference else
+            + (f"<td style='color:#57606a'>{escape(p.verdict)}</td>" if p.reference else
                f"<td style='color:{_COLOUR[p.verdict]};font-weight:600'>{escape(p.verdict)}</td>")
             + f"<td>{d.max_ulp if d else ''}</td><td>{fmt(d.max_abs) if d else ''}</td>"
             f"<td>{f'{d.n_differ}/{d.size}' if d else ''}</td>"

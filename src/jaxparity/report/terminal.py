@@ -48,7 +48,7 @@ def _distance_cells(d: Any) -> tuple[str, str]:
 
 def _rows(p: PathResult, many_outputs: bool, label: Any = None) -> list[list[Any]]:
     if p.reference and p.status == "ok":  # a reference is where the numbers should be: never a failure
-        verdict = Text("ref: " + ("differs" if p.verdict == "differs" else p.verdict), style="dim")
+        verdict = Text(p.verdict, style="dim")
     else:
         verdict = Text(p.verdict.upper() if p.verdict == "differs" else p.verdict, style=_STYLE[p.verdict])
     time = f"{p.seconds:.2f}s" if p.seconds else ""
