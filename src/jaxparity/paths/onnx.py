@@ -121,7 +121,9 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str | 
                                     enable_double_precision=any(x.dtype == np.float64 for x in leaves), **extra)
 
     try:
-        return to_onnx(flat_fn)
+        return _deterministic(to_onnx(flat_fn))
+    except PathError:
+        raise
     except Exception as e:
         as_written = f"jax2onnx {version('jax2onnx')} could not convert the function: {_first_line(e)}"
     # Its plugins patch flax and jax.numpy while it traces: the model's own calls can miss them. The
@@ -129,7 +131,9 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str | 
     from .onnx_replay import replayed
 
     try:
-        model = to_onnx(replayed(flat_fn, leaves))
+        model = _deterministic(to_onnx(replayed(flat_fn, leaves)))
+    except PathError:
+        raise
     except Exception as e:
         raise PathError(f"{as_written}; nor from the function's jaxpr: {_first_line(e)}") from e
     entry = model.metadata_props.add()
@@ -138,6 +142,31 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str | 
 
 
 REPLAYED = "jaxparity.converted_from_jaxpr"  # metadata of a model converted from the replayed trace
+# ONNX ops that draw new numbers on every run: what jax2onnx makes of JAX's random numbers.
+_RANDOM_OPS = ("RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Multinomial", "Bernoulli")
+
+
+def _deterministic(model: Any) -> Any:
+    """``model``, unless jax2onnx turned the program's random numbers (threefry: the same numbers for the same
+    key) into ONNX ops that draw other ones each run: then nothing it computes can be compared."""
+    import onnx
+
+    constants = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+
+    def training(node: Any) -> bool:  # a Dropout whose training_mode is not a constant False masks at random
+        if len(node.input) < 3 or not node.input[2]:
+            return False
+        mode = constants.get(node.input[2])
+        return mode is None or bool(np.asarray(mode).any())
+
+    drawn = sorted({n.op_type + (" (training mode)" if n.op_type == "Dropout" else "")
+                    for n, _ in _graph_nodes(model.graph, {})
+                    if n.op_type in _RANDOM_OPS or (n.op_type == "Dropout" and training(n))})
+    if drawn:
+        raise PathError(f"jax2onnx {version('jax2onnx')} converted the program's random numbers into ONNX "
+                        f"{', '.join(drawn)}, which draws other numbers on every run (JAX's threefry gives the same "
+                        "ones for the same key): nothing it computes can be compared with JAX")
+    return model
 
 
 def _unbox(args: tuple) -> tuple:
