@@ -262,3 +262,17 @@ def test_a_reference_that_differs_is_never_shown_as_a_failure():
     result = jaxparity.compare(lambda x: jnp.tanh(x) * jnp.exp(x), x, paths=["eager", "jit"])
     (row,) = [ln for ln in render_text(result, width=100).splitlines() if ln.startswith("f64 ") and "│" in ln]
     assert result.path("f64").verdict == "differs" and "DIFFERS" not in row and "differs" in row, row
+
+
+def test_paths_with_the_same_numbers_bit_for_bit_are_said_once(examples):
+    """The seed case: jit and export keep the bf16 convolution's result in f32 alike (XLA's excess precision)."""
+    import dataclasses
+
+    from jaxparity.case import load_case
+
+    case = load_case(str(examples / "conv_bf16.py"))
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "export"])
+    text = render_text(result, width=100)
+    assert "export  differs from eager: ... (same numbers as jit)" in text, text
+    unknown = dataclasses.replace(result, _source=None)  # without the runs, nothing is assumed the same
+    assert "same numbers as" not in render_text(unknown, width=100)

@@ -157,8 +157,14 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
 
     table = _PathsTable(result)
     findings = _grid([p.spec for p in result.paths])
+    said: dict[str, str] = {}  # a finding already said, by the path that said it
     for p in result.paths:
-        line = Text(path_line(p, result.baseline), style=_STYLE[p.verdict] if not p.passed and not p.reference else "")
+        text = path_line(p, result.baseline)
+        if text in said and p.leaves and ": " in text and _same_outputs(result, p.spec, said[text]):
+            text = f"{text.split(': ', 1)[0]}: ... (same numbers as {said[text]})"  # said once
+        else:
+            said.setdefault(text, p.spec)
+        line = Text(text, style=_STYLE[p.verdict] if not p.passed and not p.reference else "")
         for note in p.notes:
             line.append(f"\n{note}", style="dim")
         findings.add_row(_spec_lines(p.spec, _LABEL), line)  # a long spec breaks after ':' and ',', not inside a name
@@ -174,6 +180,16 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
         parts += [Text(""), render_explanation(e, verbose or all_causes, same, result, all_causes)]
     parts += [Text(""), Text(summary_line(result), style="bold green" if result.passed else "bold red")]
     return Group(*parts)
+
+
+def _same_outputs(result: ComparisonResult, a: str, b: str) -> bool:
+    """Paths ``a`` and ``b`` gave the same outputs bit for bit (known only where the result holds its runs)."""
+    runs = (result._source or {}).get("runs") or {}
+    ra, rb = runs.get(a), runs.get(b)
+    if ra is None or rb is None or not ra.outputs or not rb.outputs or len(ra.outputs) != len(rb.outputs):
+        return False
+    return all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+               for (_, x), (_, y) in zip(ra.outputs, rb.outputs))
 
 
 def _samples_table(result: ComparisonResult) -> Table:
