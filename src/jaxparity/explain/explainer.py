@@ -98,10 +98,15 @@ class _Context:
         """What the path's runtime really runs, read back (``Path.artifact``), once; None where the path has
         no artifact of its own or it cannot be read (then said in the notes)."""
         if "artifact" not in self.memo:
-            found = None
+            from ..execution.crashes import attempt, crashed_before
+
+            found, key = None, f"{self.path} [its artifact read back]"
             try:
+                if (how := crashed_before(key)) is not None:
+                    raise RuntimeError(f"reading it back {how.removeprefix('hung: ')} before; skipped")
                 path = make_path(self.path)
-                found = path.artifact(self.fn, self.args)
+                with attempt(key):  # a runtime that crashes or hangs running its own model costs this only
+                    found = path.artifact(self.fn, self.args)
             except Exception as e:  # evidence, never a failure of the explanation
                 self.notes.append(f"{self.path}'s artifact could not be read back ({_first_line(e)})")
             if found is not None:
@@ -436,7 +441,13 @@ def _matmul_precision(cause: Cause, ctx: _Context) -> CauseVerdict:
 
     from ..execution.inprocess import run_in_process
 
-    with jax.default_matmul_precision("highest"):
+    from ..execution.crashes import attempt, crashed_before
+
+    key = f"{ctx.path} [matmul precision highest]"
+    if (how := crashed_before(key)) is not None:
+        return CauseVerdict(cause.id, cause.title, "not run", "re-ran with matmul precision 'highest'",
+                            f"the re-run {how.removeprefix('hung: ')} in an earlier worker (that re-run is skipped)")
+    with jax.default_matmul_precision("highest"), attempt(key):
         r = run_in_process(make_path(ctx.path), ctx.fn, ctx.args)
     outs = [a for _, a in r.outputs] if r.status == "ok" and r.outputs else None
     if outs is None:
