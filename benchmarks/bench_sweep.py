@@ -50,7 +50,7 @@ def _run(spec_file: Path, store_dir: Path, **kw) -> tuple[float, int, float]:
 
 
 def _compile_loop(salt: int) -> float:
-    """Seconds to jit-compile and run 40 small distinct programs on one thread: what a cell mostly does."""
+    """Seconds to jit-compile and run 40 small distinct programs: what a cell mostly does."""
     import jax
     import jax.numpy as jnp
 
@@ -63,7 +63,7 @@ def _compile_loop(salt: int) -> float:
 
 def _ceiling() -> tuple[float, float]:
     """(one process alone, each of two at once): the compile loop's seconds, in spawned processes pinned
-    to one thread each as the pool's workers are."""
+    with the thread settings the pool's workers get."""
     import multiprocessing
 
     from jaxparity.sweep.executors import _one_core_each

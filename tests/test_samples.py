@@ -208,3 +208,25 @@ def test_run_many_reports_each_sample_and_survives_a_crash(tmp_path):
         first.close()
         (run,), = [r for p in runner.run_many("eager", range(6, 7)) for r in p]
         np.testing.assert_array_equal(run.outputs[0][1], np.full(4, 8, np.float32))
+
+
+def test_the_samples_table_never_counts_a_reference_as_failing():
+    from rich.console import Console
+
+    from jaxparity.comparison import aggregate_samples
+    from jaxparity.execution.runs import CaseInfo, PathRun
+    from jaxparity.report.terminal import print_result
+
+    base = np.linspace(1, 2, 4, dtype=np.float32)
+    runs = {"eager": [[PathRun("eager", "ok", (("out", base),))] for _ in range(3)],
+            "jit": [[PathRun("jit", "ok", (("out", np.nextafter(base, np.float32(3))),))] for _ in range(3)],
+            "f64": [[PathRun("f64", "ok", (("out", base + 1e-5),))] for _ in range(3)]}
+    r = aggregate_samples(CaseInfo("t", None, "x", ()), runs, "eager", Tolerance(), {"eager", "jit", "f64"},
+                          [f"s{i}" for i in range(3)])
+    assert r.path("f64").reference and r.path("jit").samples.failing == 3
+    console = Console(record=True, width=120)
+    print_result(r, console)
+    rows = {cells[0]: cells for line in console.export_text().splitlines()
+            if (cells := [c.strip() for c in line.split("│")])[0] in ("jit", "f64") and len(cells) > 3}
+    assert rows["jit"][1:3] == ["3/3", "3"]  # diverges on 3 of 3, fails on 3
+    assert rows["f64"][1:3] == ["3/3", ""]  # where the numbers should be: no fail count

@@ -256,3 +256,69 @@ def test_a_worker_explains_later_input_sets_on_reused_compiles_with_the_same_res
     fresh = [{k: run_cell(c, spec).get(k) for k in keys} for c in cells_of(spec)]
     assert sum(r["cause"] is not None for r in reused) == len(reused) == 8
     assert reused == fresh
+
+
+THREADED_DOT = '''
+import jax.numpy as jnp
+import numpy as np
+
+
+def make():
+    # On XLA:CPU an (8, 128) @ (128, 2) product sums in another order when Eigen runs on one thread
+    # (--xla_cpu_multi_thread_eigen=false): its float32 result moves by an ULP or two.
+    rng = np.random.default_rng(0)
+    w = jnp.asarray(rng.standard_normal((128, 2)), jnp.float32)
+    return (lambda x, w: x @ w), (jnp.asarray(rng.standard_normal((8, 128)), jnp.float32), w)
+'''
+
+
+def test_jobs_never_change_a_number(tmp_path):
+    """A pool of two workers measures what one worker measures: the workers keep XLA's thread pools as
+    `compare` has them. (Starting them with Eigen on one thread changed the baseline's float32 sums of
+    this product, and so each cell's distance from f64: 8 and 12 ULP against 14 and 9.)"""
+    (tmp_path / "dot.py").write_text(THREADED_DOT)
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text('name = "d"\ncases = ["dot.py"]\npaths = ["f64"]\nsamples = 4\n')
+    spec = load_spec(spec_file)
+    measured = {}
+    for jobs in (1, 2):
+        store = Store(tmp_path / f"store{jobs}", Store.spec_text(spec))
+        run_sweep(spec, store, jobs=jobs)
+        measured[jobs] = [(r["sample"], r["max_ulp"], r["n_differ"]) for r in store.rows()]
+        store.close()
+    assert len(measured[1]) == 4 and all(ulp for _, ulp, _ in measured[1])  # float32 sums against f64's
+    assert measured[1] == measured[2]
+
+
+ZERO_HEAD = '''
+import jax.numpy as jnp
+import numpy as np
+
+
+def make_zero_head():
+    """A classifier whose head is zero-initialised (as a ViT's): every logit is 0 whatever the image."""
+    rng = np.random.default_rng(0)
+    params = {"body": jnp.asarray(rng.standard_normal((16, 8)), jnp.float32), "head": jnp.zeros((8, 4), jnp.float32)}
+    return (lambda params, x: jnp.tanh(x @ params["body"]) @ params["head"]), (params, jnp.ones((2, 16)) * 0.5)
+
+
+def make_weights_only():
+    """Outputs computed from the weights alone: the same on every drawn input set, though not constant."""
+    rng = np.random.default_rng(1)
+    params = {"w": jnp.asarray(rng.standard_normal((4, 4)), jnp.float32)}
+    return (lambda params, x: jnp.sin(params["w"]) / 3.0 + 0.0 * x.sum()), (params, jnp.linspace(-1, 1, 8))
+'''
+
+
+def test_a_sweep_over_outputs_that_show_nothing_names_them_and_does_not_pass(tmp_path, capsys):
+    (tmp_path / "deg.py").write_text(ZERO_HEAD)
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text('name = "z"\ncases = ["deg.py:make_zero_head", "deg.py:make_weights_only", '
+                         f'"{CASES / "planted.py"}:make_clean"]\npaths = ["jit"]\nsamples = 3\n')
+    assert main(["sweep", str(spec_file), "--jobs", "1", "-q", "--json", str(tmp_path / "z.json")]) == 1
+    said = capsys.readouterr().out
+    assert "make_zero_head on jit: 3 cells, 0 diverge, 3 with baseline outputs that show nothing" in said
+    assert "shows nothing: deg.py:make_zero_head: out: every one of its 8 elements is 0" in said
+    assert "shows nothing: deg.py:make_weights_only: the baseline's outputs are the same on all 3 input sets" in said
+    assert "planted.py:make_clean" not in " ".join(ln for ln in said.splitlines() if "shows nothing" in ln)
+    assert len(json.loads((tmp_path / "z.json").read_text())["shows_nothing"]) == 2

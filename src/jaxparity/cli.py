@@ -197,8 +197,9 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     many = cmp.add_argument_group("many inputs (each path compiled once, run on every sample; each path is "
                                   "shown on its worst sample, with aggregates)")
     many.add_argument("--samples", type=int, metavar="N", help="draw N input sets like the example inputs "
-                      "(same shapes and dtypes; floats normal with the example's mean and std; ints, bools and "
-                      "PRNG keys unchanged)")
+                      "(same shapes and dtypes) varying the data only, never the model's variables: floats normal "
+                      "with the example's mean, std and sign; ints within the example's range; bools, PRNG "
+                      "keys and single-valued ints unchanged")
     many.add_argument("--seed", type=int, default=0, metavar="S", help="seed for --samples (default 0); sample i "
                       "depends only on (S, i)")
     many.add_argument("--repeat", type=int, default=1, metavar="K", help="run each path K times per sample: "
@@ -713,7 +714,7 @@ def _sweep(args: argparse.Namespace) -> int:
         FsPath(args.html).write_text(to_html(summary))
     print_summary(summary, Console(highlight=False))
     store.close()
-    return 1 if summary.diverging or summary.failed else 0
+    return 1 if summary.diverging or summary.failed or summary.hidden else 0
 
 
 def _list_paths() -> int:

@@ -104,11 +104,34 @@ def _run_elsewhere(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
                       max_ulp=None if worst is None or worst.diff is None else int(worst.diff.max_ulp),
                       n_differ=sum(lf.diff.n_differ for lf in p.leaves if lf.diff is not None) if p.leaves else None,
                       size=sum(int(np.prod(lf.shape)) for lf in p.leaves) if p.leaves else None,
-                      summary="ran in another environment: compared, not explained" if spec.explain else None)
+                      summary="ran in another environment: compared, not explained" if spec.explain else None,
+                      **_shows(result, None))
     except Exception as e:
         record.update(error=f"{type(e).__name__}: {e}".splitlines()[0][:500])
     record["seconds"] = time.perf_counter() - start
     return record
+
+
+def _shows(result: Any, base: Any) -> dict[str, Any]:
+    """What the store keeps of whether the cell's comparison shows the model: the baseline's degenerate
+    outputs on this input set (``degenerate``: all NaN, constant; "hides: " where every output is) and
+    a digest of the baseline's outputs, so that the summary finds outputs the same on every input set
+    of a case (a zero head), which no single cell can see."""
+    import hashlib
+
+    found = result.degenerate
+    text = None
+    if found:
+        text = ("hides: " if any(d.hides for d in found) else "") + "; ".join(d.text for d in found)
+    digest = None
+    if base is not None and base.outputs:
+        h = hashlib.sha1()
+        for name, a in base.outputs:
+            a = np.ascontiguousarray(a)
+            h.update(f"{name}:{a.dtype}:{a.shape}".encode())
+            h.update(a.tobytes())
+        digest = h.hexdigest()[:16]
+    return {"degenerate": text, "baseline_digest": digest}
 
 
 def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
@@ -149,7 +172,8 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
         record.update(status=p.status, verdict=p.verdict, error=p.message if p.status != "ok" else None,
                       max_ulp=None if worst is None or worst.diff is None else int(worst.diff.max_ulp),
                       n_differ=sum(lf.diff.n_differ for lf in p.leaves if lf.diff is not None) if p.leaves else None,
-                      size=sum(int(np.prod(lf.shape)) for lf in p.leaves) if p.leaves else None)
+                      size=sum(int(np.prod(lf.shape)) for lf in p.leaves) if p.leaves else None,
+                      **_shows(result, base))
         if p.status == "ok" and p.verdict in ("differs", "within tolerance") and spec.explain:
             import dataclasses
 

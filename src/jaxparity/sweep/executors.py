@@ -323,24 +323,28 @@ def _local(todo: list[Cell], spec: SweepSpec, jobs: int, finished: Callable[[Cel
             worker.stop()
 
 
+# What a pool worker may be told about threads. Only libraries whose results do not depend on their
+# thread count: OpenBLAS, MKL and OpenMP split a product over its rows and columns, never its sums.
+# XLA's and TensorFlow's Eigen pools are left alone: Eigen may split a contraction's inner dimension
+# by thread count, which changes a float32 sum's order, so a sweep with --jobs 2 measured other
+# numbers than one with --jobs 1 (an LSTM's jit path 15 ULP against 7) and than `compare`.
+_THREAD_NEUTRAL = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def _one_thread_env(environ: dict[str, str]) -> dict[str, str]:
-    """What a worker that computes on one core needs set (XLA's Eigen pool, OpenBLAS, OpenMP,
-    TensorFlow), given the environment it would start with: several workers on a machine then use
-    one core each instead of every worker's thread pools competing for all of them."""
-    env = {"TF_CPP_MIN_LOG_LEVEL": environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}  # TF's C++ INFO lines flood
-    flags = environ.get("XLA_FLAGS", "")
-    if "xla_cpu_multi_thread_eigen" not in flags:
-        env["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
+    """What a pool worker is started with beside ``environ``: TensorFlow's C++ INFO lines off and one
+    thread for the libraries whose thread count cannot change a number (``_THREAD_NEUTRAL``)."""
+    env = {"TF_CPP_MIN_LOG_LEVEL": environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
+    for var in _THREAD_NEUTRAL:
         env[var] = environ.get(var, "1")
     return env
 
 
 @contextmanager
 def _one_core_each(jobs: int) -> Iterator[None]:
-    """With several local workers, each computes on one thread (``_one_thread_env``). Set in this
-    process's environment while the pool starts a worker (it reads it as it starts, before numpy or
-    JAX load), restored after."""
+    """With several local workers, what ``_one_thread_env`` says is set in this process's environment
+    while the pool starts a worker (it reads it as it starts, before numpy or JAX load), restored after.
+    The numbers a worker computes are those of one worker and of `compare`, whatever ``jobs`` is."""
     import os
 
     saved = dict(os.environ)

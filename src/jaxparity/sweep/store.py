@@ -21,7 +21,8 @@ from .cells import Cell
 __all__ = ["Store", "StoreError"]
 
 _COLUMNS = ("key", "case_", "sample", "path", "status", "verdict", "max_ulp", "n_differ", "size", "cause", "op",
-            "line", "summary", "error", "seconds", "arrays")
+            "line", "summary", "error", "seconds", "arrays", "degenerate", "baseline_digest")
+_ADDED = ("degenerate", "baseline_digest")  # columns newer than the first stores: added to an older one
 
 
 class StoreError(ValueError):
@@ -39,7 +40,11 @@ class Store:
         self.db.execute("CREATE TABLE IF NOT EXISTS cells (key TEXT PRIMARY KEY, case_ TEXT, sample INTEGER, "
                         "path TEXT, status TEXT, verdict TEXT, max_ulp INTEGER, n_differ INTEGER, size INTEGER, "
                         "cause TEXT, op TEXT, line TEXT, summary TEXT, error TEXT, seconds REAL, arrays TEXT, "
-                        "written REAL DEFAULT (julianday('now')))")
+                        "written REAL DEFAULT (julianday('now')), degenerate TEXT, baseline_digest TEXT)")
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(cells)")}
+        for column in _ADDED:
+            if column not in have:
+                self.db.execute(f"ALTER TABLE cells ADD COLUMN {column} TEXT")
         self.db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
         self.db.commit()
         if spec_text is not None:

@@ -28,6 +28,9 @@ class Row:
     causes: dict[str, int] = field(default_factory=dict)  # cause -> diverging cells it explains
     first_ops: dict[str, int] = field(default_factory=dict)  # "#3 convert (model.py:30)" -> cells
     errors: list[str] = field(default_factory=list)
+    degenerate: list[str] = field(default_factory=list)  # the baseline's outputs that show nothing (a few)
+    degenerate_cells: int = 0  # cells where some output of the baseline shows nothing
+    hidden: int = 0  # of those, cells where every output does: agreeing there proves nothing
 
 
 @dataclass
@@ -35,6 +38,12 @@ class SweepSummary:
     name: str
     cells: int
     rows: list[Row]
+    shows_nothing: list[str] = field(default_factory=list)  # per case: why its comparisons show nothing
+
+    @property
+    def hidden(self) -> bool:
+        """Some case's comparisons show nothing of the model: the sweep does not pass, whatever agreed."""
+        return bool(self.shows_nothing)
 
     @property
     def diverging(self) -> int:
@@ -55,11 +64,32 @@ def _short(case: str) -> str:
     return case.rsplit("/", 1)[-1]
 
 
+def _shows_nothing(cells: list[dict[str, Any]]) -> str | None:
+    """Why one case's cells show nothing of the model, or None: every cell's outputs degenerate, or the
+    baseline's outputs the same bit for bit on every drawn input set (they depend on the weights only)."""
+    ran = [r for r in cells if r["status"] == "ok"]
+    if ran and all((r["degenerate"] or "").startswith("hides: ") for r in ran):
+        return ran[0]["degenerate"].removeprefix("hides: ")
+    drawn = {r["sample"]: r["baseline_digest"] for r in ran if r["sample"] >= 0 and r["baseline_digest"]}
+    if len(drawn) > 1 and len(set(drawn.values())) == 1:
+        return (f"the baseline's outputs are the same on all {len(drawn)} input sets: they do not depend on "
+                "the varied inputs")
+    return None
+
+
 def summarize(store: Store, name: str = "sweep") -> SweepSummary:
     rows: dict[tuple[str, str], Row] = {}
+    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in store.rows():
+        by_case[r["case"]].append(r)
         row = rows.setdefault((r["case"], r["path"]), Row(_short(r["case"]), r["path"]))
         row.cells += 1
+        if r["degenerate"]:
+            row.degenerate_cells += 1
+            row.hidden += r["degenerate"].startswith("hides: ")
+            text = r["degenerate"].removeprefix("hides: ")
+            if len(row.degenerate) < 3 and text not in row.degenerate:
+                row.degenerate.append(text)
         if r["verdict"] in _DIVERGING:
             row.diverging += 1
             if r["cause"]:
@@ -73,12 +103,14 @@ def summarize(store: Store, name: str = "sweep") -> SweepSummary:
                 row.errors.append(r["error"])
         if r["max_ulp"] is not None and r["verdict"] in _DIVERGING + ("within tolerance",):
             row.worst_ulp = max(row.worst_ulp or 0, int(r["max_ulp"]))
-    return SweepSummary(name, sum(r.cells for r in rows.values()), list(rows.values()))
+    nothing = [f"{_short(case)}: {why}" for case, cells in by_case.items() if (why := _shows_nothing(cells))]
+    return SweepSummary(name, sum(r.cells for r in rows.values()), list(rows.values()), nothing)
 
 
 def to_json(summary: SweepSummary, store: Store) -> str:
     return json.dumps({"sweep": summary.name, "cells": summary.cells, "diverging": summary.diverging,
-                       "failed": summary.failed, "rows": [asdict(r) for r in summary.rows],
+                       "failed": summary.failed, "shows_nothing": summary.shows_nothing,
+                       "rows": [asdict(r) for r in summary.rows],
                        "causes": dict(summary.causes()), "cell_results": list(store.rows())}, indent=1, default=str)
 
 
@@ -86,12 +118,17 @@ def print_summary(summary: SweepSummary, console: Any) -> None:
     """One line per case and path (lines, not a table: they read the same in a CI log at 80 columns)."""
     console.print(f"sweep {summary.name}: {summary.cells} cells, {summary.diverging} diverge, {summary.failed} "
                   "failed", markup=False, soft_wrap=True)
+    for why in summary.shows_nothing:
+        console.print(f"  shows nothing: {why}; agreeing on these outputs proves nothing", style="bold red",
+                      markup=False, soft_wrap=True)
     for r in summary.rows:
         parts = [f"{r.cells} cells", f"{r.diverging} diverge"]
         if r.worst_ulp is not None:
             parts.append(f"worst {r.worst_ulp} ULP")
         if r.failed:
             parts.append(f"{r.failed} failed ({'; '.join(r.errors)})")
+        if r.degenerate:
+            parts.append(f"{r.degenerate_cells} with baseline outputs that show nothing ({'; '.join(r.degenerate)})")
         causes = "; ".join(f"{c} ({n})" for c, n in sorted(r.causes.items(), key=lambda kv: -kv[1]))
         console.print(f"  {r.case} on {r.path}: {', '.join(parts)}" + (f". Causes: {causes}" if causes else ""),
                       markup=False, soft_wrap=True)
@@ -116,7 +153,10 @@ def to_html(summary: SweepSummary) -> str:
             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
             "tr.bad td:nth-child(4){color:#b00;font-weight:bold}</style></head><body>"
             f"<h1>sweep {e(summary.name)}</h1><p>{summary.cells} cells; {summary.diverging} diverge from the "
-            f"baseline; {summary.failed} failed.</p><h2>Causes across the matrix</h2><ul>{causes or '<li>none</li>'}"
+            f"baseline; {summary.failed} failed.</p>"
+            + "".join(f"<p style='color:#b00'><b>shows nothing</b>: {e(w)}; agreeing on these outputs proves "
+                      "nothing.</p>" for w in summary.shows_nothing)
+            + f"<h2>Causes across the matrix</h2><ul>{causes or '<li>none</li>'}"
             "</ul><h2>Cells by case and path</h2><table><tr><th>case</th><th>path</th><th>cells</th><th>diverge</th>"
             f"<th>failed</th><th>worst ULP</th><th>causes</th><th>first diverging op</th></tr>{rows}</table>"
             "</body></html>\n")
