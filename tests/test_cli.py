@@ -50,7 +50,10 @@ def test_agreement_exits_0():
 
 @pytest.mark.parametrize("args,message", [
     (["compare", "no/such/model.py"], "no/such/model.py: no such file"),
-    (["compare", SEED, "--paths", "eager,jti"], "unknown path 'jti'"),
+    (["compare", SEED, "--paths", "eager,jti"], "unknown path 'jti'; did you mean jit?"),
+    (["compar", SEED], "invalid choice: 'compar'"),
+    (["compare", SEED, "--sampels", "3"], "--sampels: did you mean --samples?"),
+    (["sweep", "s.toml", "--jbos", "2"], "--jbos: did you mean --jobs"),
     (["compare", SEED, "--paths", "eager:foo=1"], "path 'eager' has no option 'foo'"),
     (["compare", SEED, "--baseline", "nope"], "unknown path 'nope'"),
     (["compare", SEED, "--inputs", "missing.npz"], "--inputs missing.npz: no such file"),
@@ -61,6 +64,8 @@ def test_usage_errors_exit_2_with_one_clear_line(args, message):
     r = run_cli(*args)
     assert r.returncode == 2
     assert message in r.stderr
+    if args[0] == "compar":
+        assert "did you mean compare?" in r.stderr
     assert "Traceback" not in r.stderr
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path as FsPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._version import __version__
 
@@ -45,8 +45,36 @@ worker process, so one that crashes or hangs (--timeout) is reported and the oth
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with "did you mean": a misspelled command or option gets the nearest names (exit 2)."""
+
+    argv: Sequence[str] = ()  # what is parsed (``main`` sets it): which command's options to suggest
+
+    def error(self, message: str) -> NoReturn:
+        import difflib
+        import re
+
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            names = re.findall(r"'([^']*)'", choice[2]) or [c.strip() for c in choice[2].split(",")]
+            near = difflib.get_close_matches(choice[1], names, 2)
+            if near:
+                message += f"; did you mean {' or '.join(near)}?"
+        unknown = re.search(r"unrecognized arguments: (.*)", message)
+        if unknown:
+            commands = {n: c for a in self._actions if isinstance(a, argparse._SubParsersAction)
+                        for n, c in a.choices.items()}
+            parser = next((commands[w] for w in self.argv if w in commands), self)  # the top parser reports
+            options = [o for a in parser._actions for o in a.option_strings]
+            for word in unknown[1].split():
+                near = difflib.get_close_matches(word.split("=")[0], options, 2) if word.startswith("-") else []
+                if near:
+                    message += f"; {word}: did you mean {' or '.join(near)}?"
+        super().error(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="jaxparity",
         description="Why does your JAX model give different numbers in production? Compare it across "
         "execution paths against its declared semantics.",
@@ -269,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .quiet import runtime_log
 
     parser = _parser()
+    parser.argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     with runtime_log() as log:
         code = _run(args, parser)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from .base import Path, PathError, PathOptionError, PathUnavailable, parse_spec, spec_env, with_env, without_env
 from .eager import EagerPath
 from .iree import IreePath
@@ -39,5 +41,7 @@ def make_path(spec: str) -> Path:
     """The path for ``NAME[:key=value,...]``; raises PathOptionError naming what is wrong."""
     name, options = parse_spec(spec)
     if name not in PATHS:
-        raise PathOptionError(f"unknown path {name!r}; known paths: {', '.join(PATHS)}")
+        near = difflib.get_close_matches(name, PATHS, 2)
+        raise PathOptionError(f"unknown path {name!r}" + (f"; did you mean {' or '.join(near)}?" if near else "")
+                              + f" Known paths: {', '.join(PATHS)}")
     return PATHS[name](options, env=spec_env(spec))
