@@ -289,3 +289,28 @@ def test_real_flax_models_jax2onnx_cannot_take_as_written_convert_and_agree(fact
         assert "converted from the function's jaxpr, primitive by primitive" in said and replayed in said, said
     else:
         assert "jaxpr" not in said, said
+
+
+def test_a_scan_whose_steps_emit_matrices_runs_on_onnx_reference_stacked_as_onnxruntime_stacks_it():
+    """jax2onnx makes lax.scan an ONNX Loop. onnx.reference 1.23 joins a Loop's (8, 4) step outputs with
+    np.vstack into (24, 4), where onnxruntime and shape inference give (3, 8, 4); the Transpose after it
+    then fails ("Inconsistent permutation"). onnx-ref runs it with the outputs stacked, and says so."""
+    def rnn(h0, xs, w):
+        def step(h, x):
+            h = jnp.tanh(x @ w + h)
+            return h, h
+        return jnp.swapaxes(jax.lax.scan(step, h0, xs)[1], 0, 1)  # (batch, time, features)
+
+    rng = np.random.default_rng(0)
+    args = (jnp.zeros((8, 4), jnp.float32), jnp.asarray(rng.standard_normal((3, 8, 4)), jnp.float32),
+            jnp.asarray(rng.standard_normal((4, 4)) / 2, jnp.float32))
+    result = jaxparity.compare(rnn, *args, paths=["jit", "onnx", "onnx-ref"], baseline="jit")
+    ort, ref = result.path("onnx"), result.path("onnx-ref")
+    assert ort.status == "ok" and ref.status == "ok", ref.message
+    assert any("joins a Loop's scan outputs with np.vstack" in n and "(8, 4)" in n for n in ref.notes)
+    assert not any("np.vstack" in n for n in ort.notes)
+    outs = {p: np.asarray(result._source["runs"][p].outputs[0][1]) for p in ("jit", "onnx", "onnx-ref")}
+    assert outs["onnx-ref"].shape == (8, 3, 4)
+    # Each element within a few float32 ULP of jit's, as onnxruntime's are: the steps stacked in order.
+    for p in ("onnx", "onnx-ref"):
+        assert np.max(np.abs(outs[p] - outs["jit"])) < 1e-5, p

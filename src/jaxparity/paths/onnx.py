@@ -517,9 +517,66 @@ class OnnxReferencePath(_OnnxPath):
     same_artifact = "onnx"
 
     def execute(self, model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        import onnx
         from onnx.reference import ReferenceEvaluator
+
         self.notes.append("run by onnx.reference.ReferenceEvaluator")
+        loop, stacked = _stacking_loop()
         try:
-            return [np.asarray(y) for y in ReferenceEvaluator(model).run(None, feeds)]
+            outputs = [np.asarray(y) for y in ReferenceEvaluator(model, new_ops=[loop] if loop else None)
+                       .run(None, feeds)]
         except Exception as e:
             raise PathError(f"onnx.reference could not run the converted model: {_first_line(e)}") from e
+        if stacked:
+            shapes = ", ".join(sorted({str(s) for s in stacked}))
+            self.notes.append(
+                f"onnx.reference {onnx.__version__} joins a Loop's scan outputs with np.vstack: it concatenates "
+                f"per-iteration outputs of rank 2 or more along their first axis (here {shapes}) where ONNX Runtime, "
+                "ONNX shape inference and its own rank-1 results stack them on a new leading axis; run with a Loop "
+                "that stacks them (onnx.reference's own Loop, its scan outputs reshaped)")
+        return outputs
+
+
+def _stacking_loop() -> tuple[Any, list[tuple[int, ...]]]:
+    """onnx.reference's ``Loop`` with its scan outputs stacked on a new leading axis, and the list where it
+    records each per-iteration shape it had to restack; (None, []) where this onnx's Loop is not built as
+    expected (onnx 1.23: ``_run`` gathers the body's outputs through an instance ``_run_body``).
+
+    ONNX Runtime and shape inference give a scan output of per-iteration shape S the shape (n, *S);
+    onnx.reference's ``np.vstack`` gives that only for rank-1 S and (n * S[0], *S[1:]) beyond, which the
+    next op (a Transpose with a rank-3 perm) then rejects, or silently reads in another layout."""
+    try:
+        from onnx.reference.ops.op_loop import Loop as ReferenceLoop
+    except ImportError:
+        return None, []
+    stacked: list[tuple[int, ...]] = []
+
+    class Loop(ReferenceLoop):  # type: ignore[misc, valid-type]
+        op_domain = ""
+
+        def _run(self, *args: Any, **kwargs: Any) -> Any:
+            body, seen = getattr(self, "_run_body", None), []
+            if body is None or not self.K:
+                return super()._run(*args, **kwargs)
+
+            def counted(*a: Any, **k: Any) -> Any:
+                out = body(*a, **k)
+                seen.append([np.shape(o) for o in out[len(out) - self.K:]])
+                return out
+
+            self._run_body = counted
+            try:
+                res = list(super()._run(*args, **kwargs))
+            finally:
+                self._run_body = body
+            if seen:
+                first = len(res) - self.K if len(res) >= self.K else 0
+                for k, shape in enumerate(seen[-1]):
+                    want = (len(seen), *shape)
+                    got = np.asarray(res[first + k])
+                    if got.shape != want and got.size == int(np.prod(want)):
+                        res[first + k] = got.reshape(want)
+                        stacked.append(tuple(shape))
+            return tuple(res)
+
+    return Loop, stacked
