@@ -138,3 +138,28 @@ def test_without_litert_the_path_is_unavailable_and_says_how_to_install_it(monke
 
 def test_the_runtime_is_installed_here():
     assert TFLitePath().unavailable_reason() is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory", [
+    "make_nnx_module",  # an NNX module as the argument: its Rngs' key crosses as key data
+    "make_nnx_dropout_rngs",  # flax's NNX MNIST tutorial: Dropout(rngs=...) in eval mode
+    "make_bilstm",  # flax's sst2 BiLSTM: nn.scan, flip_sequences
+    "make_partitioned",  # LogicallyPartitioned parameter boxes
+])
+def test_real_flax_models_serve_and_convert_to_tflite_within_rounding_of_eager(factory):
+    """Real linen and NNX models through the SavedModel and the TFLite converter: every path runs, and
+    its values stay within rounding of eager's (not a wrong graph)."""
+    import json
+
+    from conftest import CASES, run_cli
+
+    run = run_cli("compare", f"{CASES / 'frameworks.py'}:{factory}", "--paths", "eager,savedmodel,tflite",
+                  "--json", "-")
+    doc = json.loads(run.stdout)
+    for spec in ("savedmodel", "tflite"):
+        p = next(p for p in doc["paths"] if p["spec"] == spec)
+        assert p["status"] == "ok", (spec, p["message"])
+        worst = max(lf["diff"]["max_ulp"] for lf in p["leaves"])
+        eager_noise = max(lf["baseline_error_vs_f64"]["max_ulp"] for lf in p["leaves"])
+        assert worst <= max(64, 4 * eager_noise), (spec, worst, eager_noise)

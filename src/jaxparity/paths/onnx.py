@@ -92,26 +92,22 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str | 
     _pristine()  # before jax2onnx is first imported
     import jax2onnx
 
-    from .staging import staged
+    from .staging import keys_as_data, staged
 
     stage, leaves = staged(fn, _unbox(args))
-    flat_fn = stage.flat
     # A typed PRNG key goes in as its key data (an ONNX graph takes tensors), wrapped again inside: a key the
     # model holds and does not use (an NNX module's Rngs in eval mode) then costs nothing.
-    impls = [jax.random.key_impl(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else None for x in leaves]
-    if any(impls):
+    flat_fn, data, impls = keys_as_data(stage.flat, leaves)
+    if any(impl is not None for impl in impls):
         from .. import jaxcompat
 
-        _, used = jaxcompat.dce_jaxpr(jax.make_jaxpr(flat_fn)(*leaves).jaxpr)
+        _, used = jaxcompat.dce_jaxpr(jax.make_jaxpr(stage.flat)(*leaves).jaxpr)
         for i, (impl, read) in enumerate(zip(impls, used)):
             if impl is not None and read:  # jax2onnx would draw its own random numbers (ONNX RandomNormal...)
                 raise PathError(f"input leaf {i} is a PRNG key ({leaves[i].dtype}) the program draws from; an ONNX "
                                 "graph takes tensors and has no threefry: pass the random values in as an input, or "
                                 "make the model deterministic where it is served")
-        keyed, leaves = flat_fn, [jax.random.key_data(x) if i is not None else x for x, i in zip(leaves, impls)]
-
-        def flat_fn(*xs: Any) -> Any:
-            return keyed(*(jax.random.wrap_key_data(x, impl=i) if i is not None else x for x, i in zip(xs, impls)))
+    leaves = data
 
     def to_onnx(function: Callable[..., Any]) -> Any:
         with _jax2onnx_patches():

@@ -158,18 +158,17 @@ class SavedModelPath(Path):
         from jax.experimental import jax2tf
 
         from ..pytree import argument_leaves
-        from .staging import staged
+        from .staging import keys_as_data, staged
 
-        for name, leaf in argument_leaves(args):
-            if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
-                raise PathError(
-                    f"input {name} is a PRNG key ({leaf.dtype}); a SavedModel signature takes tensors: pass "
-                    "jax.random.key_data(key) and rebuild it in fn with jax.random.wrap_key_data"
-                )
         # The case's shared trace (see staging): jax2tf serializes the same jitted function export
-        # does, so JAX lowers it once for both.
-        stage, leaves = staged(fn, args)
-        out_tree = stage.out_tree(leaves)
+        # does, so JAX lowers it once for both. A PRNG key (an NNX module's Rngs) crosses the signature as
+        # its key data and is wrapped again inside: the program draws what JAX's draws.
+        stage, keyed = staged(fn, args)
+        out_tree = stage.out_tree(keyed)
+        function, leaves, impls = keys_as_data(stage.jitted, keyed)
+        if any(impl is not None for impl in impls):
+            self.notes.append("PRNG keys cross the signature as their key data (uint32), wrapped again inside: "
+                              + ", ".join(n for (n, _), i in zip(argument_leaves(args), impls) if i is not None))
 
         specs = [
             tf.TensorSpec(x.shape, tf.dtypes.as_dtype(x.dtype), name=f"input_{i}") for i, x in enumerate(leaves)
@@ -177,7 +176,7 @@ class SavedModelPath(Path):
         convert_options = {}
         if "native_serialization" in self.options:
             convert_options["native_serialization"] = parse_option_value(self.options["native_serialization"])
-        converted = jax2tf.convert(stage.jitted, with_gradient=False, **convert_options)
+        converted = jax2tf.convert(function, with_gradient=False, **convert_options)
 
         def named(*xs: Any) -> dict[str, Any]:
             return {f"output_{i}": y for i, y in enumerate(converted(*xs))}

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["Staged", "compile_once", "config_key", "reused", "reusing", "signature", "staged"]
+__all__ = ["Staged", "compile_once", "config_key", "keys_as_data", "reused", "reusing", "signature", "staged"]
 
 T = TypeVar("T")
 _REUSING = [False]
@@ -142,3 +142,23 @@ def staged(fn: Callable[..., Any], args: tuple) -> tuple[Staged, list[Any]]:
     while len(_STAGED) > 8:
         _STAGED.popitem(last=False)
     return hit, leaves
+
+
+def keys_as_data(flat: Callable[..., Any], leaves: Sequence[Any]) -> tuple[Callable[..., Any], list[Any], list[Any]]:
+    """``flat`` taking each typed PRNG key of ``leaves`` as its key data (uint32) and wrapping it again
+    inside, the leaves with those keys as data, and each leaf's key implementation (None: not a key).
+
+    A converter's graph takes tensors (a SavedModel signature, an ONNX graph input): an NNX module's
+    ``Rngs`` or a key argument then crosses as the numbers it holds, and the program inside computes
+    with the very key JAX's does. The feeds match: ``pytree.host`` hands a key over as its key data."""
+    import jax
+
+    impls = [jax.random.key_impl(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else None for x in leaves]
+    if not any(impl is not None for impl in impls):
+        return flat, list(leaves), impls
+
+    def keyed(*xs: Any) -> Any:
+        return flat(*(jax.random.wrap_key_data(x, impl=i) if i is not None else x for x, i in zip(xs, impls)))
+
+    keyed.__name__ = getattr(flat, "__name__", "fn")
+    return keyed, [jax.random.key_data(x) if i is not None else x for x, i in zip(leaves, impls)], impls
