@@ -10,6 +10,25 @@ EXAMPLES = ROOT / "examples"
 CASES = Path(__file__).resolve().parent / "cases"
 
 
+def _session_cache() -> None:
+    """The suite runs with jaxparity's cache on, as users do, in a cache of its own: it starts empty, so a
+    test never meets a model converted by an earlier session's code. The virtual environments of
+    ``--env`` (minutes to build) are the user's, shared through a link."""
+    import tempfile
+
+    if os.environ.get("JAXPARITY_TEST_CACHE_SET"):
+        return  # a subprocess of the suite (its workers, run_cli): the session's cache is set
+    shared = Path(os.environ.get("JAXPARITY_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or
+                                                           Path.home() / ".cache") / "jaxparity")
+    own = Path(tempfile.mkdtemp(prefix="jaxparity-test-cache-"))
+    (shared / "envs").mkdir(parents=True, exist_ok=True)
+    (own / "envs").symlink_to(shared / "envs")
+    os.environ.update(JAXPARITY_CACHE=str(own), JAXPARITY_TEST_CACHE_SET="1")
+
+
+_session_cache()
+
+
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run the installed ``jaxparity`` command as a user would."""
     env = dict(os.environ, COLUMNS="200")

@@ -154,6 +154,10 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
     sub.add_parser("paths", help="list the execution paths, their options and whether they can run here")
+    for command in (cmp, exp, snap, chk, red, sw):
+        command.add_argument("--no-cache", action="store_true", help="convert and compile everything again: "
+                             "no converted model or compiled program from jaxparity's cache (~/.cache/jaxparity, "
+                             "$JAXPARITY_CACHE), none kept")
     return parser
 
 
@@ -316,6 +320,10 @@ def _note(message: str) -> None:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if getattr(args, "no_cache", False):
+        from .cache import disable
+
+        disable()  # this process and every worker it starts
     ensure_host_devices([p for p in (getattr(args, "paths", None) or []) if isinstance(p, str)]
                         if not isinstance(getattr(args, "paths", None), str) else [args.paths])
     if args.command in ("compare", "explain"):

@@ -34,9 +34,9 @@ import jax
 from .versions import parse as _parse
 
 __all__ = ["CALL_PARAM", "COMBINER_PARAMS", "DropVar", "JAX_VERSION", "Tracer", "bind", "current_name_stack",
-           "dce_jaxpr", "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util", "public_test_util", "scan_layout",
-           "stablehlo_versions", "summarize", "test_harnesses", "trace_context", "typeof", "user_context",
-           "user_frames"]
+           "dce_jaxpr", "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util", "program_text",
+           "public_test_util", "scan_layout", "stablehlo_versions", "summarize", "test_harnesses", "trace_context",
+           "typeof", "user_context", "user_frames"]
 
 JAX_VERSION = _parse(jax.__version__)
 
@@ -91,6 +91,12 @@ def trace_context() -> Any:
         return config.trace_context()
     except Exception:  # pragma: no cover - depends on JAX internals
         return None
+
+
+def program_text(lowered: Any) -> str:
+    """A ``jax.stages.Lowered``'s StableHLO with its debug locations (file, line, name scope): public API
+    on every supported version (``compiler_ir()`` is an MLIR module; ``get_asm`` is MLIR's own)."""
+    return lowered.compiler_ir("stablehlo").operation.get_asm(enable_debug_info=True, large_elements_limit=None)
 
 
 def hlo_with_metadata(lowered: Any) -> str | None:

@@ -81,9 +81,9 @@ def parse_env(text: str) -> EnvSpec:
 
 
 def cache_root() -> Path:
-    root = os.environ.get("JAXPARITY_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "jaxparity")
-    return Path(root)
+    from ..cache import root
+
+    return root()
 
 
 def interpreter(version: str | None) -> str:

@@ -18,8 +18,11 @@ def main(fd: int) -> None:
         if message[0] == "exit":
             _exit()
         if message[0] == "load":
+            from ..cache import jax_cache
             from ..case import CaseError, load_case
             from .runs import case_info
+
+            jax_cache()  # compiled programs kept across commands (before the case compiles anything)
 
             try:
                 case = load_case(message[1], message[2])

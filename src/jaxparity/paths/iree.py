@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
+from ..cache import cache, fingerprint, machine, package_versions
 from .base import Path, PathError, PathUnavailable
 
 _INSTALL = "pip install 'jaxparity[iree]' (iree-base-compiler, iree-base-runtime)"
@@ -127,9 +128,29 @@ class IreePath(Path):
         """iree-compile the function's StableHLO; returns the output and what IREE wrote to stderr."""
         if reason := self.unavailable_reason():
             raise PathUnavailable(reason)
+        text = stablehlo(fn, args)
+        store = cache()
+        if store is None:
+            return self._compile_text(text, extra)
+        from iree.compiler.version import VERSION
+
+        flags = [*self.compile_flags(), *extra]
+        key = fingerprint("iree", text, flags, VERSION, package_versions("iree-base-compiler"),
+                          machine())  # target_cpu=host compiles for this CPU's features
+
+        def make(where: Any) -> dict[str, Any]:
+            vmfb, warnings = self._compile_text(text, extra)
+            (where / "module.vmfb").write_bytes(vmfb if isinstance(vmfb, bytes) else str(vmfb).encode())
+            return {"stderr": warnings}
+
+        entry = store.fetch("iree", key, make)
+        self._reused = entry.short if entry.reused else None
+        return (entry.dir / "module.vmfb").read_bytes(), entry.meta["stderr"]
+
+    def _compile_text(self, text: str, extra: tuple[str, ...] = ()) -> tuple[bytes, str]:
         from iree import compiler
 
-        text, stderr = stablehlo(fn, args), io.StringIO()
+        stderr = io.StringIO()
         try:
             with contextlib.redirect_stderr(stderr):  # compile_str copies iree-compile's stderr there
                 out = compiler.compile_str(text, target_backends=["llvm-cpu"], input_type="stablehlo",
@@ -169,7 +190,10 @@ class IreePath(Path):
         flat = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
         if len(flat) != out_tree.num_leaves:
             raise PathError(f"IREE returned {len(flat)} outputs, the function has {out_tree.num_leaves}")
-        self.notes.append(f"IREE {VERSION}, target llvm-cpu, driver {driver}; compiled in {seconds:.1f} s to "
+        reused = getattr(self, "_reused", None)
+        how = (f"reused from jaxparity's cache (entry {reused}: same StableHLO, flags, version and CPU; "
+               "--no-cache compiles again)" if reused else f"compiled in {seconds:.1f} s")
+        self.notes.append(f"IREE {VERSION}, target llvm-cpu, driver {driver}; {how} to "
                           f"{len(vmfb)} bytes; iree-compile flags: {' '.join(self.compile_flags())}")
         warned = [ln.strip() for ln in warnings.splitlines() if "warning:" in ln]
         self.notes.extend(f"iree-compile warned: {ln[:200]}" for ln in warned[:1])

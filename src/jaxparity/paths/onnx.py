@@ -86,7 +86,40 @@ def _jax2onnx_patches() -> Iterator[None]:
 def convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str | None = None) -> Any:
     """``fn(*args)`` as an ``onnx.ModelProto`` with one graph input per argument leaf, in leaf order.
     ``record``: a file where jax2onnx writes each call it converted (``record_primitive_calls_file``: a flax
-    module or a jax.nn function converted whole, or a primitive), with its output tensors' names."""
+    module or a jax.nn function converted whole, or a primitive), with its output tensors' names.
+
+    The model converted before from the same program (its StableHLO with source locations and name
+    scopes: jax2onnx converts a flax module's call as a whole), opset and versions comes from jaxparity's
+    cache; its metadata then holds ``CACHED`` (the entry)."""
+    from ..cache import cache, fingerprint, package_versions
+
+    store = cache()
+    if record is not None or store is None:
+        return _convert(fn, args, opset, record)
+    import onnx
+
+    from .staging import staged
+
+    stage, leaves = staged(fn, _unbox(args))
+    key = fingerprint("onnx", stage.program_key(leaves), opset,
+                      package_versions("jax2onnx", "onnx", "onnx-ir", "flax"))
+
+    def make(where: Any) -> dict[str, Any]:
+        (where / "model.onnx").write_bytes(_convert(fn, args, opset).SerializeToString())
+        return {}
+
+    entry = store.fetch("onnx", key, make)
+    model = onnx.load_from_string((entry.dir / "model.onnx").read_bytes())
+    if entry.reused:
+        mark = model.metadata_props.add()
+        mark.key, mark.value = CACHED, entry.short
+    return model
+
+
+CACHED = "jaxparity.cache_entry"  # metadata of a model read back from jaxparity's cache (never saved with keep=)
+
+
+def _convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str | None = None) -> Any:
     import jax
 
     _pristine()  # before jax2onnx is first imported
@@ -414,6 +447,13 @@ class _OnnxPath(Path):
         model = self._with_attributes(convert(fn, args, self.opset))
         if self.attributes:
             self.notes.append("set on the converted model: " + ", ".join(f"{t}.{n}={v}" for t, n, v in self.attributes))
+        cached = next((p.value for p in model.metadata_props if p.key == CACHED), None)
+        if cached:
+            kept = [p for p in model.metadata_props if p.key != CACHED]
+            del model.metadata_props[:]
+            model.metadata_props.extend(kept)
+            self.notes.append(f"ONNX model reused from jaxparity's cache (entry {cached}: same program, opset and "
+                              "versions; --no-cache converts again)")
         if self.options.get("keep"):
             onnx.save(model, self.options["keep"])
         self.notes.append(f"converted by jax2onnx {version('jax2onnx')} (onnx {onnx.__version__}), "

@@ -95,10 +95,9 @@ class SavedModelPath(Path):
         from ..pytree import host
 
         with tempfile.TemporaryDirectory(prefix="jaxparity-savedmodel-") as tmp:
-            model_dir = self.options.get("keep") or os.path.join(tmp, "model")
             server = self._start_server()  # imports TensorFlow while this process converts and saves
             try:
-                out_tree = self._save(fn, args, model_dir)
+                model_dir, out_tree = self._saved(fn, args, tmp)
             except BaseException:
                 server.kill()
                 server.wait()
@@ -138,6 +137,48 @@ class SavedModelPath(Path):
                            "jax.jit's values bit for bit")
         return text + (f". Exported for StableHLO {read} ({fixed}) it loads and runs, and {differing} of its "
                        f"{len(got)} outputs differ from jax.jit's: compare it with --paths {fixed}")
+
+    def conversion_key(self, fn: Callable[..., Any], args: tuple) -> str:
+        """What the SavedModel depends on: the program, the options that change the conversion (not the
+        serving process's environment: an XLA flag re-run serves the same SavedModel) and the versions."""
+        from ..cache import fingerprint, package_versions
+        from .staging import staged
+
+        stage, leaves = staged(fn, args)
+        return fingerprint("savedmodel", stage.program_key(leaves),
+                           {k: v for k, v in self.options.items() if k in ("native_serialization", "stablehlo")},
+                           package_versions("tensorflow", "tensorflow-cpu"))
+
+    def _saved(self, fn: Callable[..., Any], args: tuple, scratch: str) -> tuple[str, Any]:
+        """The SavedModel directory to serve and the output's tree: converted here, or the one converted
+        before from the same program, options and versions (the cache; its notes said again)."""
+        import shutil
+
+        from ..cache import cache
+        from .staging import staged
+
+        store, keep = cache(), self.options.get("keep")
+        if store is None:
+            model_dir = keep or os.path.join(scratch, "model")
+            return model_dir, self._save(fn, args, model_dir)
+        before = len(self.notes)
+
+        def make(where: Any) -> dict[str, Any]:
+            self._save(fn, args, str(where / "model"))
+            return {"notes": self.notes[before:], "artifact": self._artifact, "exported_by": self._exported_by}
+
+        entry = store.fetch("savedmodel", self.conversion_key(fn, args), make)
+        if entry.reused:
+            self.notes.extend(entry.meta["notes"])
+            self._artifact, self._exported_by = entry.meta["artifact"], entry.meta["exported_by"]
+            self.notes.append(f"SavedModel reused from jaxparity's cache (entry {entry.short}: same program, "
+                              "options and versions; --no-cache converts again)")
+        model_dir = str(entry.dir / "model")
+        if keep:
+            shutil.copytree(model_dir, keep, dirs_exist_ok=True)
+            model_dir = keep
+        stage, leaves = staged(fn, args)
+        return model_dir, stage.out_tree(leaves)
 
     def _save(self, fn: Callable[..., Any], args: tuple, model_dir: str) -> Any:
         """Convert with jax2tf and save with a ``serving_default`` signature of flat tensors (for the StableHLO

@@ -170,9 +170,9 @@ class SavedModelCPath(Path):
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
         binary, built = server_binary()
         with tempfile.TemporaryDirectory(prefix="jaxparity-savedmodel-c-") as tmp:
-            model_dir = self.options.get("keep") or os.path.join(tmp, "model")
-            saver = SavedModelPath()  # the very SavedModel the savedmodel path serves
-            out_tree = saver._save(fn, args, model_dir)
+            # the very SavedModel the savedmodel path serves (converted once for both: the cache)
+            saver = SavedModelPath({"keep": self.options["keep"]} if self.options.get("keep") else {})
+            model_dir, out_tree = saver._saved(fn, args, tmp)
             self.notes.extend(saver.notes)
             inputs = {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))}
             work = os.path.join(tmp, "io")

@@ -88,6 +88,7 @@ class Staged:
         self.fn = fn  # held: its id keys the cache, and must not be reused while this lives
         self.in_tree = in_tree
         self._out_trees: dict[tuple, Any] = {}
+        self._program_keys: dict[tuple, str] = {}
 
         def flat(*xs: Any) -> list[Any]:
             out_leaves, out_tree = jax.tree_util.tree_flatten(fn(*jax.tree_util.tree_unflatten(in_tree, xs)))
@@ -97,6 +98,21 @@ class Staged:
         flat.__name__ = getattr(fn, "__name__", "fn")
         self.flat = flat
         self.jitted = jax.jit(flat)
+
+    def program_key(self, leaves: Sequence[Any]) -> str:
+        """A digest of the program these leaves make of ``fn``: the StableHLO ``jax.jit`` lowers, with
+        its source locations and name scopes (so that two models with the same ops in other places or
+        other modules differ, as a converter that reads flax modules may), every leaf's type (an unused
+        one too: a signature holds it) and JAX's trace context. Constants the function closes over are
+        in the text; weights passed as arguments are inputs of every artifact and not in it."""
+        from ..cache import fingerprint
+        from ..jaxcompat import program_text
+
+        key = (_avals(leaves), config_key())
+        if key not in self._program_keys:
+            text = program_text(self.jitted.lower(*leaves))
+            self._program_keys[key] = fingerprint(text, [(str(s), str(d), w) for s, d, w in key[0]], repr(key[1]))
+        return self._program_keys[key]
 
     def out_tree(self, leaves: Sequence[Any]) -> Any:
         """The output's tree structure for these argument leaves (traced once if no path has yet)."""

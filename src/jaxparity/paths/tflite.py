@@ -26,7 +26,6 @@ run and the explanation that reads its artifact convert once.
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 import warnings
@@ -179,15 +178,43 @@ class TFLitePath(Path):
             self.notes.extend(hit[2])
             return hit[1]
         before = len(self.notes)
-        with tempfile.TemporaryDirectory(prefix="jaxparity-tflite-") as tmp:
-            saver = SavedModelPath()  # the very SavedModel the savedmodel path serves
-            saver._save(fn, args, os.path.join(tmp, "model"))
-            self.notes.extend(saver.notes)
-            model = self._convert(os.path.join(tmp, "model"), fn, args)
+        model = self._converted(fn, args)
         _CONVERTED[key] = (fn, model, self.notes[before:])
         while len(_CONVERTED) > 4:
             _CONVERTED.popitem(last=False)
         return model
+
+    def _converted(self, fn: Callable[..., Any], args: tuple) -> bytes:
+        """The flatbuffer converted here from the very SavedModel the savedmodel path serves, or the one
+        converted before from the same program, converter options and versions (the cache)."""
+        from ..cache import cache, fingerprint, package_versions
+        from .staging import staged
+
+        def convert(where: str) -> bytes:
+            saver = SavedModelPath()
+            model_dir, _ = saver._saved(fn, args, where)
+            self.notes.extend(saver.notes)
+            return self._convert(model_dir, fn, args)
+
+        store = cache()
+        if store is None:
+            with tempfile.TemporaryDirectory(prefix="jaxparity-tflite-") as tmp:
+                return convert(tmp)
+        stage, leaves = staged(fn, args)
+        key = fingerprint("tflite", stage.program_key(leaves), self.options.get("optimizations", "none"),
+                          package_versions("tensorflow", "tensorflow-cpu", "ai-edge-litert"))
+        before = len(self.notes)
+
+        def make(where: Any) -> dict[str, Any]:
+            (where / "model.tflite").write_bytes(convert(str(where)))
+            return {"notes": self.notes[before:]}
+
+        entry = store.fetch("tflite", key, make)
+        if entry.reused:
+            self.notes.extend(entry.meta["notes"])
+            self.notes.append(f"TFLite model reused from jaxparity's cache (entry {entry.short}: same program, "
+                              "converter options and versions; --no-cache converts again)")
+        return (entry.dir / "model.tflite").read_bytes()
 
     def artifact(self, fn: Callable[..., Any], args: tuple) -> Any:
         """The converted flatbuffer as TFLite runs it: its operators, its tensors (constants as stored) and

@@ -110,6 +110,9 @@ def _serve(conn: Any, spec: SweepSpec, log_dir: str) -> None:
     import sys
 
     _quiet(log_dir)
+    from ..cache import jax_cache
+
+    jax_cache()
     conn.send("ready")
     while True:
         try:

@@ -1,0 +1,180 @@
+"""The cache on disk: ``<root>/artifacts/<kind>/<key>/``, one directory per entry, and JAX's compiled
+programs in ``<root>/jax/<CPU>/``; ``<root>`` is shared with the virtual environments of ``--env``
+(``<root>/envs``, never evicted).
+
+An entry is made in a scratch directory and renamed into place whole, its ``meta.json`` written last:
+an interrupted or crashed maker leaves no entry, and two processes making the same one keep the first
+(the second's is dropped). Reading an entry touches its ``meta.json``; when the cache outgrows its
+bound, the entries read longest ago go first, down to 90% of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Cache", "Entry", "cache", "disable", "enabled", "jax_cache"]
+
+_META = "meta.json"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry: its directory (read it, never write it), its key and what its maker recorded."""
+
+    dir: Path
+    kind: str
+    key: str
+    meta: dict[str, Any]
+    reused: bool  # found in the cache, not made by this call
+
+    @property
+    def short(self) -> str:
+        return self.key[:12]
+
+
+class Cache:
+    """Entries under ``root`` (``<cache>/artifacts``); ``jax``: JAX's own directory, counted in the bound."""
+
+    def __init__(self, root: str | Path, max_bytes: int, jax: str | Path | None = None) -> None:
+        self.root, self.max_bytes = Path(root), max_bytes
+        self.jax = Path(jax) if jax is not None else self.root / ".jax-none"
+
+    def _dir(self, kind: str, key: str) -> Path:
+        return self.root / kind / key
+
+    def get(self, kind: str, key: str) -> Entry | None:
+        where = self._dir(kind, key)
+        try:
+            meta = json.loads((where / _META).read_text())
+            os.utime(where / _META)  # read now: the last to go
+        except (OSError, ValueError):
+            return None
+        return Entry(where, kind, key, meta, reused=True)
+
+    def fetch(self, kind: str, key: str, make: Callable[[Path], dict[str, Any]]) -> Entry:
+        """The entry ``(kind, key)``: found, or made by ``make(directory)`` (which writes its files there
+        and returns what to record) and kept. What ``make`` raises is raised, and nothing is kept."""
+        found = self.get(kind, key)
+        if found is not None:
+            return found
+        self.root.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=self.root))
+        try:
+            meta = dict(make(scratch) or {})
+            meta["bytes"] = sum(f.stat().st_size for f in scratch.rglob("*") if f.is_file())
+            meta["made"] = time.time()
+            (scratch / _META).write_text(json.dumps(meta, default=str))
+            target = self._dir(kind, key)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.rename(scratch, target)
+            except OSError:  # another process made it first: theirs is kept
+                shutil.rmtree(scratch, ignore_errors=True)
+                found = self.get(kind, key)
+                if found is not None:
+                    return Entry(found.dir, kind, key, found.meta, reused=False)
+                raise
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        self.evict()
+        return Entry(target, kind, key, meta, reused=False)
+
+    def entries(self) -> list[tuple[float, int, Path]]:
+        """(last read, bytes, directory) of every entry."""
+        found = []
+        if not self.root.is_dir():
+            return found
+        for kind in self.root.iterdir():
+            if not kind.is_dir() or kind.name.startswith("."):
+                continue
+            for entry in kind.iterdir():
+                meta = entry / _META
+                try:
+                    found.append((meta.stat().st_mtime, int(json.loads(meta.read_text()).get("bytes", 0)), entry))
+                except (OSError, ValueError):
+                    continue
+        return found
+
+    def size(self) -> int:
+        return sum(b for _, b, _ in self.entries()) + _tree_bytes(self.jax)
+
+    def evict(self) -> None:
+        """Drop the entries read longest ago while the cache is over its bound (down to 90% of it)."""
+        entries = sorted(self.entries())
+        total = sum(b for _, b, _ in entries) + _tree_bytes(self.jax)
+        if total <= self.max_bytes:
+            return
+        for _, size, where in entries:
+            if total <= 0.9 * self.max_bytes:
+                break
+            shutil.rmtree(where, ignore_errors=True)
+            total -= size
+        if total > self.max_bytes:  # JAX's compiled programs beyond the bound: oldest first too
+            files = sorted((f.stat().st_mtime, f) for f in self.jax.rglob("*") if f.is_file())
+            for _, f in files:
+                if total <= 0.9 * self.max_bytes:
+                    break
+                size = f.stat().st_size
+                f.unlink(missing_ok=True)
+                total -= size
+
+
+def _tree_bytes(root: Path) -> int:
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) if root.is_dir() else 0
+
+
+def enabled() -> bool:
+    return os.environ.get("JAXPARITY_NO_CACHE", "") in ("", "0")
+
+
+def disable() -> None:
+    """No cache for this process and every process it starts (``--no-cache``)."""
+    os.environ["JAXPARITY_NO_CACHE"] = "1"
+
+
+def root() -> Path:
+    """``$JAXPARITY_CACHE``, else ``$XDG_CACHE_HOME/jaxparity``, else ``~/.cache/jaxparity``."""
+    if os.environ.get("JAXPARITY_CACHE"):
+        return Path(os.environ["JAXPARITY_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "jaxparity"
+
+
+def cache() -> Cache | None:
+    """The cache, or None where it is off."""
+    if not enabled():
+        return None
+    return Cache(root() / "artifacts", int(float(os.environ.get("JAXPARITY_CACHE_MAX_MB", "4096")) * 2**20),
+                 root() / "jax")
+
+
+def jax_cache() -> bool:
+    """Point JAX's persistent compilation cache at ``<root>/jax/<this CPU>`` in this process (a worker, a
+    serving process, the command line), every program kept however fast it compiled. JAX keys each
+    program by its HLO, compile options, XLA flags and versions; the directory adds the CPU, since
+    XLA:CPU compiles for the host's features. Left alone where the cache is off or the user has set
+    JAX's own cache directory. True where it is on."""
+    import jax
+
+    from .keys import machine
+
+    if not enabled():
+        return False
+    if getattr(jax.config, "jax_compilation_cache_dir", None):
+        return True  # the user's own: theirs to keep
+    try:
+        jax.config.update("jax_compilation_cache_dir", str(root() / "jax" / machine()))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    except (AttributeError, ValueError):  # an older JAX without one of these options
+        return False
+    return True

@@ -1,0 +1,174 @@
+"""jaxparity's cache: converted models and compiled programs kept across commands, and never found for
+a changed model, constant, option or package version; a changed weight passed as an argument reuses
+the converted model and gives the new numbers."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxparity import cache as jcache
+from jaxparity.cache import Cache
+from jaxparity.paths import make_path
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """An empty cache of this test's own."""
+    monkeypatch.setenv("JAXPARITY_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("JAXPARITY_NO_CACHE", raising=False)
+    return tmp_path / "cache" / "artifacts"
+
+
+def _entries(root, kind):
+    return sorted(p.name for p in (root / kind).iterdir()) if (root / kind).is_dir() else []
+
+
+def test_an_entry_is_made_once_kept_whole_and_the_least_recently_read_go_first(tmp_path):
+    store = Cache(tmp_path, max_bytes=2500)
+    made = []
+
+    def make(size):
+        def write(where):
+            made.append(size)
+            (where / "blob").write_bytes(b"x" * size)
+            return {"size": size}
+        return write
+
+    a = store.fetch("k", "a", make(1000))
+    assert not a.reused and store.fetch("k", "a", make(1000)).reused and made == [1000]
+    def broken(where):
+        (where / "half").write_bytes(b"y")
+        raise RuntimeError("the converter failed")
+
+    with pytest.raises(RuntimeError):
+        store.fetch("k", "broken", broken)
+    assert store.get("k", "broken") is None  # a maker that failed leaves nothing
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nor its scratch directory
+    store.fetch("k", "b", make(1000))
+    os.utime(store.get("k", "a").dir / "meta.json", (1, 1))  # a: read longest ago
+    store.fetch("k", "c", make(1000))  # 3000 bytes > 2500: a goes
+    assert store.get("k", "a") is None and store.get("k", "b") and store.get("k", "c")
+    (store.get("k", "c").dir / "meta.json").unlink()  # an entry without its record is no entry
+    assert store.get("k", "c") is None
+
+
+def _model(w_scale=1.0, closed=2.0, op=jnp.tanh):
+    bias = jnp.full((3,), closed, jnp.float32)  # closed over: a constant of the program
+
+    def fn(params, x):
+        return op(x @ params["w"] + bias)
+
+    w = jnp.asarray(np.linspace(-1, 1, 12).reshape(4, 3) * w_scale, jnp.float32)
+    return fn, ({"w": w}, jnp.asarray(np.linspace(-2, 2, 8).reshape(2, 4), jnp.float32))
+
+
+def test_the_program_key_moves_with_code_constants_shapes_and_config_and_not_with_argument_values():
+    from jaxparity.paths.staging import staged
+
+    def key(fn, args):
+        stage, leaves = staged(fn, args)
+        return stage.program_key(leaves)
+
+    fn, args = _model()
+    same = key(fn, args)
+    assert key(fn, (args[0], args[1] * 3)) == same  # values of inputs: not the program
+    assert key(*_model(closed=2.5)) != same  # a constant inside the program
+    assert key(*_model(op=jnp.sin)) != same  # the code
+    assert key(fn, (args[0], jnp.ones((5, 4), jnp.float32))) != same  # a shape
+    with jax.default_matmul_precision("highest"):
+        assert key(fn, args) != same  # JAX's configuration
+
+
+def test_package_versions_are_in_every_key(monkeypatch):
+    import jaxparity.cache.keys as keys
+
+    before = keys.fingerprint("savedmodel", "program", keys.package_versions("tensorflow"))
+    real = keys.version
+    monkeypatch.setattr(keys, "version", lambda name: "9.9.9" if name == "tensorflow" else real(name))
+    assert keys.fingerprint("savedmodel", "program", keys.package_versions("tensorflow")) != before
+
+
+@pytest.mark.slow
+def test_savedmodel_and_tflite_reuse_their_conversion_and_still_compute_each_weight(fresh):
+    fn, args = _model()
+    first = make_path("savedmodel")
+    out = np.asarray(first.run(fn, args))
+    assert not any("reused" in n for n in first.notes)
+    again = make_path("savedmodel")
+    np.testing.assert_array_equal(np.asarray(again.run(fn, args)), out)
+    assert any("SavedModel reused from jaxparity's cache" in n for n in again.notes)
+    assert [n for n in again.notes if "reused" not in n] == first.notes  # what the conversion said, said again
+    # New weights, same program: the SavedModel is reused and computes the new weights' numbers.
+    heavier = ({"w": args[0]["w"] * 3}, args[1])
+    served = np.asarray(make_path("savedmodel").run(fn, heavier))
+    np.testing.assert_allclose(served, np.asarray(jax.jit(fn)(*heavier)), rtol=1e-6)
+    assert not np.array_equal(served, out) and _entries(fresh, "savedmodel") == _entries(fresh, "savedmodel")[:1]
+    # The serving process's environment is not the conversion's: an XLA flag re-run serves the same model.
+    flagged = make_path("savedmodel:XLA_FLAGS=--xla_cpu_enable_fast_math=false")
+    flagged.run(fn, args)
+    assert any("reused" in n for n in flagged.notes) and len(_entries(fresh, "savedmodel")) == 1
+    # A changed constant and an export option are other conversions.
+    make_path("savedmodel").run(*_model(closed=2.5))
+    make_path("savedmodel:stablehlo=1.13.7").run(fn, args)
+    assert len(_entries(fresh, "savedmodel")) == 3
+    # TFLite: converted once from that same SavedModel, then reused; its converter options are its own.
+    from jaxparity.paths import tflite
+
+    lite = make_path("tflite")
+    got = np.asarray(lite.run(fn, args))
+    tflite._CONVERTED.clear()  # what this process holds: as the next command starts
+    lite2 = make_path("tflite")
+    np.testing.assert_array_equal(np.asarray(lite2.run(fn, args)), got)
+    assert any("TFLite model reused" in n for n in lite2.notes) and not any("TFLite model reused" in n for n in lite.notes)
+    make_path("tflite:optimizations=default").run(fn, args)
+    assert len(_entries(fresh, "tflite")) == 2
+
+
+@pytest.mark.slow
+def test_onnx_and_iree_reuse_their_conversion(fresh):
+    fn, args = _model()
+    for spec, said, kind in (("onnx", "ONNX model reused", "onnx"), ("iree", "reused from jaxparity's cache", "iree")):
+        first, again = make_path(spec), make_path(spec)
+        out = np.asarray(first.run(fn, args))
+        np.testing.assert_array_equal(np.asarray(again.run(fn, args)), out)
+        assert not any(said in n for n in first.notes) and any(said in n for n in again.notes), again.notes
+        heavier = ({"w": args[0]["w"] * 3}, args[1])
+        np.testing.assert_allclose(np.asarray(make_path(spec).run(fn, heavier)), np.asarray(jax.jit(fn)(*heavier)),
+                                   rtol=1e-5)
+        assert len(_entries(fresh, kind)) == 1
+    make_path("onnx:opset=18").run(fn, args)
+    make_path("iree:flags=--iree-opt-level=O1").run(fn, args)
+    assert len(_entries(fresh, "onnx")) == 2 and len(_entries(fresh, "iree")) == 2
+
+
+def test_no_cache_reuses_nothing_and_keeps_nothing(fresh, monkeypatch):
+    fn, args = _model()
+    monkeypatch.setenv("JAXPARITY_NO_CACHE", "1")
+    assert jcache.cache() is None
+    path = make_path("onnx")
+    path.run(fn, args)
+    assert not fresh.exists() and not any("reused" in n for n in path.notes)
+
+
+@pytest.mark.slow
+def test_a_command_twice_reuses_compiled_programs_and_says_what_it_reused(fresh, tmp_path):
+    from conftest import EXAMPLES, run_cli
+
+    runs = [run_cli("compare", str(EXAMPLES / "mlp_bf16.py"), "--paths", "eager,jit,savedmodel", "--json", "-")
+            for _ in range(2)]
+    docs = [json.loads(r.stdout) for r in runs]
+    jax_dir = fresh.parent / "jax"
+    assert jax_dir.is_dir() and any(jax_dir.rglob("*-cache*"))  # JAX's own persistent cache, per CPU
+    for a, b in zip(docs[0]["paths"], docs[1]["paths"]):
+        assert a["verdict"] == b["verdict"] and a["leaves"] == b["leaves"]  # the same numbers
+    saved = [next(p for p in d["paths"] if p["spec"] == "savedmodel")["notes"] for d in docs]
+    assert not any("reused" in n for n in saved[0]) and any("SavedModel reused" in n for n in saved[1])
+    off = run_cli("compare", str(EXAMPLES / "mlp_bf16.py"), "--paths", "eager,savedmodel", "--json", "-",
+                  "--no-cache")
+    assert not any("reused" in n for p in json.loads(off.stdout)["paths"] for n in p["notes"])
