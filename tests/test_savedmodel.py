@@ -88,3 +88,37 @@ def test_a_stablehlo_the_serving_tensorflow_cannot_read_is_a_finding_with_the_ex
     np.testing.assert_array_equal(np.asarray(fixed), np.asarray(jax.jit(case.fn)(*case.args)))
     with pytest.raises(Exception, match="writes StableHLO .* not 0.1.0"):
         make_path("savedmodel:stablehlo=0.1.0").run(case.fn, case.args)
+
+
+@pytest.mark.slow
+def test_the_serving_process_is_kept_warm_and_one_that_dies_costs_nothing():
+    """A second run in this process is served by the TensorFlow process the first started (no second
+    TensorFlow import); one that died between runs is replaced, and the run still answers."""
+    import time
+
+    import numpy as np
+
+    from jaxparity.execution import warm
+    from jaxparity.paths import make_path
+
+    warm.close_all()
+    fn = lambda x: jnp.tanh(x) * 2  # noqa: E731
+    first = make_path("savedmodel")
+    first.run(fn, (jnp.arange(4.0),))
+    start = time.perf_counter()
+    second = make_path("savedmodel")
+    out = second.run(fn, (jnp.arange(4.0) + 1,))
+    warm_seconds = time.perf_counter() - start
+    np.testing.assert_allclose(np.asarray(out), np.tanh(np.arange(4.0) + 1) * 2, rtol=1e-6)
+    assert any("the same process served 1 model before" in n for n in second.notes), second.notes
+    assert not any("served 1 model before" in n for n in first.notes)
+    (process,) = warm._POOL.values()
+    process.proc.kill()
+    third = make_path("savedmodel")
+    np.testing.assert_array_equal(np.asarray(third.run(fn, (jnp.arange(4.0) + 1,))), np.asarray(out))
+    assert not any("before" in n for n in third.notes if "served by" in n)  # a fresh process answered
+    # Another serving environment is another process: an XLA flag of TensorFlow's is read once per process.
+    flagged = make_path("savedmodel:XLA_FLAGS=--xla_cpu_enable_fast_math=false")
+    flagged.run(fn, (jnp.arange(4.0),))
+    assert len(warm._POOL) == 2 and not any("before" in n for n in flagged.notes if "served by" in n)
+    print(f"warm run: {warm_seconds:.2f} s")

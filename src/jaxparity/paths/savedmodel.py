@@ -1,8 +1,10 @@
-"""``savedmodel``: jax2tf -> ``tf.saved_model.save`` -> served in a fresh TensorFlow process.
+"""``savedmodel``: jax2tf -> ``tf.saved_model.save`` -> served in a TensorFlow process of its own.
 
-The conversion happens here, next to JAX; the serving happens in a separate process that imports
-TensorFlow and not JAX and runs the ``serve`` signature through ``Session.run``, as TensorFlow
-Serving does. Options in capitals set that process's environment
+The conversion happens here, next to JAX (or comes from jaxparity's cache); the serving happens in a
+separate process that imports TensorFlow and not JAX and runs the ``serve`` signature through
+``Session.run``, as TensorFlow Serving does. That process is kept warm for the next run in the same
+serving environment (``execution.warm``): each model in a graph and session of its own, as TensorFlow
+Serving holds many; one that dies or hangs is replaced. Options in capitals set that process's environment
 (``savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false``); there is no per-model XLA option in
 a SavedModel.
 """
@@ -10,11 +12,8 @@ a SavedModel.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path as FsPath
@@ -23,6 +22,10 @@ from typing import Any, Callable
 from .base import Path, PathError, PathOptionError, parse_option_value
 
 _SERVER = FsPath(__file__).resolve().parents[1] / "serving" / "tf_savedmodel.py"
+# What importing TensorFlow 2.21 puts into the environment (of this process too, where the converter
+# ran): the serving process sets them itself, so they do not make it another serving environment.
+_TF_SETS = frozenset({"TF2_BEHAVIOR", "TPU_ML_PLATFORM", "TPU_ML_PLATFORM_VERSION", "HDF5_PLUGIN_PATH",
+                      "ENABLE_RUNTIME_UPTIME_TELEMETRY"})
 
 
 def _describe_call_module(node: Any) -> str:
@@ -62,7 +65,7 @@ def _tail(text: str, lines: int = 4) -> str:
 
 class SavedModelPath(Path):
     name = "savedmodel"
-    summary = "jax2tf SavedModel, loaded with tag 'serve' and run by Session.run in a fresh TF process"
+    summary = "jax2tf SavedModel, loaded with tag 'serve' and run by Session.run in a TF process without JAX"
     options_help = {
         "ENV": "an environment variable of the serving process, e.g. XLA_FLAGS=--xla_allow_excess_precision=false",
         "keep": "a directory to keep the SavedModel in (default: a temporary one)",
@@ -99,8 +102,9 @@ class SavedModelPath(Path):
             try:
                 model_dir, out_tree = self._saved(fn, args, tmp)
             except BaseException:
-                server.kill()
-                server.wait()
+                from ..execution.warm import give_back
+
+                give_back(server)  # it served nothing: the next run takes it
                 raise
             inputs = {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))}
             outputs = self._serve(model_dir, inputs, tmp, timeout, server)
@@ -258,9 +262,12 @@ class SavedModelPath(Path):
                         f"{served} (environment {env}): {reason.rsplit(': ', 1)[-1]}; at fault: {at_fault}; the "
                         f"model holds {'; '.join(self._artifact) or 'no XlaCallModule'}")
 
-    def _start_server(self) -> subprocess.Popen:
-        """The fresh TensorFlow serving process, started at once: it imports TensorFlow (seconds) while
-        this process converts and saves the model, then waits for the model's directory on stdin."""
+    def _start_server(self) -> Any:
+        """The TensorFlow serving process for this path's environment: a warm one that served before
+        (``execution.warm``), or one started now, which imports TensorFlow while this process converts
+        and saves the model."""
+        from ..execution.warm import warm
+
         env = dict(os.environ)
         env.update({k: v for k, v in self.options.items() if k.isupper()})
         python = sys.executable
@@ -271,38 +278,44 @@ class SavedModelPath(Path):
                 python = str(known_env(self.options["serve_env"]).python)
             except EnvError as e:
                 raise PathError(str(e)) from e
-        return subprocess.Popen([python, str(_SERVER), "--wait"], env=env, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return warm([python, str(_SERVER), "--serve"], env, _TF_SETS)
 
-    def _serve(self, model_dir: str, inputs: dict, tmp: str, timeout: float | None,
-               server: subprocess.Popen | None = None) -> dict:
+    def _serve(self, model_dir: str, inputs: dict, tmp: str, timeout: float | None, server: Any = None) -> dict:
         from ..arrayio import load_arrays, save_arrays
+        from ..execution.warm import WarmDied, give_back
 
         in_file, out_file = os.path.join(tmp, "inputs.npz"), os.path.join(tmp, "outputs.npz")
         save_arrays(in_file, inputs)
         server = server or self._start_server()
+        request = f"{model_dir}\t{in_file}\t{out_file}"
         try:
-            stdout, stderr = server.communicate(f"{model_dir}\t{in_file}\t{out_file}\n", timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            server.kill()
-            server.wait()
-            raise PathError(f"the TensorFlow serving process did not answer within {timeout:g} s") from e
-        proc = subprocess.CompletedProcess(server.args, server.returncode, stdout, stderr)
-        if proc.returncode != 0 and "serve_env" in self.options:
-            self._compatibility(proc.stderr + proc.stdout)
-        if proc.returncode != 0:
-            how = (
-                f"was killed by {signal.Signals(-proc.returncode).name}"
-                if proc.returncode < 0
-                else f"exited with status {proc.returncode}"
-            )
-            raise PathError(f"the TensorFlow serving process {how}:\n{_tail(proc.stderr + proc.stdout)}")
-        report = json.loads(proc.stdout.strip().splitlines()[-1])
+            try:
+                report = server.request(request, timeout)
+            except WarmDied as e:
+                if not server.served or e.returncode is None:
+                    raise
+                # A warm process that died is not this model's failure until a fresh one fails on it too.
+                server = self._start_server()
+                report = server.request(request, timeout)
+        except WarmDied as e:
+            if "serve_env" in self.options and e.returncode is not None:
+                self._compatibility(e.output)
+            if e.returncode is None:
+                raise PathError(f"the TensorFlow serving process did not answer within {timeout:g} s") from None
+            raise PathError(f"{e}:\n{_tail(e.output)}") from None
+        if "error" in report:
+            give_back(server)
+            if "serve_env" in self.options:
+                self._compatibility(report["error"] + server.output())
+            raise PathError(f"the TensorFlow serving process failed:\n{_tail(report['error'])}")
+        give_back(server)
         if report.get("jax_imported"):
             raise PathError("the serving process imported JAX; it must run TensorFlow alone")
         env_note = ", ".join(f"{k}={v}" for k, v in self.options.items() if k.isupper())
+        again = (f"; the same process served {server.served - 1} model{'s' if server.served > 2 else ''} before "
+                 "(kept warm, each model in its own graph and session)" if server.served > 1 else "")
         self.notes.append(
-            f"served by TensorFlow {report['tensorflow']} in a fresh process without JAX "
-            f"(tag 'serve', Session.run){'; ' + env_note if env_note else ''}"
+            f"served by TensorFlow {report['tensorflow']} in a process of its own without JAX "
+            f"(tag 'serve', Session.run){'; ' + env_note if env_note else ''}{again}"
         )
         return load_arrays(out_file)

@@ -2,7 +2,10 @@
 
 Run as a script: ``python tf_savedmodel.py MODEL_DIR INPUTS.npz OUTPUTS.npz``, or started early as
 ``python tf_savedmodel.py --wait`` (it imports TensorFlow while the caller converts the model, then
-reads ``MODEL_DIR<TAB>INPUTS<TAB>OUTPUTS`` from stdin). It imports
+reads ``MODEL_DIR<TAB>INPUTS<TAB>OUTPUTS`` from stdin), or kept warm as ``python tf_savedmodel.py
+--serve``: one request per stdin line, each answered by one ``@@jaxparity {...}`` line on stdout (the
+report, or ``{"error": ...}``), each model loaded into a graph and session of its own, as TensorFlow
+Serving holds many models in one process; it leaves when stdin closes. It imports
 TensorFlow and not JAX, loads the model with the ``serve`` tag through the TF1 SavedModel loader,
 feeds the ``serving_default`` signature's input tensors and fetches its outputs with
 ``Session.run``. Environment variables (``XLA_FLAGS``...) are the caller's to set: TensorFlow reads
@@ -60,8 +63,31 @@ def main(model_dir: str, inputs_file: str, outputs_file: str) -> None:
     )
 
 
+def serve() -> None:
+    import contextlib
+    import io
+    import traceback
+
+    import tensorflow  # noqa: F401
+
+    for line in sys.stdin:
+        line = line.rstrip("\n")
+        if not line:
+            continue
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(said):
+                main(*line.split("\t")[:3])
+            answer = json.loads(said.getvalue().strip().splitlines()[-1])
+        except BaseException as e:  # noqa: BLE001 - the request's failure, told to the caller; serve the next
+            answer = {"error": "".join(traceback.format_exception(type(e), e, e.__traceback__))[-3000:]}
+        print("@@jaxparity " + json.dumps(answer), flush=True)
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--wait"]:
+    if sys.argv[1:2] == ["--serve"]:
+        serve()
+    elif sys.argv[1:2] == ["--wait"]:
         # Started before the model exists: import TensorFlow now (seconds), then read
         # "MODEL_DIR<TAB>INPUTS<TAB>OUTPUTS" from stdin once the caller has saved it.
         import tensorflow  # noqa: F401
