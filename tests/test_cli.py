@@ -45,7 +45,7 @@ def test_the_smallest_passing_tolerance_printed_does_pass():
 def test_agreement_exits_0():
     r = run_cli("compare", SEED, "--paths", "eager,jit:xla_allow_excess_precision=false,declared")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "all 1 compared paths agree with eager" in r.stdout
+    assert "the 1 compared path agrees with eager" in r.stdout
 
 
 @pytest.mark.parametrize("args,message", [
@@ -54,6 +54,8 @@ def test_agreement_exits_0():
     (["compar", SEED], "invalid choice: 'compar'"),
     (["compare", SEED, "--sampels", "3"], "--sampels: did you mean --samples?"),
     (["sweep", "s.toml", "--jbos", "2"], "--jbos: did you mean --jobs"),
+    (["compare", SEED, "--paths", "eager,savedmodel:XLA_FLAGS=--xla_allow_excess_precison=false"],
+     "XLA has no flag --xla_allow_excess_precison; did you mean --xla_allow_excess_precision?"),
     (["compare", SEED, "--paths", "eager:foo=1"], "path 'eager' has no option 'foo'"),
     (["compare", SEED, "--baseline", "nope"], "unknown path 'nope'"),
     (["compare", SEED, "--inputs", "missing.npz"], "--inputs missing.npz: no such file"),

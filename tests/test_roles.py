@@ -97,6 +97,19 @@ def test_a_model_that_fails_on_its_own_inputs_is_one_error_before_other_paths_ru
     assert err.count("dot_general") == 1  # said once
     assert "✗ jit" not in err and "savedmodel" not in err  # nothing else ran
     assert "choose another --baseline" not in run.stdout + err
+    many = run_cli("compare", f"{FRAMEWORKS}:make_broken", "--paths", "eager,jit", "--samples", "3")
+    assert many.returncode == 2 and many.stderr.count("the function fails on its own inputs") == 1, many.stderr
+    assert "jit" not in many.stdout  # drawn sets too: one error, before any other path
+
+
+def test_a_module_passed_as_none_says_why():
+    """flax NNX's ``model.eval()`` changes the module in place and returns None: a factory returning it
+    passes None, which is bound in as static; the error says so."""
+    from jaxparity.execution.inprocess import plain_call_failure
+
+    module = None  # what `return fn, (model.eval(), x)` hands over; bound in, the function sees it so
+    said = plain_call_failure(lambda x: module(x), (1.0,), ("static, bound into the function: argument 0 = None",))
+    assert said is not None and "argument 0 = None: a factory that returns `model.eval()` passes None" in said
 
 
 @pytest.mark.parametrize("spec, near", [

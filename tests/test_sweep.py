@@ -46,6 +46,7 @@ def write_spec(tmp_path, sleep=0.0, samples=3, paths=('"jit"', '"jit:xla_disable
 def test_spec_errors_name_the_file_and_the_key(tmp_path):
     bad = tmp_path / "bad.toml"
     for text, message in [('cases = ["x.py"]\npaths = ["jit"]\nfoo = 1', "unknown key foo"),
+                          ('cases = ["x.py"]\npaths = ["jit"]\nsampels = 1', "sampels: did you mean samples?"),
                           ('cases = ["nofile.py"]\npaths = ["jit"]', "no file"),
                           (f'cases = ["{CASES / "planted.py"}"]\npaths = ["nosuch"]', "unknown path"),
                           (f'cases = ["{CASES / "planted.py"}"]\npaths = []', "non-empty list"),

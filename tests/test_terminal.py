@@ -45,7 +45,7 @@ def test_a_failing_baseline_is_said_plainly(tmp_path):
     result = jaxparity.compare(lambda x: x * 2.0, jnp.arange(3.0), paths=[f"observed:{missing}", "eager"],
                                baseline=f"observed:{missing}")
     line = summary_line(result)
-    assert line.startswith(f"the baseline observed:{missing} failed") and "choose another --baseline" in line
+    assert line.startswith(f"the baseline observed:{missing} failed") and "choose one of them as --baseline" in line
     assert "do not agree" not in line
 
 
@@ -276,3 +276,12 @@ def test_paths_with_the_same_numbers_bit_for_bit_are_said_once(examples):
     assert "export  differs from eager: ... (same numbers as jit)" in text, text
     unknown = dataclasses.replace(result, _source=None)  # without the runs, nothing is assumed the same
     assert "same numbers as" not in render_text(unknown, width=100)
+
+
+def test_a_comparison_with_only_references_beside_the_baseline_says_nothing_was_compared():
+    from jaxparity.report.format import summary_line
+
+    result = jaxparity.compare(lambda x: x / 3.0, jnp.arange(3.0), paths=["eager", "f64"])
+    line = summary_line(result)
+    assert line.startswith("no path was compared with eager (f64: a reference, shown and never judged)"), line
+    assert "agree" not in line

@@ -555,6 +555,8 @@ def compare_samples(
             # ~20 chunks so the progress bar moves; compiled paths compile once. Throughput is measured
             # after the first sample.
             runs[spec] = [r for part in runners.home.run_many(spec, range(0, 1), repeat, timeout) for r in part]
+            if spec == specs[0] and inputs_dir is None:  # the model failing on its own inputs: one error, exit 2
+                _model_runs(runners, runs[spec][0][0], info)
             if progress:
                 progress(spec, 1, n)
             start = time.perf_counter()
@@ -597,7 +599,8 @@ def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tole
         results = [res.paths[j] for res in per_sample]
         max_ulp = [max((lf.diff.max_ulp for lf in p.leaves if lf.diff is not None), default=0) for p in results]
         worst = worst_of[j] if j in gated else shown
-        diverging = sum(p.verdict not in ("baseline", "identical", "equal") for p in results)
+        errored = sum(p.status != "ok" for p in results)
+        diverging = sum(p.status == "ok" and p.verdict not in ("baseline", "identical", "equal") for p in results)
         failing = sum(not p.passed for p in results)
         nondet = sum(_repeats_differ(runs[spec][i]) for i in range(n))
         ok = [u for u, p in zip(max_ulp, results) if p.status == "ok"] or [0]
@@ -606,7 +609,7 @@ def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tole
             worst_label=labels[worst],
             ulp_percentiles={str(q): int(np.percentile(ok, q, method="higher")) for q in (50, 90, 99, 100)},
             repeat=repeat, nondeterministic=nondet,
-            samples_per_second=n * repeat / elapsed[spec] if elapsed.get(spec) else 0.0,
+            samples_per_second=n * repeat / elapsed[spec] if elapsed.get(spec) else 0.0, errored=errored,
         )
         p = results[worst]
         notes = p.notes

@@ -74,7 +74,7 @@ class SampleStats:
     """One path over many input sets: how often it diverges, how far, and which sample is worst."""
 
     n: int
-    diverging: int  # samples where some element differs from the baseline
+    diverging: int  # samples where the path ran and some element differs from the baseline
     failing: int  # samples outside tolerance (or failed)
     fraction: float  # diverging / n
     worst_sample: int  # index of the sample shown (leaves, verdict) for this path
@@ -83,6 +83,7 @@ class SampleStats:
     repeat: int = 1
     nondeterministic: int = 0  # samples whose repeats of this path disagree among themselves
     samples_per_second: float = 0.0
+    errored: int = 0  # samples where the path did not run (error, crash, timeout): neither diverging nor agreeing
 
 
 @dataclass(frozen=True)

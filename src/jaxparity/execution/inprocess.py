@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -97,16 +99,20 @@ def to_host(run: PathRun) -> PathRun:
     return replace(run, outputs=outputs, seconds=run.seconds + time.perf_counter() - start)
 
 
-def plain_call_failure(fn: Callable[..., Any], args: tuple) -> str | None:
+def plain_call_failure(fn: Callable[..., Any], args: tuple, notes: Sequence[str] = ()) -> str | None:
     """Why ``fn(*args)``, called as the user would, fails (the exception and the user's line), or None when
-    it runs: told apart from a path's failure, a model that fails on its own inputs is the case's error."""
+    it runs: told apart from a path's failure, a model that fails on its own inputs is the case's error.
+    ``notes``: the case's notes (an argument bound in as static ``None`` is said with the failure)."""
     import jax
 
     try:
         jax.block_until_ready(fn(*args))
     except Exception as e:
         msg = f"{type(e).__name__}: {e}".strip().splitlines()
-        return (msg[0] if msg else type(e).__name__) + _user_frame(e)
+        nones = [m for note in notes if note.startswith("static") for m in re.findall(r"argument \d+ = None", note)]
+        hint = (f" ({', '.join(nones)}: a factory that returns `model.eval()` passes None, since flax NNX's "
+                "eval() changes the module in place and returns None; return the module itself)" if nones else "")
+        return (msg[0] if msg else type(e).__name__) + _user_frame(e) + hint
     return None
 
 

@@ -45,7 +45,7 @@ def main(fd: int) -> None:
             from .inprocess import plain_call_failure
 
             assert case is not None, "call before load"
-            conn.send(("called", plain_call_failure(case.fn, case.args)))
+            conn.send(("called", plain_call_failure(case.fn, case.args, case.notes)))
         elif message[0] == "samples":  # kept for the run_many calls that follow
             from .samples import InputSlots
 

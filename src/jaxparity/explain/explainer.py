@@ -736,7 +736,7 @@ def explain_path(
                                           base_vals.outputs)
         if moved:
             together = localization.blame.together if localization.blame is not None else None
-            seen = f"returning every intermediate changed {moved} output elements of {path}"
+            seen = f"returning every intermediate changed {moved} output element{'s' if moved > 1 else ''} of {path}"
             if not localization.local and kind in RUNTIMES:
                 notes.append(f"{seen} (the model it serves computes them with other kernels than the instrumented "
                              "one): its per-op values show no op departing on its own, so the kernels of its own "
@@ -749,12 +749,12 @@ def explain_path(
                              "its own output difference: judged by them")
             elif (unstable := _unstable(fn, args, path, path_out, path_vals.outputs)) is not None:
                 notes.append(f"{seen}, but only where two plain runs of {path} disagree with each other too "
-                             f"({unstable} output elements: {path}'s result there is not determined by its inputs, "
+                             f"({unstable} output element{'s' if unstable > 1 else ''}: {path}'s result there is not determined by its inputs, "
                              "e.g. a read of memory it does not own): judged by them")
             elif (already := _moved_where_differing(path_out, path_vals.outputs, base_out)) is not None and \
                     (together or 0) >= PARTLY:
                 notes.append(f"{seen}, only where its outputs already differ from {baseline} ({already} output "
-                             "elements: their values depend on how the program is compiled, e.g. a read out of "
+                             f"element{'s' if already > 1 else ''}: their values depend on how the program is compiled, e.g. a read out of "
                              f"bounds); the divergences seen in its per-op values reproduce {together:.0%} of its "
                              "output difference: judged by them")
             elif (within := _within_own_noise(path_out, base_out, program, flat_args)) and (together or 0) >= PARTLY:
@@ -959,10 +959,12 @@ def _peel(ctx: _Context, causes: list[CauseVerdict], fixes: list[Fix], evidence:
     moved it."""
     if depth >= MAX_PEEL or any(f.verified for f in fixes):
         return None
-    specs = [v.experiment.removeprefix("re-ran ") for v in causes
-             if v.status == "partly" and v.experiment.startswith("re-ran ")]
-    specs += [v.proof.spec for v in causes if v.proof is not None and not v.proof.verified and v.proof.spec
-              and "[" not in v.proof.spec]  # a model change is not a path to explain
+    # The explaining causes' own fixes first (the fix the short explanation shows, ◐), then the re-runs of
+    # causes that only partly explain: of two that narrow as far, the one the reader was shown is peeled.
+    specs = [v.proof.spec for v in causes if v.proof is not None and not v.proof.verified and v.proof.spec
+             and "[" not in v.proof.spec]  # a model change is not a path to explain
+    specs += [v.experiment.removeprefix("re-ran ") for v in causes
+              if v.status == "partly" and v.experiment.startswith("re-ran ")]
     before = _distance(ctx.path_out, ctx.base_out)[0]
     best: tuple[int, str, list[np.ndarray]] | None = None
     for spec in dict.fromkeys(specs):

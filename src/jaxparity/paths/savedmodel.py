@@ -75,6 +75,13 @@ class SavedModelPath(Path):
                      "jax.export's own target, 4 weeks old",
     }
 
+    def check_options(self) -> None:
+        """A misspelled flag in the serving process's ``XLA_FLAGS``: a usage error with the nearest names."""
+        from .xla import check_xla_flags
+
+        if self.options.get("XLA_FLAGS"):
+            check_xla_flags(self.spec, self.options["XLA_FLAGS"])
+
     def unavailable_reason(self) -> str | None:
         if _missing("tensorflow"):
             return "TensorFlow is not installed: pip install 'jaxparity[tensorflow]' (tensorflow-cpu)"

@@ -148,6 +148,13 @@ class SavedModelCPath(Path):
         "keep": "a directory to keep the SavedModel in (default: a temporary one)",
     }
 
+    def check_options(self) -> None:
+        """A misspelled flag in the serving process's ``XLA_FLAGS``: a usage error with the nearest names."""
+        from .xla import check_xla_flags
+
+        if self.options.get("XLA_FLAGS"):
+            check_xla_flags(self.spec, self.options["XLA_FLAGS"])
+
     def unavailable_reason(self) -> str | None:
         if not sys.platform.startswith("linux"):
             return f"the C serving program is built for Linux only (this is {sys.platform})"

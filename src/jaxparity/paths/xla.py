@@ -35,6 +35,26 @@ def xla_option_names() -> list[str]:
     return re.findall(r"^\s*--(xla_[a-z0-9_]+)=", done.stdout + done.stderr, re.MULTILINE)
 
 
+def check_xla_flags(spec: str, flags: str) -> None:
+    """``XLA_FLAGS`` given to another runtime's process (``savedmodel:XLA_FLAGS=...``): a flag this
+    process's XLA does not have and that is one typo from one it has is a usage error with the nearest
+    names. A name with no near match is left to that runtime (its XLA may be another version's)."""
+    import difflib
+
+    import jax
+
+    for name, value in re.findall(r"--(xla_[A-Za-z0-9_]+)(?:=(\S*))?", flags):
+        try:
+            jax.jit(lambda: 0).lower().compile(compiler_options={name: parse_option_value(value or "true")})
+        except Exception as e:
+            if "No such compile option" not in str(e):
+                continue
+            near = difflib.get_close_matches(name, xla_option_names(), 3, 0.8)
+            if near:
+                raise PathOptionError(f"{spec}: XLA has no flag --{name}; did you mean "
+                                      f"{' or '.join('--' + n for n in near)}?") from None
+
+
 def recent_optimized_hlo(spec: str, fn: Callable[..., Any], args: tuple) -> str | None:
     compiled = _RECENT.get((spec, id(fn), id(args)))
     return compiled.as_text() if compiled is not None else None

@@ -318,7 +318,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
         parts.append(Text(f"{not_run} other known causes not tested: they cannot apply here or are not needed "
                           "(JSON lists why)", style="dim"))
     for fix in e.fixes:
-        mark = Text("✓ verified" if fix.verified else "✗ not verified", style="green" if fix.verified else "red")
+        mark = _fix_mark(fix)
         parts.append(Text.assemble("fix (", fix.kind, "): ", mark, f"  {fix.spec or ''}\n  {fix.description}\n  "
                                    f"{readable(fix.evidence)}"))
     for line in advice(e):  # the fix or workaround of the cause that explains it, where no re-run shows it
@@ -326,8 +326,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
         parts.append(Text.assemble((f"{head}: ", "bold"), rest))
     for o in same:
         for fix in o.fixes:
-            mark = Text("✓ verified" if fix.verified else "✗ not verified",
-                        style="green" if fix.verified else "red")
+            mark = _fix_mark(fix)
             parts.append(Text.assemble(f"{o.path}: fix (", fix.kind, "): ", mark, f"  {fix.spec or ''}"))
     for note in e.notes:
         parts.append(Text(f"note: {note}", style="dim"))
@@ -335,6 +334,17 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
         parts += [Text(""), Text(f"what remains with {e.remainder.path} applied", style="bold"),
                   render_explanation(e.remainder, verbose, all_causes=all_causes)]
     return Group(*parts)
+
+
+def _fix_mark(fix: Any) -> Text:
+    """As the short explanation marks a fix (``brief``): ✓ restores parity, ◐ narrows, ✗ neither."""
+    from .brief import narrows
+
+    if fix.verified:
+        return Text("✓ verified", style="green")
+    if narrows(fix):
+        return Text("◐ narrows, not parity", style="yellow")
+    return Text("✗ not verified", style="red")
 
 
 def blame_needed_shown(b: Any) -> bool:

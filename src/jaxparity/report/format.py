@@ -221,9 +221,11 @@ def summary_line(r: ComparisonResult) -> str:
     if base is not None and base.status != "ok":
         why = (base.message or base.status).strip().splitlines()[0] if (base.message or base.status) else base.status
         others = [p.spec for p in r.paths if p.spec != r.baseline and p.status == "ok"]
-        ran = f"; {', '.join(others)} ran but could not be compared" if others else ""
-        return (f"the baseline {r.baseline} failed ({base.status}: {why[:200]}): nothing was compared with it{ran}; "
-                "choose another --baseline")
+        if not others:
+            return (f"the baseline {r.baseline} failed ({base.status}: {why[:200]}) and no other path ran: "
+                    "nothing was compared")
+        return (f"the baseline {r.baseline} failed ({base.status}: {why[:200]}): nothing was compared with it; "
+                f"{', '.join(others)} ran but could not be compared: choose one of them as --baseline")
     gated = [p for p in r.paths if p.gated]
     broken = [p.spec for p in gated if p.status != "ok"]  # did not run: they fail the gate, but differ in nothing
     failing = [p.spec for p in gated if not p.passed and p.status == "ok"]
@@ -241,6 +243,13 @@ def summary_line(r: ComparisonResult) -> str:
         if broken:
             return did_not_run + (f"; the other {compared} agree with {r.baseline}{over} ({r.tolerance.describe()})"
                                   if compared else "")
+        if not gated:
+            refs = [p.spec for p in r.paths if p.reference]
+            return (f"no path was compared with {r.baseline}" + (f" ({', '.join(refs)}: "
+                    f"{'references' if len(refs) > 1 else 'a reference'}, shown and never judged)" if refs else "")
+                    + ": name one to compare (jit, export, savedmodel...)")
+        if len(gated) == 1:
+            return f"the 1 compared path agrees with {r.baseline}{over} ({r.tolerance.describe()})"
         return f"all {len(gated)} compared paths agree with {r.baseline}{over} ({r.tolerance.describe()})"
     verb = "does" if len(failing) == 1 else "do"
     line = (f"{len(failing)} of {compared} compared {_paths(compared)} {verb} not agree with {r.baseline}{over} "

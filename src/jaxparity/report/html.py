@@ -69,7 +69,7 @@ dl.brief dt{font-weight:600}dl.brief dd{margin:0;overflow-wrap:anywhere}
 .fix{border:1px solid var(--line);border-radius:6px;padding:8px 12px;margin:8px 0}
 .fix.verified{border-left:4px solid var(--ok)}.fix.unverified{border-left:4px solid var(--bad)}
 .fix.advice{border-left:4px solid var(--warn)}
-.mark-ok{color:var(--ok);font-weight:600}.mark-bad{color:var(--bad);font-weight:600}
+.mark-ok{color:var(--ok);font-weight:600}.mark-partial{color:#a60;font-weight:bold}.mark-bad{color:var(--bad);font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
 figure{margin:0}figcaption{font-size:13px;color:var(--muted)}
 svg text{font-family:-apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif}
@@ -363,12 +363,23 @@ def _table(tid: str, caption: str, cols: list[str], rows: list[list[str]], num: 
     return f'<h3>{_e(caption)}</h3><table{idattr}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def _fix_mark(fix: Any) -> str:
+    """As the terminal marks a fix: ✓ restores parity, ◐ narrows, ✗ neither."""
+    from .format import narrows
+
+    if fix.verified:
+        return "<span class='mark-ok'>✓ verified</span>"
+    if narrows(fix):
+        return "<span class='mark-partial'>◐ narrows, not parity</span>"
+    return "<span class='mark-bad'>✗ not verified</span>"
+
+
 def _explanation_group(e: Any, same: list[Any], result: Any = None) -> str:
     """One explanation in full, then a short section per path with the same divergence (its own
     anchor and fixes, a link to the full one)."""
     out = [_explanation(e, result)]
     for o in same:
-        fixes = "".join(f"<li>{_e(f.kind)}: {'✓ verified' if f.verified else '✗ not verified'} "
+        fixes = "".join(f"<li>{_e(f.kind)}: {_fix_mark(f)} "
                         f"<code>{_e(f.spec or '')}</code></li>" for f in o.fixes)
         out.append(f'<section class="explanation" id="explain-{_slug(o.path)}"><h2>Why <code>{_e(o.path)}</code> '
                    f'differs from <code>{_e(o.baseline)}</code></h2><p class="explain-summary">The same first op and '
@@ -493,8 +504,7 @@ def _explanation_one(e: Any, result: Any = None) -> str:
                    f"are not needed</summary>" + _table("", "not tested", ["cause", "result", "why not", "evidence"],
                                                         [cause_row(v) for v in untested]) + "</details>")
     for k, fix in enumerate(e.fixes):
-        mark = ("<span class='mark-ok'>✓ verified</span>" if fix.verified
-                else "<span class='mark-bad'>✗ not verified</span>")
+        mark = _fix_mark(fix)
         out.append(f'<div class="fix {"verified" if fix.verified else "unverified"}" id="fix-{sid}-{k}">'
                    f'<b>fix ({_e(fix.kind)})</b>: {mark} <code>{_e(fix.spec or "")}</code>'
                    f'<div>{_e(fix.description)}</div><div class="note">{_e(readable(fix.evidence))}</div></div>')

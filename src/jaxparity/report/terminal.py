@@ -147,7 +147,7 @@ def _grid(labels: Sequence[str] = ()) -> Table:
 def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = False) -> Group:
     """The whole report; explanations short unless ``verbose`` (``all_causes``: also the causes not tested)."""
     head = Text()
-    head.append("jaxparity compare ", style="bold")
+    head.append("jaxparity explain " if result.explanations else "jaxparity compare ", style="bold")
     head.append(result.case, style="bold cyan")
     head.append(f"\ninputs   {arrays_line(result.inputs)} ({result.input_source})")
     head.append(f"\noutputs  {', '.join(f'{a.name} {_shape(a)}' for a in result.outputs)}")
@@ -195,7 +195,8 @@ def _same_outputs(result: ComparisonResult, a: str, b: str) -> bool:
 def _samples_table(result: ComparisonResult) -> Table:
     """Many-inputs mode: per path, how often and how far it diverges over the samples."""
     table = Table(show_edge=False, header_style="bold", pad_edge=False, title=f"over {result.samples} samples",
-                  title_justify="left")
+                  title_justify="left", caption="diverge: samples that differ from the baseline at all; fail: "
+                  "samples outside the tolerance (or where the path did not run)", caption_justify="left")
     for col in ("path", "diverge", "fail", "ULP p50", "p90", "p99", "max", "worst", "nondet", "samp/s"):
         table.add_column(col, justify="left" if col == "path" else "right")
     for p in result.paths:
@@ -204,7 +205,12 @@ def _samples_table(result: ComparisonResult) -> Table:
             continue
         q = s.ulp_percentiles
         judged = p.gated and not p.reference and p.spec != result.baseline  # a reference never fails
-        table.add_row(p.spec, f"{s.diverging}/{s.n}", str(s.failing) if judged else "", str(q.get("50", "")),
+        if s.errored == s.n:  # it never ran: no divergence, no ULP to show
+            table.add_row(p.spec, Text("error", style=_STYLE["error"]), str(s.n) if judged else "", "", "", "", "",
+                          "", "", "")
+            continue
+        diverge = f"{s.diverging}/{s.n}" + (f" ({s.errored} error{'s' if s.errored > 1 else ''})" if s.errored else "")
+        table.add_row(p.spec, diverge, str(s.failing) if judged else "", str(q.get("50", "")),
                       str(q.get("90", "")), str(q.get("99", "")), str(q.get("100", "")),
                       f"#{s.worst_sample}" if judged else "",
                       f"{s.nondeterministic}/{s.n}" if s.repeat > 1 else "", f"{s.samples_per_second:.1f}")

@@ -68,8 +68,11 @@ def load_spec(file: str | Path) -> SweepSpec:
         raise SpecError(f"{file}: not valid TOML ({e})") from None
     unknown = set(data) - _KEYS
     if unknown:
+        import difflib
+
+        near = [f"{k}: did you mean {m[0]}?" for k in sorted(unknown) if (m := difflib.get_close_matches(k, _KEYS, 1))]
         raise SpecError(f"{file}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))} "
-                        f"(known: {', '.join(sorted(_KEYS))})")
+                        + (f"({'; '.join(near)} " if near else "(") + f"known: {', '.join(sorted(_KEYS))})")
 
     def listed(key: str) -> tuple[str, ...]:
         v = data.get(key)

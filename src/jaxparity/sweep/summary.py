@@ -28,6 +28,7 @@ class Row:
     causes: dict[str, int] = field(default_factory=dict)  # cause -> diverging cells it explains
     first_ops: dict[str, int] = field(default_factory=dict)  # "#3 convert (model.py:30)" -> cells
     errors: list[str] = field(default_factory=list)
+    reference: bool = False  # a reference path (f64, declared): shown, never counted as diverging
     degenerate: list[str] = field(default_factory=list)  # the baseline's outputs that show nothing (a few)
     degenerate_cells: int = 0  # cells where some output of the baseline shows nothing
     hidden: int = 0  # of those, cells where every output does: agreeing there proves nothing
@@ -47,7 +48,8 @@ class SweepSummary:
 
     @property
     def diverging(self) -> int:
-        return sum(r.diverging for r in self.rows)
+        """Diverging cells of the paths that are judged (a reference is where the numbers should be)."""
+        return sum(r.diverging for r in self.rows if not r.reference)
 
     @property
     def failed(self) -> int:
@@ -62,6 +64,13 @@ class SweepSummary:
 
 def _short(case: str) -> str:
     return case.rsplit("/", 1)[-1]
+
+
+def _reference(spec: str) -> bool:
+    from ..paths import PATHS, parse_spec, without_env
+
+    cls = PATHS.get(parse_spec(without_env(spec))[0])
+    return bool(cls is not None and cls.reference)
 
 
 def _shows_nothing(cells: list[dict[str, Any]]) -> str | None:
@@ -82,7 +91,7 @@ def summarize(store: Store, name: str = "sweep") -> SweepSummary:
     by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in store.rows():
         by_case[r["case"]].append(r)
-        row = rows.setdefault((r["case"], r["path"]), Row(_short(r["case"]), r["path"]))
+        row = rows.setdefault((r["case"], r["path"]), Row(_short(r["case"]), r["path"], reference=_reference(r["path"])))
         row.cells += 1
         if r["degenerate"]:
             row.degenerate_cells += 1
@@ -122,7 +131,8 @@ def print_summary(summary: SweepSummary, console: Any) -> None:
         console.print(f"  shows nothing: {why}; agreeing on these outputs proves nothing", style="bold red",
                       markup=False, soft_wrap=True)
     for r in summary.rows:
-        parts = [f"{r.cells} cells", f"{r.diverging} diverge"]
+        parts = [f"{r.cells} cells", f"{r.diverging} differ (a reference: not judged)" if r.reference else
+                 f"{r.diverging} diverge"]
         if r.worst_ulp is not None:
             parts.append(f"worst {r.worst_ulp} ULP")
         if r.failed:

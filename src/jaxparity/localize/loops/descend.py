@@ -258,7 +258,7 @@ def _open(program: FlatProgram, op: Any, d: LocalDivergence, path_vals: OpValues
         moved = sum(int(np.count_nonzero(ulp_distance(np.asarray(a), np.asarray(b))))
                     for a, b in zip(pb.case_outputs, plain_outputs) if np.asarray(a).shape == np.asarray(b).shape)
         if moved:
-            notes.append(f"capturing the body of {frame.describe()} changed {moved} output elements of {path} (the "
+            notes.append(f"capturing the body of {frame.describe()} changed {moved} output element{'s' if moved > 1 else ''} of {path} (the "
                          "compiler fused differently): its per-op values are evidence, not the fused program")
     inner = localize(body.program, pb, bb, [], baseline)
     here = frames + (frame,)
