@@ -65,6 +65,8 @@ def test_samples_of_an_nnx_model_with_batchnorm_are_finite_and_say_what_they_kep
 @pytest.mark.parametrize("factory, kind, text", [
     ("make_all_nan", "non-finite", "out: 0 of 6 outputs finite (all NaN)"),
     ("make_zero_head", "constant", "out: every one of its 6 elements is 0"),
+    ("make_zero_kernel_head", "independent of the inputs",
+     "out: the same for each of the 2 examples of the batch, whose inputs differ (it does not depend on them)"),
 ])
 def test_outputs_that_show_nothing_never_pass(factory, kind, text):
     run = run_cli("compare", f"{FRAMEWORKS}:{factory}", "--paths", "eager,jit", "--json", "-")

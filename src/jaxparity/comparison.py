@@ -441,7 +441,7 @@ def build_result(
         tolerance=tolerance,
         paths=tuple(results),
         environment=info.environment,
-        degenerate=(find_degenerate(base.outputs, varied_inputs=info.varied_inputs)
+        degenerate=(find_degenerate(base.outputs, varied_inputs=info.varied_inputs, batch=info.batch)
                     if base.status == "ok" and base.outputs else ()),
     )
 

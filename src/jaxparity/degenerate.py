@@ -19,11 +19,13 @@ __all__ = ["find_degenerate"]
 
 def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
                     samples: Sequence[Sequence[tuple[str, np.ndarray]]] = (),
-                    varied: bool = True, varied_inputs: bool = True) -> tuple[Degenerate, ...]:
+                    varied: bool = True, varied_inputs: bool = True, batch: int | None = None) -> tuple[Degenerate, ...]:
     """The baseline's ``outputs`` that show nothing; ``samples``: the baseline's outputs on every drawn
     input set (many-inputs mode), to find outputs the varied inputs do not move (``varied``: whether
     any input was varied at all). ``varied_inputs``: some float input holds more than one value; where
-    none does (``jnp.ones(3)``), a constant output is the example's, not a sign of the model."""
+    none does (``jnp.ones(3)``), a constant output is the example's, not a sign of the model. ``batch``:
+    the leading size of the data leaves whose examples differ; an output of that leading size whose
+    rows are all the same gives every example one answer (a zero kernel before a bias)."""
     found: list[Degenerate] = []
     numeric = [(n, a) for n, a in outputs if np.asarray(a).dtype.kind in "fciub" and np.size(a)]
     for name, a in numeric:
@@ -42,6 +44,11 @@ def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
                                     if isinstance(value, float) else f"{name}: every one of its {a.size} elements is "
                                     f"{value}"))
             continue
+        if batch and a.ndim >= 1 and a.shape[0] == batch and _rows_same(a):
+            found.append(Degenerate(name, "independent of the inputs",
+                                    f"{name}: the same for each of the {batch} examples of the batch, whose inputs "
+                                    "differ (it does not depend on them)"))
+            continue
         if len(samples) > 1 and varied and all(_same(dict(s).get(name), a) for s in samples):
             found.append(Degenerate(name, "independent of the inputs",
                                     f"{name}: the same on all {len(samples)} samples (it does not depend on the "
@@ -49,6 +56,11 @@ def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
     if numeric and len({d.output for d in found}) == len(numeric):
         found = [Degenerate(d.output, d.kind, d.text, hides=True) for d in found]
     return tuple(found)
+
+
+def _rows_same(a: np.ndarray) -> bool:
+    rows = a.reshape(a.shape[0], -1)
+    return bool(np.all(rows == rows[:1]))  # a NaN row is never the same as itself: not flagged here
 
 
 def _constant(a: np.ndarray) -> bool:

@@ -121,6 +121,15 @@ def make_zero_head():
     return (lambda state, x: nnx.merge(graphdef, state)(x)), (state, IMAGES)
 
 
+def make_zero_kernel_head():
+    """A zero-initialised head kernel before a bias that is not zero: each example gets the bias."""
+    model = _nnx_model()
+    _set(model.head.kernel, jnp.zeros((4, 3)))
+    _set(model.head.bias, jnp.asarray([0.5, -1.0, 2.0]))
+    graphdef, state = nnx.split(model)
+    return (lambda state, x: nnx.merge(graphdef, state)(x)), (state, IMAGES)
+
+
 def make_ignores_input():
     params = jax.random.normal(jax.random.key(2), (4, 3))
     return (lambda params, x: jnp.tanh(params).sum(0) + 0.0 * x[0, 0, 0, 0]), (params, IMAGES)

@@ -45,6 +45,9 @@ class CaseInfo:
     # Some float input holds more than one value: a constant output is then the model's doing, not the
     # example's (``jnp.ones(3)`` in, a constant out, is no sign of a degenerate model).
     varied_inputs: bool = True
+    # The batch of the data: the leading size shared by the data leaves whose examples (rows along the
+    # first axis) differ, where there is one: an output whose rows are then all the same shows nothing.
+    batch: int | None = None
 
     def sampled(self, drawn: list[str] | None = None) -> str:
         """What drawn input sets vary (``drawn``: the leaves they replace) and keep: 'varying arg1; kept: arg0
@@ -109,7 +112,26 @@ def case_info(case: Any) -> CaseInfo:
                     else f"{r.name} (data: {r.why})" for r in getattr(case, "roles", ())),
         replaced=tuple(getattr(case, "replaced", ())),
         varied_inputs=_varied(case.args),
+        batch=_batch(case),
     )
+
+
+def _batch(case: Any) -> int | None:
+    """The leading size of the case's data leaves whose rows differ, where they agree on one (> 1)."""
+    from ..pytree import argument_leaves, host
+
+    if not hasattr(case, "data_leaves"):
+        return None
+    data = set(case.data_leaves())
+    sizes = set()
+    for name, x in argument_leaves(case.args):
+        a = host(x)
+        if name not in data or a.ndim < 1 or a.shape[0] < 2 or a.dtype.kind not in "fciub":
+            continue
+        rows = a.reshape(a.shape[0], -1)
+        if not np.all(rows == rows[:1]):
+            sizes.add(int(a.shape[0]))
+    return sizes.pop() if len(sizes) == 1 else None
 
 
 def _varied(args: Any) -> bool:
