@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["WarmDied", "WarmProcess", "close_all", "give_back", "warm", "warm_enabled"]
+__all__ = ["WarmDied", "WarmProcess", "close_all", "give_back", "prestart", "warm", "warm_enabled"]
 
 _MARK = "@@jaxparity "
 
@@ -109,6 +109,21 @@ def warm(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[str]
     process = WarmProcess(argv, env)
     process.key = key  # type: ignore[attr-defined]
     return process
+
+
+def prestart(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[str] = frozenset()) -> None:
+    """Start the process for this command line and environment now, into the pool, where none is there:
+    it loads its library while this process does other work (the experiments of ``explain`` before the
+    re-run that needs it). Nothing where warm processes are off."""
+    if not warm_enabled():
+        return
+    key = (tuple(argv), tuple(sorted((k, v) for k, v in (env or {}).items() if k not in ignore)))
+    with _LOCK:
+        if key in _POOL:
+            return
+    process = WarmProcess(argv, env)
+    process.key = key  # type: ignore[attr-defined]
+    give_back(process)
 
 
 def give_back(process: WarmProcess) -> None:

@@ -6,6 +6,7 @@ prove it).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -690,6 +691,24 @@ _EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
 _RERUNS = ("recompile", "same-compiler", "matmul-precision")
 
 
+def _prestart(ctx: _Context) -> None:
+    """What the flag re-runs below will wait for, started now and in parallel, bounded by the cores: a
+    savedmodel re-run under other XLA_FLAGS is a serving process of its own, seconds of TensorFlow
+    import each, which then overlap the experiments that come before it."""
+    specs = []
+    for cause in CAUSES:
+        if cause.experiment == "recompile" and cause.options and _applies(cause, ctx) is None:
+            spec = ctx.path
+            for key, value in cause.options:
+                spec = with_xla_option(spec, key, value)
+            specs.append(spec)
+    for spec in dict.fromkeys(specs[:max(1, (os.cpu_count() or 1) - 1)]):
+        try:
+            make_path(spec).prestart()
+        except Exception:  # noqa: BLE001 - a head start, never a failure
+            pass
+
+
 def explain_path(
     fn: Callable[..., Any],
     args: tuple,
@@ -793,6 +812,7 @@ def explain_path(
                    None if unsound else localization, fp, {}, base_vals if path_vals is not None else None, flat_args,
                    path_vals=None if unsound else path_vals, notes=list(notes), memo=memo)
 
+    _prestart(ctx)
     causes: list[CauseVerdict] = []
     explained_by: str | None = None
     for cause in CAUSES:

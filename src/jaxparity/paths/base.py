@@ -148,6 +148,10 @@ class Path(ABC):
             known = ", ".join(k for k in self.options_help if k not in ("*", "ENV")) or "none"
             raise PathOptionError(f"path {self.name!r} has no option {key!r} (options: {known})")
 
+    def prestart(self) -> None:
+        """Start what a run of this path will wait for (a serving process) now, in the background, so a
+        later run finds it ready; by default nothing."""
+
     def check_options(self) -> None:
         """Raise ``PathOptionError`` (with the nearest names) for an option the runtime itself does not
         know, before anything runs: an XLA compile option misspelled. Options ``options_help`` names are

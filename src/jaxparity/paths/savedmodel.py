@@ -269,12 +269,21 @@ class SavedModelPath(Path):
                         f"{served} (environment {env}): {reason.rsplit(': ', 1)[-1]}; at fault: {at_fault}; the "
                         f"model holds {'; '.join(self._artifact) or 'no XlaCallModule'}")
 
+    def prestart(self) -> None:
+        """The serving process of this path's environment started now (``execution.warm.prestart``)."""
+        from ..execution.warm import prestart
+
+        prestart(*self._server_command())
+
     def _start_server(self) -> Any:
         """The TensorFlow serving process for this path's environment: a warm one that served before
         (``execution.warm``), or one started now, which imports TensorFlow while this process converts
         and saves the model."""
         from ..execution.warm import warm
 
+        return warm(*self._server_command())
+
+    def _server_command(self) -> tuple[list[str], dict[str, str], frozenset[str]]:
         env = dict(os.environ)
         env.update({k: v for k, v in self.options.items() if k.isupper()})
         python = sys.executable
@@ -285,7 +294,7 @@ class SavedModelPath(Path):
                 python = str(known_env(self.options["serve_env"]).python)
             except EnvError as e:
                 raise PathError(str(e)) from e
-        return warm([python, str(_SERVER), "--serve"], env, _TF_SETS)
+        return [python, str(_SERVER), "--serve"], env, _TF_SETS
 
     def _serve(self, model_dir: str, inputs: dict, tmp: str, timeout: float | None, server: Any = None) -> dict:
         from ..arrayio import load_arrays, save_arrays
