@@ -22,10 +22,11 @@ from typing import Any, Callable
 from .base import Path, PathError, PathOptionError, parse_option_value
 
 _SERVER = FsPath(__file__).resolve().parents[1] / "serving" / "tf_savedmodel.py"
-# What importing TensorFlow 2.21 puts into the environment (of this process too, where the converter
-# ran): the serving process sets them itself, so they do not make it another serving environment.
+# Variables that do not make another serving environment: what importing TensorFlow 2.21 puts into
+# the environment (of this process too, where the converter ran; the serving process sets them itself),
+# and pytest's name of the test running now (a new value for every test of a session).
 _TF_SETS = frozenset({"TF2_BEHAVIOR", "TPU_ML_PLATFORM", "TPU_ML_PLATFORM_VERSION", "HDF5_PLUGIN_PATH",
-                      "ENABLE_RUNTIME_UPTIME_TELEMETRY"})
+                      "ENABLE_RUNTIME_UPTIME_TELEMETRY", "PYTEST_CURRENT_TEST"})
 
 
 def _describe_call_module(node: Any) -> str:
