@@ -24,9 +24,19 @@ def _session_cache() -> None:
     (shared / "envs").mkdir(parents=True, exist_ok=True)
     (own / "envs").symlink_to(shared / "envs")
     os.environ.update(JAXPARITY_CACHE=str(own), JAXPARITY_TEST_CACHE_SET="1")
+    _OWN.append(own)
 
 
+_OWN: list[Path] = []
 _session_cache()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The session's own cache goes with it (the link to the shared environments, not what it points to)."""
+    import shutil
+
+    for own in _OWN:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
