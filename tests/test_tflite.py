@@ -163,3 +163,24 @@ def test_real_flax_models_serve_and_convert_to_tflite_within_rounding_of_eager(f
         worst = max(lf["diff"]["max_ulp"] for lf in p["leaves"])
         eager_noise = max(lf["baseline_error_vs_f64"]["max_ulp"] for lf in p["leaves"])
         assert worst <= max(64, 4 * eager_noise), (spec, worst, eager_noise)
+
+
+def test_a_converter_error_at_a_library_line_is_traced_to_the_users_line():
+    """The TFLite converter names the line where an op was created, inside flax for a flax helper
+    (lm1b: "flax/linen/attention.py:910: error: failed to legalize operation 'tfl.not_equal'"); the
+    user's own line that led there comes with it."""
+    from flax import linen as nn
+
+    from jaxparity.localize.program import flatten
+    from jaxparity.localize.refusals import located_hint
+
+    def fn(a, b):
+        return nn.combine_masks(a, b, dtype=jnp.bfloat16)  # the user's line
+
+    args = (jnp.ones((1, 1, 2, 2), bool), jnp.ones((1, 1, 2, 2), bool))
+    inside = next(op for op in flatten(fn, args).ops if "flax" in (op.info.source or ""))
+    message = f'{inside.info.source}:11: error: failed to legalize operation \'tfl.logical_and\''
+    hint = located_hint(fn, args, message)
+    assert hint is not None and hint.startswith(f"#{inside.info.index} {inside.info.primitive} at ")
+    assert "test_tflite.py:" in hint and "flax" not in hint
+    assert located_hint(fn, args, "error: no line named here") is None

@@ -5,6 +5,7 @@ bounds") is reported with the op, the elements and the model-side change that ma
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -87,6 +88,31 @@ def random_hint(fn: Callable[..., Any], args: tuple) -> str | None:
             "key type nor the 32-bit unsigned shifts of JAX's threefry generator: make the model deterministic "
             "where it is served (Dropout(deterministic=True), model.eval()), or pass the random values in as an "
             "input")
+
+
+def located_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:
+    """The user's own line behind a runtime's error that names a library's line (a converter's
+    ``loc("flax/linen/attention.py":910:...)``): the first op created at a line the message names, as
+    "#41 ne at models.py:123, in TransformerLM/.../MultiHeadDotProductAttention_0"; None where none is."""
+    import re
+
+    from .program import flatten
+
+    named = {(os.path.basename(f), int(n)) for f, n in re.findall(r'([\w.-]+\.py)"?:(\d+)', message)}
+    if not named:
+        return None
+    try:
+        program = flatten(fn, args)
+    except Exception:  # noqa: BLE001 - a courtesy: never hide the runtime's own message
+        return None
+    for op in program.ops:
+        src = op.info.source or ""
+        file, _, line = src.rpartition(":")
+        if line.isdigit() and (os.path.basename(file), int(line)) in named and op.info.user_source \
+                and op.info.user_source != src:
+            module = f", in {op.info.name_stack}" if op.info.name_stack else ""
+            return f"#{op.info.index} {op.info.primitive} at {op.info.user_source}{module}"
+    return None
 
 
 def _primitives(jaxpr: Any) -> set[str]:
