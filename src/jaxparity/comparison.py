@@ -110,6 +110,11 @@ def compare_loaded(
     if any(spec_env(s) for s in specs):
         raise ValueError("paths in other environments (NAME@ENV) run the case in another Python: give a case "
                          "file to compare_case() or `jaxparity compare`")
+    for spec in specs:  # what the paths will wait for (a serving process) loads while the first ones run
+        try:
+            make_path(spec).prestart()
+        except Exception:  # noqa: BLE001 - a head start, never a failure
+            pass
     runs = _run_each(specs, lambda s: run_in_process(make_path(s), case.fn, case.args, timeout), progress)
     result = build_result(case_info(case), runs, specs[0], tolerance or Tolerance(), requested)
     return dataclasses.replace(result, _source={"case": case, "runs": runs})
@@ -149,6 +154,7 @@ def compare_case(
         lanes = runners.lanes(specs, jobs if jobs is not None else (os.cpu_count() or 1))
         if len(lanes) == 1:
             info = runners.load()
+            runners.home.prestart([s for s in specs if spec_env(s) is None])  # TensorFlow loads meanwhile
             runs = _run_each(specs[:1], lambda s: runners.run(s, timeout), progress)
             _model_runs(runners, runs[specs[0]], info)
             runs |= _run_each(specs[1:], lambda s: runners.run(s, timeout), progress)

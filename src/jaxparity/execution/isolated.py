@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, Iterator
 
@@ -124,6 +125,14 @@ class IsolatedRunner:
             self._proc = None
             return PathRun(spec, "crashed", seconds=time.perf_counter() - start, message=str(e))
         return reply[1]
+
+    def prestart(self, specs: Sequence[str]) -> None:
+        """Let the worker start what these paths will wait for (``Path.prestart``: a serving process that
+        imports TensorFlow while the worker runs the paths before it); nothing comes back."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        assert self._conn is not None
+        self._conn.send(("prestart", list(specs)))
 
     def send_samples(self, sets: list) -> None:
         """The input sets (None: the case's own inputs) that ``run_many`` runs by index. They go to

@@ -41,6 +41,14 @@ def main(fd: int) -> None:
             assert case is not None, "run before load"
             _, spec, timeout = message
             conn.send(("done", run_in_process(make_path(spec), case.fn, case.args, timeout)))
+        elif message[0] == "prestart":  # a head start for the paths to come; no answer
+            from ..paths import make_path
+
+            for spec in message[1]:
+                try:
+                    make_path(spec).prestart()
+                except Exception:  # noqa: BLE001 - a head start, never a failure
+                    pass
         elif message[0] == "call":  # the function called plainly on the case's inputs: does the model run?
             from .inprocess import plain_call_failure
 
