@@ -172,3 +172,25 @@ def test_a_command_twice_reuses_compiled_programs_and_says_what_it_reused(fresh,
     off = run_cli("compare", str(EXAMPLES / "mlp_bf16.py"), "--paths", "eager,savedmodel", "--json", "-",
                   "--no-cache")
     assert not any("reused" in n for p in json.loads(off.stdout)["paths"] for n in p["notes"])
+
+
+def test_a_compile_for_the_compilers_dumps_compiles_even_when_jax_has_the_program(fresh, tmp_path):
+    """explain reads XLA's per-pass dumps (which pass dropped a bf16 rounding); JAX leaves dump options out
+    of its cache key, so a program it compiled before would be loaded and dump nothing."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "dumps.py"
+    script.write_text(
+        "import jax, jax.numpy as jnp\n"
+        "from jaxparity.cache import jax_cache\n"
+        "from jaxparity.explain.hlo import _dumps\n"
+        "assert jax_cache()\n"
+        "lowered = jax.jit(lambda x: (x.astype(jnp.bfloat16) * 3).astype(jnp.float32) + 1).lower(jnp.ones(4))\n"
+        "lowered.compile()\n"
+        "with _dumps(lowered, None, True) as steps:\n"
+        "    print(len(steps))\n")
+    counts = [int(subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True,
+                                 env=dict(os.environ)).stdout.split()[-1]) for _ in range(2)]
+    assert any((fresh.parent / "jax").rglob("*-cache*"))  # the second process found the program in the cache
+    assert counts[0] > 1 and counts[1] == counts[0]

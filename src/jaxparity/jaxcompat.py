@@ -34,9 +34,9 @@ import jax
 from .versions import parse as _parse
 
 __all__ = ["CALL_PARAM", "COMBINER_PARAMS", "DropVar", "JAX_VERSION", "Tracer", "bind", "current_name_stack",
-           "dce_jaxpr", "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util", "program_text",
-           "public_test_util", "scan_layout", "stablehlo_versions", "summarize", "test_harnesses", "trace_context",
-           "typeof", "user_context", "user_frames"]
+           "dce_jaxpr", "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util", "no_persistent_cache",
+           "program_text", "public_test_util", "scan_layout", "stablehlo_versions", "summarize", "test_harnesses",
+           "trace_context", "typeof", "user_context", "user_frames"]
 
 JAX_VERSION = _parse(jax.__version__)
 
@@ -91,6 +91,29 @@ def trace_context() -> Any:
         return config.trace_context()
     except Exception:  # pragma: no cover - depends on JAX internals
         return None
+
+
+@contextmanager
+def no_persistent_cache() -> Iterator[None]:
+    """Compiles that must really compile, for what the compiler writes as it goes (``xla_dump_to``: JAX
+    leaves dump options out of its persistent cache's key, so a program compiled before is loaded and
+    dumps nothing). jax._src.compilation_cache.reset_cache() makes JAX read jax_enable_compilation_cache
+    again (it memoizes whether the cache is used): on every supported version; where it is missing, the
+    cache is left as it is."""
+    try:
+        from jax._src import compilation_cache as _cc
+
+        reset, before = _cc.reset_cache, jax.config.jax_enable_compilation_cache
+    except (ImportError, AttributeError):  # pragma: no cover - depends on JAX internals
+        yield
+        return
+    jax.config.update("jax_enable_compilation_cache", False)
+    reset()
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", before)
+        reset()
 
 
 def program_text(lowered: Any) -> str:

@@ -8,6 +8,7 @@ runs in a fresh one. A worker loads the case once and runs paths until one of th
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,6 +24,9 @@ import numpy as np
 from .runs import CaseInfo, PathRun
 
 __all__ = ["IsolatedRunner", "WorkerDied"]
+
+
+_GLOG_QUIET = re.compile(r"^[IW]\d{4} ")
 
 
 class WorkerDied(Exception):
@@ -95,7 +99,10 @@ class IsolatedRunner:
         how = f"was killed by {signal.Signals(-code).name}" if code and code < 0 else f"exited with status {code}"
         self._log.flush()
         with open(self._log.name, errors="replace") as f:
-            lines = [ln.rstrip() for ln in f if ln.strip() and not ln.startswith("WARNING: All log messages")]
+            # glog's INFO and WARNING lines (JAX's persistent cache writes one per program it loads) say
+            # nothing of a death; its ERROR and FATAL lines, Python's and the crash's own words do
+            lines = [ln.rstrip() for ln in f if ln.strip() and not ln.startswith("WARNING: All log messages")
+                     and not _GLOG_QUIET.match(ln)]
         tail = "\n".join(lines[-4:])
         return f"its process {how}" + (f":\n{tail}" if tail else "")
 
@@ -233,7 +240,7 @@ class IsolatedRunner:
                 key = last_attempt(breadcrumb)
                 if key is None or key in crashed:
                     return f"explaining crashed: {died}"
-                crashed[key] = died.splitlines()[0].removeprefix("its process ")
+                crashed[key] = died.splitlines()[0].removeprefix("its process ").rstrip(":")
 
     def capture(self, spec: str) -> list | str:
         """Every op of the case as this worker's JAX traces it, with its values along ``spec`` (see

@@ -230,8 +230,11 @@ def _dumps(lowered: Any, compiler_options: dict | None, per_pass: bool) -> Itera
     """Compile into a temporary dump directory: ("before_optimizations", file), then (pass, file
     after it) for each pass that changed the module, in order. The directory is deleted on exit."""
     with tempfile.TemporaryDirectory(prefix="jaxparity-hlo-") as tmp:
+        from ..jaxcompat import no_persistent_cache
+
         extra = {"xla_dump_to": tmp, **({"xla_dump_hlo_pass_re": ".*"} if per_pass else {})}
-        lowered.compile(compiler_options={**(compiler_options or {}), **extra})
+        with no_persistent_cache():  # a program loaded from JAX's cache is not compiled: no dumps
+            lowered.compile(compiler_options={**(compiler_options or {}), **extra})
         first = sorted(Path(tmp).glob("module_*.before_optimizations.txt"))[:1]
         module = first[0].name.split(".")[0] + "." if first else ""
         steps = sorted((int(m.group(1)), m.group(2), p) for p in Path(tmp).glob(module + "*.txt")
