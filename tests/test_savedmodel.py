@@ -122,3 +122,24 @@ def test_the_serving_process_is_kept_warm_and_one_that_dies_costs_nothing():
     flagged.run(fn, (jnp.arange(4.0),))
     assert len(warm._POOL) == 2 and not any("before" in n for n in flagged.notes if "served by" in n)
     print(f"warm run: {warm_seconds:.2f} s")
+
+
+def test_the_warm_pool_keeps_a_few_and_stops_the_one_used_longest_ago(monkeypatch):
+    import sys
+
+    from jaxparity.execution import warm
+
+    warm.close_all()
+    monkeypatch.setenv("JAXPARITY_WARM_MAX", "2")
+    sleeper = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    made = []
+    for i in range(3):
+        p = warm.warm(sleeper, {"N": str(i)})
+        made.append(p)
+        warm.give_back(p)
+    assert len(warm._POOL) == 2 and not made[0].alive() and made[1].alive() and made[2].alive()
+    again = warm.warm(sleeper, {"N": "1"})  # the pool hands the live one back
+    assert again is made[1]
+    warm.give_back(again)
+    warm.close_all()
+    assert not any(p.alive() for p in made)

@@ -7,7 +7,8 @@ a pytest session, the next experiment of `explain` with the same environment) pa
 Isolation is unchanged where it matters: a process that dies or does not answer within the timeout
 is killed and forgotten, its request fails alone, and the next request starts a fresh one. Each
 process leaves when its stdin closes: when this process exits, however it exits.
-``JAXPARITY_WARM=0`` starts a fresh process for every request.
+``JAXPARITY_WARM=0`` starts a fresh process for every request; at most ``JAXPARITY_WARM_MAX`` (4)
+are kept, the one used longest ago stopped first.
 """
 
 from __future__ import annotations
@@ -126,6 +127,15 @@ def prestart(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[
     give_back(process)
 
 
+def _most() -> int:
+    """How many warm processes one process keeps (``JAXPARITY_WARM_MAX``, default 4): each holds a
+    TensorFlow, hundreds of MB; the one used longest ago goes first."""
+    try:
+        return max(1, int(os.environ.get("JAXPARITY_WARM_MAX", "4")))
+    except ValueError:
+        return 4
+
+
 def give_back(process: WarmProcess) -> None:
     """A process that answered, back in the pool for the next request (stopped where warm is off)."""
     if not warm_enabled() or not process.alive():
@@ -133,9 +143,12 @@ def give_back(process: WarmProcess) -> None:
         return
     with _LOCK:
         old = _POOL.pop(process.key, None)  # type: ignore[attr-defined]
-        _POOL[process.key] = process  # type: ignore[attr-defined]
-    if old is not None and old is not process:
-        old.stop()
+        _POOL[process.key] = process  # type: ignore[attr-defined]  # last: the most recently used
+        evicted = []
+        while len(_POOL) > _most():
+            evicted.append(_POOL.pop(next(iter(_POOL))))
+    for p in ([old] if old is not None and old is not process else []) + evicted:
+        p.stop()
 
 
 def close_all() -> None:
