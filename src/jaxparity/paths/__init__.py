@@ -43,5 +43,5 @@ def make_path(spec: str) -> Path:
     if name not in PATHS:
         near = difflib.get_close_matches(name, PATHS, 2)
         raise PathOptionError(f"unknown path {name!r}" + (f"; did you mean {' or '.join(near)}?" if near else "")
-                              + f" Known paths: {', '.join(PATHS)}")
+                              + f" (known paths: {', '.join(PATHS)})")
     return PATHS[name](options, env=spec_env(spec))

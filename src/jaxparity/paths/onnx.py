@@ -452,12 +452,13 @@ class _OnnxPath(Path):
             kept = [p for p in model.metadata_props if p.key != CACHED]
             del model.metadata_props[:]
             model.metadata_props.extend(kept)
-            self.notes.append(f"ONNX model reused from jaxparity's cache (entry {cached}: same program, opset and "
-                              "versions; --no-cache converts again)")
         if self.options.get("keep"):
             onnx.save(model, self.options["keep"])
         self.notes.append(f"converted by jax2onnx {version('jax2onnx')} (onnx {onnx.__version__}), "
                           f"opset {self.opset}, {_count(len(model.graph.node), 'node')}")
+        if cached:
+            self.notes.append(f"ONNX model reused from jaxparity's cache (entry {cached}: same program, opset and "
+                              "versions; --no-cache converts again)")
         replayed = next((p.value for p in model.metadata_props if p.key == REPLAYED), None)
         if replayed:
             self.notes.append("converted from the function's jaxpr, primitive by primitive (jax2onnx's plugins patch "
