@@ -91,6 +91,10 @@ _POOL: dict[tuple, WarmProcess] = {}
 _LOCK = threading.Lock()
 
 
+def _key(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[str]) -> tuple:
+    return tuple(argv), tuple(sorted((k, v) for k, v in (env or {}).items() if k not in ignore))
+
+
 def warm_enabled() -> bool:
     return os.environ.get("JAXPARITY_WARM", "1") not in ("0", "")
 
@@ -100,7 +104,7 @@ def warm(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[str]
     time, where ``JAXPARITY_WARM=0``); ``ignore``: variables that do not tell environments apart (those
     the served library sets itself as it loads). A process serves one request at a time: one handed
     out is out of the pool until ``give_back``."""
-    key = (tuple(argv), tuple(sorted((k, v) for k, v in (env or {}).items() if k not in ignore)))
+    key = _key(argv, env, ignore)
     with _LOCK:
         found = _POOL.pop(key, None) if warm_enabled() else None
     if found is not None and found.alive():
@@ -118,7 +122,7 @@ def prestart(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[
     re-run that needs it). Nothing where warm processes are off."""
     if not warm_enabled():
         return
-    key = (tuple(argv), tuple(sorted((k, v) for k, v in (env or {}).items() if k not in ignore)))
+    key = _key(argv, env, ignore)
     with _LOCK:
         if key in _POOL:
             return
