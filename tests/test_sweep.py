@@ -105,7 +105,10 @@ def test_killing_a_local_worker_mid_sweep_loses_and_duplicates_nothing(tmp_path)
         if store_db.exists():
             import sqlite3
 
-            n = sqlite3.connect(store_db).execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+            try:
+                n = sqlite3.connect(store_db).execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+            except sqlite3.OperationalError:  # the file is there, its tables not yet
+                continue
             workers = _workers(proc.pid)
             if n >= 2 and workers:
                 os.kill(workers[0], signal.SIGKILL)
