@@ -35,7 +35,10 @@ def pytest_sessionfinish(session, exitstatus):
     """The session's own cache goes with it (the link to the shared environments, not what it points to)."""
     import shutil
 
+    from jaxparity.execution.warm import stop_daemons
+
     for own in _OWN:
+        stop_daemons(own / "serve")  # the serving processes the session's commands left for the next one
         shutil.rmtree(own, ignore_errors=True)
 
 

@@ -20,9 +20,12 @@ from jaxparity.paths import make_path
 @pytest.fixture
 def fresh(tmp_path, monkeypatch):
     """An empty cache of this test's own."""
+    from jaxparity.execution.warm import stop_daemons
+
     monkeypatch.setenv("JAXPARITY_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("JAXPARITY_NO_CACHE", raising=False)
-    return tmp_path / "cache" / "artifacts"
+    yield tmp_path / "cache" / "artifacts"
+    stop_daemons(tmp_path / "cache" / "serve")
 
 
 def _entries(root, kind):
@@ -172,6 +175,10 @@ def test_a_command_twice_reuses_compiled_programs_and_says_what_it_reused(fresh,
         assert a["verdict"] == b["verdict"] and a["leaves"] == b["leaves"]  # the same numbers
     saved = [next(p for p in d["paths"] if p["spec"] == "savedmodel")["notes"] for d in docs]
     assert not any("reused" in n for n in saved[0]) and any("SavedModel reused" in n for n in saved[1])
+    # the serving process the first command started served the second, the model still loaded
+    assert not any("before" in n for n in saved[0] if "served by" in n)
+    assert any("kept warm between commands" in n and "this model already loaded there" in n for n in saved[1]), \
+        saved[1]
     off = run_cli("compare", str(EXAMPLES / "mlp_bf16.py"), "--paths", "eager,savedmodel", "--json", "-",
                   "--no-cache")
     assert not any("reused" in n for p in json.loads(off.stdout)["paths"] for n in p["notes"])
@@ -197,3 +204,24 @@ def test_a_compile_for_the_compilers_dumps_compiles_even_when_jax_has_the_progra
                                  env=dict(os.environ)).stdout.split()[-1]) for _ in range(2)]
     assert any((fresh.parent / "jax").rglob("*-cache*"))  # the second process found the program in the cache
     assert counts[0] > 1 and counts[1] == counts[0]
+
+
+def test_compiler_evidence_is_kept_and_a_changed_program_or_option_compiles_again(fresh):
+    """explain's per-pass compile (which pass dropped a bf16 rounding) is read from the cache the second
+    time, the same evidence; another program or another compile option is another entry."""
+    from jaxparity.explain.hlo import compiler_evidence
+
+    def fn(x):
+        return (x.astype(jnp.bfloat16) * 3).astype(jnp.float32) + 1
+
+    args = (jnp.linspace(-1, 1, 8),)
+    first, second = (compiler_evidence(fn, args) for _ in range(2))
+    assert first.widened and first.widened == second.widened  # XLA:CPU computes the bf16 multiply in f32
+    assert not any("jaxparity's cache" in n for n in first.notes)
+    assert any("read from jaxparity's cache" in n for n in second.notes)
+    assert len(_entries(fresh, "compiler-evidence")) == 1
+    other = compiler_evidence(lambda x: fn(x) * 2, args)
+    options = compiler_evidence(fn, args, compiler_options={"xla_allow_excess_precision": False})
+    assert not any("jaxparity's cache" in n for n in other.notes + options.notes)
+    assert not options.widened  # without excess precision XLA rounds to bf16 as declared
+    assert len(_entries(fresh, "compiler-evidence")) == 3

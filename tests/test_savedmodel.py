@@ -1,6 +1,7 @@
 """The savedmodel path: arrays cross the process boundary bit-exactly, environment options reach TF."""
 
 import re
+from pathlib import Path as FsPath
 
 import jax
 import jax.numpy as jnp
@@ -110,8 +111,8 @@ def test_the_serving_process_is_kept_warm_and_one_that_dies_costs_nothing():
     out = second.run(fn, (jnp.arange(4.0) + 1,))
     warm_seconds = time.perf_counter() - start
     np.testing.assert_allclose(np.asarray(out), np.tanh(np.arange(4.0) + 1) * 2, rtol=1e-6)
-    assert any("the same process served 1 model before" in n for n in second.notes), second.notes
-    assert not any("served 1 model before" in n for n in first.notes)
+    assert any("the same process served 1 request before" in n for n in second.notes), second.notes
+    assert not any("served 1 request before" in n for n in first.notes)
     (process,) = warm._POOL.values()
     process.proc.kill()
     third = make_path("savedmodel")
@@ -143,3 +144,63 @@ def test_the_warm_pool_keeps_a_few_and_stops_the_one_used_longest_ago(monkeypatc
     warm.give_back(again)
     warm.close_all()
     assert not any(p.alive() for p in made)
+
+
+@pytest.mark.slow
+def test_the_serving_process_outlives_the_command_and_is_replaced_when_it_died_or_went_stale(monkeypatch):
+    """With JAXPARITY_SERVE_IDLE (what jaxparity's commands set), the serving process stays for the next
+    command: found on its socket, the model still loaded. One killed between commands is replaced, one
+    whose interpreter's packages changed leaves before it answers, and a model directory written again
+    (keep=DIR) is loaded again: each time the right numbers."""
+    import os
+    import shutil
+    import tempfile
+
+    import numpy as np
+
+    from jaxparity.execution import warm
+    from jaxparity.paths import make_path
+
+    cache = tempfile.mkdtemp(prefix="jp-serve-")  # a Unix socket's path is short
+    packages = tempfile.mkdtemp(prefix="jp-site-")  # on the serving interpreter's sys.path
+    monkeypatch.setenv("JAXPARITY_CACHE", cache)
+    monkeypatch.setenv("JAXPARITY_SERVE_IDLE", "120")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (packages, os.environ.get("PYTHONPATH")) if p))
+    fn = lambda x: jnp.tanh(x) * 2  # noqa: E731
+    x = jnp.arange(4.0)
+
+    def command(f=fn, spec="savedmodel"):  # a new command: nothing kept in this process
+        warm.close_all()
+        path = make_path(spec)
+        out = np.asarray(path.run(f, (x,)))
+        return out, " ".join(n for n in path.notes if "served by" in n)
+
+    try:
+        out, said = command()
+        np.testing.assert_allclose(out, np.tanh(np.arange(4.0)) * 2, rtol=1e-6)
+        assert "before" not in said
+        (pidfile,) = (FsPath(cache) / "serve").glob("*.pid")
+        pid = int(pidfile.read_text())
+        again, said = command()
+        np.testing.assert_array_equal(again, out)
+        assert "served 1 request before (kept warm between commands" in said and "already loaded" in said, said
+        assert int(pidfile.read_text()) == pid
+        os.kill(pid, 9)
+        again, said = command()
+        np.testing.assert_array_equal(again, out)
+        assert "before" not in said and int(pidfile.read_text()) != pid  # a fresh one answered
+        pid = int(pidfile.read_text())
+        (FsPath(packages) / "new_package.py").write_text("")  # as pip installing into it would
+        again, said = command()
+        np.testing.assert_array_equal(again, out)
+        assert "before" not in said and int(pidfile.read_text()) != pid  # the stale one left
+        keep = FsPath(cache) / "kept"
+        first, _ = command(spec=f"savedmodel:keep={keep}")
+        second, said = command(lambda v: jnp.tanh(v) * 3, spec=f"savedmodel:keep={keep}")
+        np.testing.assert_allclose(second, np.tanh(np.arange(4.0)) * 3, rtol=1e-6)  # not the model kept loaded
+        assert "before" in said and "already loaded" not in said
+    finally:
+        warm.close_all()
+        warm.stop_daemons(FsPath(cache) / "serve")
+        shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(packages, ignore_errors=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -303,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     parser.argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
-    with runtime_log() as log:
+    with runtime_log() as log, _command_env():
         code = _run(args, parser)
     if log is not None and log.lines():
         if code == 2:
@@ -311,6 +313,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             log.path.unlink()
     return code
+
+
+@contextmanager
+def _command_env() -> Iterator[None]:
+    """What a command sets for itself and its workers (``--no-cache``, the serving process kept for the
+    next command) set back as it was afterwards: ``main`` called from Python leaves the caller's alone."""
+    names = ("JAXPARITY_NO_CACHE", "JAXPARITY_SERVE_IDLE")
+    before = {k: os.environ.get(k) for k in names}
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _note(message: str) -> None:
@@ -324,6 +342,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from .cache import disable
 
         disable()  # this process and every worker it starts
+    # The TensorFlow serving process stays for the next command (execution.warm.Daemon), 10 minutes idle.
+    os.environ.setdefault("JAXPARITY_SERVE_IDLE", "600")
     ensure_host_devices([p for p in (getattr(args, "paths", None) or []) if isinstance(p, str)]
                         if not isinstance(getattr(args, "paths", None), str) else [args.paths])
     if args.command in ("compare", "explain"):

@@ -9,13 +9,22 @@ is killed and forgotten, its request fails alone, and the next request starts a 
 process leaves when its stdin closes: when this process exits, however it exits.
 ``JAXPARITY_WARM=0`` starts a fresh process for every request; at most ``JAXPARITY_WARM_MAX`` (4)
 are kept, the one used longest ago stopped first.
+
+Where ``JAXPARITY_SERVE_IDLE`` is a number of seconds (jaxparity's commands set 600), the process
+outlives this one (``Daemon``): it serves on a Unix socket in ``<cache>/serve`` and the next command
+with the same serving environment, interpreter and serving script finds it there. It leaves after that
+many idle seconds, when its socket is removed, and when a package of its interpreter changed. One
+command talks to it at a time (a lock file); another command meanwhile runs a process of its own.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
+import hashlib
 import json
 import os
+import socket
 import select
 import signal
 import subprocess
@@ -23,9 +32,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["WarmDied", "WarmProcess", "close_all", "give_back", "prestart", "warm", "warm_enabled"]
+__all__ = ["Daemon", "WarmDied", "WarmProcess", "close_all", "give_back", "outlive", "prestart", "stop_daemons",
+           "warm", "warm_enabled"]
 
 _MARK = "@@jaxparity "
 
@@ -87,12 +98,252 @@ class WarmProcess:
         self.proc.wait()
 
 
-_POOL: dict[tuple, WarmProcess] = {}
+class Daemon:
+    """A serving process that outlives this one, found by its key under ``<cache>/serve``: ``<id>.sock``
+    (it listens there), ``<id>.pid``, ``<id>.log`` (its stdout and stderr) and ``<id>.lock``, held by the
+    command talking to it. The same interface as ``WarmProcess``; ``stop`` leaves it running (it is the
+    next command's), a request it does not answer in time kills it."""
+
+    outlives = True
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None, key: tuple, idle: float, where: Path) -> None:
+        self.argv, self.env, self.idle = list(argv), env, idle
+        # what it runs: its scripts and the module they read arrays with, as they are now
+        code = [Path(a) for a in argv[1:] if a.endswith(".py") and Path(a).is_file()]
+        code.append(Path(__file__).resolve().parents[1] / "arrayio.py")
+        digest = hashlib.sha256(repr((key, [p.read_bytes() for p in code])).encode())
+        self.id = digest.hexdigest()[:20]
+        self.dir = where
+        self.sock, self.pidfile, self.logfile, self.lockfile = (where / f"{self.id}{ext}" for ext in
+                                                                 (".sock", ".pid", ".log", ".lock"))
+        self.served = 0  # requests it answered, this one's and earlier commands'
+        self._offset = 0  # where this request's output begins in its log
+        self._started: subprocess.Popen | None = None
+        self._own: WarmProcess | None = None  # this process's own, while another command holds the shared one
+
+    @staticmethod
+    def usable(where: Path) -> bool:
+        return len(str(where)) < 80  # a Unix socket's path holds at most 107 bytes
+
+    def alive(self) -> bool:
+        return True  # a handle: whether its process lives is found at the next request
+
+    def output(self) -> str:
+        try:
+            with open(self.logfile) as f:
+                f.seek(self._offset)
+                return f.read()[-20000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """This process's own one stopped; the shared one is the next command's (``kill`` stops it)."""
+        if self._own is not None:
+            self._own.stop()
+
+    def kill(self) -> None:
+        pid = self._pid()
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for f in (self.sock, self.pidfile):
+            f.unlink(missing_ok=True)
+
+    def _pid(self) -> int | None:
+        """The pid of this key's process: the one this process started while it runs (its command line
+        is empty until its exec is done), else the one the pid file names if it is running it."""
+        if self._started is not None and str(self._started.pid) == _read(self.pidfile):
+            return self._started.pid if self._started.poll() is None else None
+        try:
+            pid = int(self.pidfile.read_text())
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                return pid if str(self.sock).encode() in f.read() else None
+        except (OSError, ValueError):
+            return None
+
+    def request(self, line: str, timeout: float | None) -> dict[str, Any]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.lockfile, "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # another command is talking to it: a process of this command's own
+                return self._alone(line, timeout)
+            os.utime(self.lockfile)  # used now: the last to be stopped
+            deadline = None if timeout is None else time.monotonic() + timeout
+            for _ in range(2):
+                answer = self._ask(line, deadline, timeout)
+                if "stale" not in answer:
+                    return answer
+                self.kill()  # it left; the next one imports the packages installed now
+            return self._alone(line, timeout)  # a directory on its sys.path changes all the time
+
+    def _alone(self, line: str, timeout: float | None) -> dict[str, Any]:
+        """Served by a process of this one's own, kept for the next time the shared one is busy (two
+        sweep workers on one serving environment)."""
+        if self._own is None or not self._own.alive():
+            self._own = WarmProcess([*self.argv], self.env)
+        answer = self._own.request(line, timeout)
+        self.served = self._own.served
+        return answer
+
+    def prestart(self) -> None:
+        """Started now where none is running or starting (nothing where another command holds it)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.lockfile, "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return
+            if self._pid() is None:
+                self._start()
+
+    def _start(self) -> None:
+        for f in (self.sock, self.pidfile):
+            f.unlink(missing_ok=True)
+        _bound(self.dir, _most() - 1)
+        with open(self.logfile, "w") as log:
+            self._started = subprocess.Popen([*self.argv, "--socket", str(self.sock), "--idle", f"{self.idle:g}"],
+                                             env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                             cwd="/", start_new_session=True)  # not the command's Ctrl-C
+        _CHILDREN.append(self._started)
+        self.pidfile.write_text(str(self._started.pid))
+
+    def _connect(self, deadline: float | None) -> socket.socket:
+        """A connection to the running process, started now where none runs; WarmDied where it dies
+        before it listens or is not listening by the deadline."""
+        if self._pid() is None:
+            self._start()
+        while True:
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                conn.connect(str(self.sock))
+                return conn
+            except OSError:
+                conn.close()
+            if self._pid() is None:  # it died importing TensorFlow, or was killed
+                self._offset = 0
+                self._fail("the serving process exited before it served", None)
+            if deadline is not None and time.monotonic() > deadline:
+                self.kill()
+                raise WarmDied("the serving process did not start listening in time", self.output(), None)
+            time.sleep(0.05)
+
+    def _fail(self, message: str, code: int | None) -> None:
+        started = self._started
+        if started is not None and started.poll() is None:
+            try:
+                started.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        if started is not None and started.returncode is not None:
+            code = started.returncode
+            message = (f"the serving process was killed by {signal.Signals(-code).name}" if code < 0 else
+                       f"the serving process exited with status {code}")
+        self.kill()
+        raise WarmDied(message, self.output(), 1 if code is None else code)
+
+    def _ask(self, line: str, deadline: float | None, timeout: float | None) -> dict[str, Any]:
+        self._offset = self.logfile.stat().st_size if self.logfile.exists() else 0
+        conn = self._connect(deadline)
+        with conn, conn.makefile("rw") as stream:
+            got = []
+            try:
+                for text in ("", line.rstrip("\n") + "\n"):
+                    if text:
+                        stream.write(text)
+                        stream.flush()
+                    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                    ready, _, _ = select.select([conn], [], [], left)
+                    if not ready:
+                        self.kill()
+                        raise WarmDied(f"the serving process did not answer within {timeout:g} s", self.output(),
+                                       None)
+                    got.append(stream.readline())
+                    if not got[-1].startswith(_MARK):
+                        break
+                    if len(got) == 1:  # its hello: whether it served before decides a retry if it dies now
+                        self.served = int(json.loads(got[0][len(_MARK):]).get("served", 0))
+            except OSError:
+                got.append("")
+            if not got[-1].startswith(_MARK):  # the connection closed unanswered: it died
+                self._fail("the serving process died (it was started by an earlier command, which alone "
+                           "could read its exit status)", None)
+        answer = json.loads(got[1][len(_MARK):])
+        self.served += "error" not in answer and "stale" not in answer
+        return answer
+
+
+_POOL: dict[tuple, WarmProcess | Daemon] = {}
 _LOCK = threading.Lock()
+_CHILDREN: list[subprocess.Popen] = []  # daemons started here, kept so their exit status can be read
+# Variables that do not tell serving environments apart: the shell's bookkeeping and jaxparity's own.
+_SHELL = frozenset({"_", "PWD", "OLDPWD", "SHLVL"})
 
 
 def _key(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[str]) -> tuple:
-    return tuple(argv), tuple(sorted((k, v) for k, v in (env or {}).items() if k not in ignore))
+    return tuple(argv), tuple(sorted((k, v) for k, v in (env or {}).items()
+                                     if k not in ignore and k not in _SHELL and not k.startswith("JAXPARITY_")))
+
+
+def outlive() -> float:
+    """Seconds a serving process outlives the command that started it (``JAXPARITY_SERVE_IDLE``; 0 where
+    unset, in Python; jaxparity's commands set 600)."""
+    try:
+        return max(0.0, float(os.environ.get("JAXPARITY_SERVE_IDLE", "0") or 0))
+    except ValueError:
+        return 0.0
+
+
+def _daemons() -> Path:
+    from ..cache.store import enabled, root
+
+    return root() / "serve" if enabled() else Path()
+
+
+def _bound(where: Path, keep: int) -> None:
+    """At most ``keep`` daemons running in ``where``: those used longest ago (and not in use) stopped."""
+    running = []
+    for pidfile in where.glob("*.pid"):
+        lock = pidfile.with_suffix(".lock")
+        running.append((lock.stat().st_mtime if lock.exists() else 0.0, pidfile))
+    for _, pidfile in sorted(running)[:max(0, len(running) - keep)]:
+        with open(pidfile.with_suffix(".lock"), "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # in use by another command
+            _stop_one(pidfile)
+
+
+def _read(f: Path) -> str:
+    try:
+        return f.read_text()
+    except OSError:
+        return ""
+
+
+def _stop_one(pidfile: Path) -> None:
+    sock = pidfile.with_suffix(".sock")
+    try:
+        pid = int(pidfile.read_text())
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if str(sock).encode() in f.read():
+                os.kill(pid, signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+    for f in (sock, pidfile):
+        f.unlink(missing_ok=True)
+
+
+def stop_daemons(where: Path | None = None) -> int:
+    """Stop every serving process that outlives its command in ``where`` (``<cache>/serve``); how many."""
+    where = _daemons() if where is None else where
+    pidfiles = list(where.glob("*.pid")) if where.is_dir() else []
+    for pidfile in pidfiles:
+        _stop_one(pidfile)
+    return len(pidfiles)
 
 
 def warm_enabled() -> bool:
@@ -111,7 +362,11 @@ def warm(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[str]
         return found
     if found is not None:
         found.stop()
-    process = WarmProcess(argv, env)
+    where = _daemons()
+    if warm_enabled() and outlive() and where.parts and Daemon.usable(where):
+        process: WarmProcess | Daemon = Daemon(argv, env, key, outlive(), where)
+    else:
+        process = WarmProcess(argv, env)
     process.key = key  # type: ignore[attr-defined]
     return process
 
@@ -126,8 +381,9 @@ def prestart(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[
     with _LOCK:
         if key in _POOL:
             return
-    process = WarmProcess(argv, env)
-    process.key = key  # type: ignore[attr-defined]
+    process = warm(argv, env, ignore)
+    if isinstance(process, Daemon):
+        process.prestart()
     give_back(process)
 
 
@@ -161,6 +417,9 @@ def close_all() -> None:
         processes = list(_POOL.values())
         _POOL.clear()
     for p in processes:
+        if isinstance(p, Daemon):
+            p.stop()  # its own process only: the shared one is the next command's
+            continue
         try:
             p.proc.stdin.close()
             p.proc.wait(timeout=5)

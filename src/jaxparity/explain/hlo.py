@@ -260,8 +260,44 @@ def compiler_evidence(fn: Callable[..., Any], args: tuple, *, compiler_options: 
     Reads the HLO XLA receives and the optimized HLO of the same compile; never runs the program.
     With ``passes``, compiles once more with per-pass dumps to name the pass that drops each rounding.
     ``optimized_text``: the optimized HLO of that very compile when the caller already has it.
+    Kept in jaxparity's cache (the per-pass compile takes seconds and JAX's own cache cannot skip it):
+    keyed by the program with its source locations, JAX's configuration, the options, ``XLA_FLAGS``,
+    the versions, the CPU, this module's code and the working directory (sources are named relative
+    to it).
     """
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    from ..cache import cache, fingerprint, machine, package_versions
+    from ..jaxcompat import program_text
+    from ..paths.staging import config_key
+
     lowered = _lower(fn, args)
+    store = cache()
+    if store is None:
+        return _evidence(lowered, compiler_options, path, passes, optimized_text)
+    key = fingerprint("compiler-evidence", program_text(lowered), repr(config_key()), compiler_options, path, passes,
+                      os.environ.get("XLA_FLAGS", ""), package_versions(), machine(), os.getcwd(),
+                      hashlib.sha256(Path(__file__).read_bytes()).hexdigest())
+
+    def make(where: Path) -> dict[str, Any]:
+        found = _evidence(lowered, compiler_options, path, passes, optimized_text)
+        (where / "evidence.json").write_text(json.dumps(asdict(found)))
+        return {}
+
+    entry = store.fetch("compiler-evidence", key, make)
+    data = json.loads((entry.dir / "evidence.json").read_text())
+    notes = tuple(data["notes"])
+    if entry.reused:
+        notes += (f"read from jaxparity's cache (entry {entry.short}: the same program, compile options and "
+                  "versions; --no-cache compiles again)",)
+    return CompilerEvidence(data["path"], tuple(WidenedResult(**w) for w in data["widened"]),
+                            data["declared_narrow_ops"], notes)
+
+
+def _evidence(lowered: Any, compiler_options: dict | None, path: str, passes: bool,
+              optimized_text: str | None) -> CompilerEvidence:
     notes: list[str] = []
     if (declared_text := _unoptimized_hlo(lowered)) is None:
         with _dumps(lowered, compiler_options, per_pass=False) as files:

@@ -329,8 +329,11 @@ class SavedModelPath(Path):
         if report.get("jax_imported"):
             raise PathError("the serving process imported JAX; it must run TensorFlow alone")
         env_note = ", ".join(f"{k}={v}" for k, v in self.options.items() if k.isupper())
-        again = (f"; the same process served {server.served - 1} model{'s' if server.served > 2 else ''} before "
-                 "(kept warm, each model in its own graph and session)" if server.served > 1 else "")
+        between = " between commands" if getattr(server, "outlives", False) else ""
+        loaded = ", this model already loaded there, as TensorFlow Serving keeps it" if report.get("loaded_before") \
+            else ""
+        again = (f"; the same process served {server.served - 1} request{'s' if server.served > 2 else ''} before "
+                 f"(kept warm{between}, each model in its own graph and session{loaded})" if server.served > 1 else "")
         self.notes.append(
             f"served by TensorFlow {report['tensorflow']} in a process of its own without JAX "
             f"(tag 'serve', Session.run){'; ' + env_note if env_note else ''}{again}"

@@ -4,8 +4,10 @@ Run as a script: ``python tf_savedmodel.py MODEL_DIR INPUTS.npz OUTPUTS.npz``, o
 ``python tf_savedmodel.py --wait`` (it imports TensorFlow while the caller converts the model, then
 reads ``MODEL_DIR<TAB>INPUTS<TAB>OUTPUTS`` from stdin), or kept warm as ``python tf_savedmodel.py
 --serve``: one request per stdin line, each answered by one ``@@jaxparity {...}`` line on stdout (the
-report, or ``{"error": ...}``), each model loaded into a graph and session of its own, as TensorFlow
-Serving holds many models in one process; it leaves when stdin closes. It imports
+report, or ``{"error": ...}``), each model loaded into a graph and session of its own and kept loaded
+for the next request (the last 4), as TensorFlow Serving holds many models in one process; it leaves
+when stdin closes. ``--serve --socket PATH --idle SECONDS`` serves the same requests on a Unix socket
+and outlives the command that started it (``serve_socket``). It imports
 TensorFlow and not JAX, loads the model with the ``serve`` tag through the TF1 SavedModel loader,
 feeds the ``serving_default`` signature's input tensors and fetches its outputs with
 ``Session.run``. Environment variables (``XLA_FLAGS``...) are the caller's to set: TensorFlow reads
@@ -36,20 +38,58 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the directory ho
 from jaxparity.arrayio import load_arrays, save_arrays  # noqa: E402  (numpy-only module)
 
 
+# Models loaded by a process that serves many requests, as TensorFlow Serving keeps a model loaded
+# between requests: (the model directory, what its files are now) -> (session, signature), the one
+# used longest ago closed first. A directory whose files changed (``keep=DIR`` written again) is
+# another model.
+_LOADED: dict = {}
+_KEEP_LOADED = 0  # how many; 0 in a process that serves one request
+
+
+def _identity(model_dir: str) -> tuple:
+    root = Path(model_dir)
+    files = [root / "saved_model.pb", *sorted((root / "variables").glob("*"))]
+    return (str(root.resolve()),) + tuple((f.name, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+                                          for f in files if f.is_file() and (st := f.stat()))
+
+
+def _load(model_dir: str) -> tuple:
+    """(session, signature, loaded before): the model's own graph and session, loaded now or kept."""
+    import tensorflow as tf
+
+    key = _identity(model_dir) if _KEEP_LOADED else None
+    if key in _LOADED:
+        _LOADED[key] = _LOADED.pop(key)  # the most recently used: last
+        return (*_LOADED[key], True)
+    session = tf.compat.v1.Session(graph=tf.Graph())
+    try:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], model_dir)
+    except BaseException:
+        session.close()
+        raise
+    signature = meta.signature_def["serving_default"]
+    if key is not None:
+        _LOADED[key] = (session, signature)
+        while len(_LOADED) > _KEEP_LOADED:
+            _LOADED.pop(next(iter(_LOADED)))[0].close()
+    return session, signature, False
+
+
 def main(model_dir: str, inputs_file: str, outputs_file: str) -> None:
     import tensorflow as tf
 
     inputs = load_arrays(inputs_file)
-    graph = tf.Graph()
-    with tf.compat.v1.Session(graph=graph) as session:
-        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], model_dir)
-        signature = meta.signature_def["serving_default"]
+    session, signature, before = _load(model_dir)
+    try:
         missing = sorted(set(signature.inputs) - set(inputs))
         if missing:
             raise SystemExit(f"the signature's inputs {missing} were not provided")
         feeds = {signature.inputs[k].name: inputs[k] for k in signature.inputs}
         fetches = {k: signature.outputs[k].name for k in signature.outputs}
         outputs = session.run(fetches, feed_dict=feeds)
+    finally:
+        if not _KEEP_LOADED:
+            session.close()
     save_arrays(outputs_file, outputs)
     print(
         json.dumps(
@@ -58,34 +98,103 @@ def main(model_dir: str, inputs_file: str, outputs_file: str) -> None:
                 "jax_imported": "jax" in sys.modules,
                 "signature_inputs": {k: v.name for k, v in signature.inputs.items()},
                 "signature_outputs": {k: v.name for k, v in signature.outputs.items()},
+                "loaded_before": before,
             }
         )
     )
 
 
-def serve() -> None:
+def _answer(line: str) -> dict:
+    """The report of one request line, or ``{"error": ...}``: a request's failure is told, never raised."""
     import contextlib
     import io
     import traceback
 
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said):
+            main(*line.split("\t")[:3])
+        return json.loads(said.getvalue().strip().splitlines()[-1])
+    except BaseException as e:  # noqa: BLE001 - the request's failure, told to the caller; serve the next
+        return {"error": "".join(traceback.format_exception(type(e), e, e.__traceback__))[-3000:]}
+
+
+def serve() -> None:
+    global _KEEP_LOADED
     import tensorflow  # noqa: F401
+
+    _KEEP_LOADED = 4
 
     for line in sys.stdin:
         line = line.rstrip("\n")
-        if not line:
-            continue
-        said = io.StringIO()
+        if line:
+            print("@@jaxparity " + json.dumps(_answer(line)), flush=True)
+
+
+def serve_socket(path: str, idle: float) -> None:
+    """``--serve`` on a Unix socket that outlives the command which started it (``execution.warm``):
+    one connection per request, told first this process's pid and how many requests it served. It
+    leaves after ``idle`` seconds without a request, when its socket is removed or replaced, and before
+    answering once a package of its interpreter was installed, removed or upgraded (``{"stale": ...}``)."""
+    import os
+    import socket
+    import time
+
+    global _KEEP_LOADED
+    import tensorflow  # noqa: F401
+
+    _KEEP_LOADED = 4
+
+    def installed() -> tuple:  # pip changes a site-packages directory whenever it adds or removes a package
+        return tuple(os.stat(p).st_mtime_ns if os.path.isdir(p) else 0 for p in sys.path if p)
+
+    packages = installed()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    scratch = os.path.join(os.path.dirname(path), f"{os.getpid()}.bind")  # no longer than path
+    listener.bind(scratch)
+    listener.listen(8)
+    os.replace(scratch, path)  # appears whole, ready to accept
+    mine = os.stat(path).st_ino
+
+    def still_mine() -> bool:
         try:
-            with contextlib.redirect_stdout(said):
-                main(*line.split("\t")[:3])
-            answer = json.loads(said.getvalue().strip().splitlines()[-1])
-        except BaseException as e:  # noqa: BLE001 - the request's failure, told to the caller; serve the next
-            answer = {"error": "".join(traceback.format_exception(type(e), e, e.__traceback__))[-3000:]}
-        print("@@jaxparity " + json.dumps(answer), flush=True)
+            return os.stat(path).st_ino == mine
+        except OSError:
+            return False
+
+    served, last = 0, time.monotonic()
+    listener.settimeout(1.0)
+    try:
+        while still_mine():
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                if time.monotonic() - last > idle:
+                    break
+                continue
+            with conn, conn.makefile("rw") as stream:
+                stream.write("@@jaxparity " + json.dumps({"pid": os.getpid(), "served": served}) + "\n")
+                stream.flush()
+                line = stream.readline().rstrip("\n")
+                if not line:
+                    continue
+                if installed() != packages:
+                    stream.write("@@jaxparity " + json.dumps({"stale": "a package of this interpreter changed "
+                                                              "since it imported TensorFlow"}) + "\n")
+                    break
+                answer = _answer(line)
+                served += 1
+                stream.write("@@jaxparity " + json.dumps(answer) + "\n")
+            last = time.monotonic()
+    finally:
+        if still_mine():
+            os.unlink(path)
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--serve"]:
+    if sys.argv[1:2] == ["--serve"] and sys.argv[2:3] == ["--socket"]:
+        serve_socket(sys.argv[3], float(sys.argv[5]))
+    elif sys.argv[1:2] == ["--serve"]:
         serve()
     elif sys.argv[1:2] == ["--wait"]:
         # Started before the model exists: import TensorFlow now (seconds), then read
