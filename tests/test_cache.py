@@ -5,6 +5,7 @@ the converted model and gives the new numbers."""
 from __future__ import annotations
 
 import json
+import re
 import os
 
 import jax
@@ -225,3 +226,19 @@ def test_compiler_evidence_is_kept_and_a_changed_program_or_option_compiles_agai
     assert not any("jaxparity's cache" in n for n in other.notes + options.notes)
     assert not options.widened  # without excess precision XLA rounds to bf16 as declared
     assert len(_entries(fresh, "compiler-evidence")) == 3
+
+
+def test_the_cache_command_shows_what_is_kept_and_clear_keeps_the_environments(fresh):
+    from conftest import run_cli
+
+    fn, args = _model()
+    make_path("onnx").run(fn, args)
+    (fresh.parent / "envs" / "old").mkdir(parents=True)
+    shown = run_cli("cache")
+    assert shown.returncode == 0, shown.stderr
+    assert str(fresh.parent) in shown.stdout and re.search(r"onnx\s+1 entry", shown.stdout), shown.stdout
+    assert "serving processes waiting for the next command: 0" in shown.stdout
+    cleared = run_cli("cache", "--clear")
+    assert cleared.returncode == 0 and "cleared" in cleared.stdout
+    assert not fresh.exists() and (fresh.parent / "envs" / "old").is_dir()
+    assert re.search(r"onnx", run_cli("cache").stdout) is None

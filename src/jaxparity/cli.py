@@ -30,6 +30,7 @@ examples:
   jaxparity compare model.py --env new="..." --env old="..." --export-env new --serve-env old
   jaxparity reduce examples/conv_bf16.py --paths eager,savedmodel -o repro.py --markdown
   jaxparity paths
+  jaxparity cache --clear
 
 exit status: 0 every path agrees with the baseline within tolerance, 1 one does not (or failed;
 for explain: a divergence was found and explained), 2 usage or input error (bad case file, unknown
@@ -102,6 +103,15 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--all-causes", action="store_true", help="as --verbose, and list every known cause, also "
                      "those not tested")
 
+    cache = sub.add_parser("cache", help="where jaxparity's cache is and what it holds; --clear empties it",
+                           description="jaxparity keeps converted models (SavedModel, TFLite, ONNX, IREE), JAX's "
+                           "compiled programs and explain's compiler evidence in ~/.cache/jaxparity "
+                           "($JAXPARITY_CACHE), and TensorFlow serving processes wait there for the next "
+                           "command. This shows what is there.",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    cache.add_argument("--clear", action="store_true", help="remove every converted model and compiled program "
+                       "and stop the serving processes (the environments of --env are kept)")
+    cache.add_argument("--stop", action="store_true", help="stop the serving processes waiting for the next command")
     snap = sub.add_parser("snapshot", help="store inputs and every path's outputs as a baseline",
                           description="Run CASE along its paths and store a baseline in DIR: the inputs, each "
                           "path's outputs, package versions, platform and a content hash.",
@@ -348,6 +358,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                         if not isinstance(getattr(args, "paths", None), str) else [args.paths])
     if args.command in ("compare", "explain"):
         return _compare(args, parser)
+    if args.command == "cache":
+        return _cache(args)
     if args.command == "paths":
         return _list_paths()
     if args.command == "reduce":
@@ -772,6 +784,44 @@ def _sweep(args: argparse.Namespace) -> int:
     print_summary(summary, Console(highlight=False))
     store.close()
     return 1 if summary.diverging or summary.failed or summary.hidden else 0
+
+
+def _cache(args: argparse.Namespace) -> int:
+    """Where the cache is, what it holds, the serving processes waiting; ``--clear`` empties it."""
+    from .cache import root
+    from .cache.store import Cache
+    from .execution.warm import stop_daemons, waiting
+
+    where = root()
+    bound = int(float(os.environ.get("JAXPARITY_CACHE_MAX_MB", "4096")) * 2**20)
+    store = Cache(where / "artifacts", bound, where / "jax")
+    if args.clear:
+        stopped = stop_daemons(where / "serve")
+        store.clear()
+        print(f"cleared {where} (converted models and compiled programs; {stopped} serving process"
+              f"{'es' if stopped != 1 else ''} stopped; the environments of --env kept)")
+        return 0
+    if args.stop:
+        stopped = stop_daemons(where / "serve")
+        print(f"{stopped} serving process{'es' if stopped != 1 else ''} stopped")
+        return 0
+    mb = lambda n: f"{n / 2**20:,.1f} MB"  # noqa: E731
+    kinds = store.by_kind()
+    total = sum(b for _, b in kinds.values()) + store.jax_bytes()
+    print(f"jaxparity's cache: {where} ({mb(total)} of {mb(bound)}, JAXPARITY_CACHE_MAX_MB; the entries read "
+          "longest ago go first)")
+    for kind, (n, size) in kinds.items():
+        print(f"  {kind:20s} {n:4d} entr{'ies' if n != 1 else 'y'}  {mb(size):>12s}")
+    print(f"  {'compiled programs':20s} {'':4s}         {mb(store.jax_bytes()):>12s}  (JAX's persistent cache, per CPU)")
+    envs = where / "envs"
+    if envs.is_dir():
+        print(f"  {'environments':20s} {sum(1 for e in envs.iterdir() if e.is_dir()):4d}          never evicted "
+              "(--env)")
+    serving = waiting(where / "serve")
+    print(f"serving processes waiting for the next command: {len(serving)}" +
+          (f" (each leaves after {os.environ.get('JAXPARITY_SERVE_IDLE', '600')} s idle; --stop stops them)"
+           if serving else ""))
+    return 0
 
 
 def _list_paths() -> int:

@@ -104,6 +104,22 @@ class Cache:
                     continue
         return found
 
+    def by_kind(self) -> dict[str, tuple[int, int]]:
+        """(entries, bytes) of each kind of entry (``savedmodel``, ``tflite``...)."""
+        found: dict[str, tuple[int, int]] = {}
+        for _, size, where in self.entries():
+            n, total = found.get(where.parent.name, (0, 0))
+            found[where.parent.name] = (n + 1, total + size)
+        return dict(sorted(found.items()))
+
+    def jax_bytes(self) -> int:
+        return _tree_bytes(self.jax)
+
+    def clear(self) -> None:
+        """Every entry and JAX's compiled programs gone (the environments of ``--env`` stay)."""
+        for tree in (self.root, self.jax):
+            shutil.rmtree(tree, ignore_errors=True)
+
     def size(self) -> int:
         return sum(b for _, b, _ in self.entries()) + _tree_bytes(self.jax)
 

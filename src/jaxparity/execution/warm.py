@@ -7,7 +7,7 @@ a pytest session, the next experiment of `explain` with the same environment) pa
 Isolation is unchanged where it matters: a process that dies or does not answer within the timeout
 is killed and forgotten, its request fails alone, and the next request starts a fresh one. Each
 process leaves when its stdin closes: when this process exits, however it exits.
-``JAXPARITY_WARM=0`` starts a fresh process for every request; at most ``JAXPARITY_WARM_MAX`` (4)
+``JAXPARITY_WARM=0`` starts a fresh process for every request; at most ``JAXPARITY_WARM_MAX`` (8)
 are kept, the one used longest ago stopped first.
 
 Where ``JAXPARITY_SERVE_IDLE`` is a number of seconds (jaxparity's commands set 600), the process
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Daemon", "WarmDied", "WarmProcess", "close_all", "give_back", "outlive", "prestart", "stop_daemons",
-           "warm", "warm_enabled"]
+           "waiting", "warm", "warm_enabled"]
 
 _MARK = "@@jaxparity "
 
@@ -174,9 +174,11 @@ class Daemon:
             deadline = None if timeout is None else time.monotonic() + timeout
             for _ in range(2):
                 answer = self._ask(line, deadline, timeout)
-                if "stale" not in answer:
+                if answer is not None and "stale" not in answer:
                     return answer
-                self.kill()  # it left; the next one imports the packages installed now
+                # It left before it took the request (idle, or a package changed): the next one starts
+                # afresh, with the packages installed now.
+                self.kill()
             return self._alone(line, timeout)  # a directory on its sys.path changes all the time
 
     def _alone(self, line: str, timeout: float | None) -> dict[str, Any]:
@@ -244,7 +246,9 @@ class Daemon:
         self.kill()
         raise WarmDied(message, self.output(), 1 if code is None else code)
 
-    def _ask(self, line: str, deadline: float | None, timeout: float | None) -> dict[str, Any]:
+    def _ask(self, line: str, deadline: float | None, timeout: float | None) -> dict[str, Any] | None:
+        """Its answer; None where it closed the connection before its hello (it was leaving: the
+        request was never sent); WarmDied where it died with the request or did not answer in time."""
         self._offset = self.logfile.stat().st_size if self.logfile.exists() else 0
         conn = self._connect(deadline)
         with conn, conn.makefile("rw") as stream:
@@ -267,6 +271,8 @@ class Daemon:
                         self.served = int(json.loads(got[0][len(_MARK):]).get("served", 0))
             except OSError:
                 got.append("")
+            if len(got) == 1 and not got[0].startswith(_MARK):
+                return None
             if not got[-1].startswith(_MARK):  # the connection closed unanswered: it died
                 self._fail("the serving process died (it was started by an earlier command, which alone "
                            "could read its exit status)", None)
@@ -337,13 +343,27 @@ def _stop_one(pidfile: Path) -> None:
         f.unlink(missing_ok=True)
 
 
+def waiting(where: Path) -> list[int]:
+    """The pids of the serving processes running in ``where`` (``<cache>/serve``)."""
+    found = []
+    for pidfile in where.glob("*.pid") if where.is_dir() else []:
+        try:
+            pid = int(pidfile.read_text())
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if str(pidfile.with_suffix(".sock")).encode() in f.read():
+                    found.append(pid)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def stop_daemons(where: Path | None = None) -> int:
     """Stop every serving process that outlives its command in ``where`` (``<cache>/serve``); how many."""
     where = _daemons() if where is None else where
-    pidfiles = list(where.glob("*.pid")) if where.is_dir() else []
-    for pidfile in pidfiles:
+    running = waiting(where)
+    for pidfile in list(where.glob("*.pid")) if where.is_dir() else []:
         _stop_one(pidfile)
-    return len(pidfiles)
+    return len(running)
 
 
 def warm_enabled() -> bool:
@@ -387,13 +407,17 @@ def prestart(argv: Sequence[str], env: dict[str, str] | None, ignore: frozenset[
     give_back(process)
 
 
+_MOST = 8  # explain of examples/resnet_bf16.py's savedmodel path served from 6 environments
+
+
 def _most() -> int:
-    """How many warm processes one process keeps (``JAXPARITY_WARM_MAX``, default 4): each holds a
-    TensorFlow, hundreds of MB; the one used longest ago goes first."""
+    """How many warm processes one process keeps, and how many outlive their commands in one cache
+    (``JAXPARITY_WARM_MAX``, default 8): each holds a TensorFlow and its models, hundreds of MB; the one
+    used longest ago goes first."""
     try:
-        return max(1, int(os.environ.get("JAXPARITY_WARM_MAX", "4")))
+        return max(1, int(os.environ.get("JAXPARITY_WARM_MAX", str(_MOST))))
     except ValueError:
-        return 4
+        return _MOST
 
 
 def give_back(process: WarmProcess) -> None:

@@ -9,6 +9,7 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +95,7 @@ class _Context:
     path_vals: Any = None  # the path's per-op values of the case
     notes: list[str] = dataclasses.field(default_factory=list)  # what the experiments add to the report
     memo: dict[str, Any] = dataclasses.field(default_factory=dict)
+    ahead: dict[str, Any] = dataclasses.field(default_factory=dict)  # spec -> its re-run started ahead (a Future)
 
     def artifact(self) -> Any:
         """What the path's runtime really runs, read back (``Path.artifact``), once; None where the path has
@@ -155,11 +157,37 @@ class _Context:
             self.runs[key] = (f"timeout: re-running {key} {how.removeprefix('hung: ')} (it was stopped; that re-run "
                               "is skipped)" if how.startswith("hung: ") else
                               f"crashed: re-running {key} {how} (its process died there; that re-run is skipped)")
+        if key not in self.runs and key in self.ahead:
+            self.runs[key] = self.ahead.pop(key).result()
         if key not in self.runs:
             with attempt(key):
-                r = run_in_process(make_path(spec), fn or self.fn, self.args)
-            self.runs[key] = [a for _, a in r.outputs] if r.status == "ok" and r.outputs else f"{r.status}: {r.message}"
+                self.runs[key] = self._outputs(run_in_process(make_path(spec), fn or self.fn, self.args))
         return self.runs[key]
+
+    @staticmethod
+    def _outputs(r: Any) -> list[np.ndarray] | str:
+        return [a for _, a in r.outputs] if r.status == "ok" and r.outputs else f"{r.status}: {r.message}"
+
+    def run_ahead(self, specs: Sequence[str], pool: Any) -> None:
+        """Start the re-runs of ``specs`` now on ``pool``'s threads (paths that ``overlap``: each waits on a
+        serving process of its own); ``run`` then waits for its result. Not under a crash breadcrumb: the
+        run happens in that serving process, whose death is the run's failure, not this process's."""
+        from ..pytree import named_leaves, to_numpy
+
+        def finish(served: Callable[[], Any]) -> list[np.ndarray] | str:
+            try:
+                return [a for _, a in named_leaves(to_numpy(served()), "out")]
+            except Exception as e:  # noqa: BLE001 - the re-run's failure, as ``run`` words it
+                return f"error: {_first_line(e)}"
+
+        for spec in specs:
+            if spec in self.runs or spec in self.ahead:
+                continue
+            try:  # converted here, now: under the JAX configuration the case runs with
+                served = make_path(spec).start(self.fn, self.args)
+            except Exception:  # noqa: BLE001 - ``run`` runs it again and says why it fails
+                continue
+            self.ahead[spec] = pool.submit(finish, served)
 
 
 def _applies(cause: Cause, ctx: _Context) -> str | None:
@@ -691,10 +719,12 @@ _EXPERIMENTS: dict[str, Callable[[Cause, _Context], CauseVerdict]] = {
 _RERUNS = ("recompile", "same-compiler", "matmul-precision")
 
 
-def _prestart(ctx: _Context) -> None:
-    """What the flag re-runs below will wait for, started now and in parallel, bounded by the cores: a
-    savedmodel re-run under other XLA_FLAGS is a serving process of its own, seconds of TensorFlow
-    import each, which then overlap the experiments that come before it."""
+def _ahead(ctx: _Context, pool: Any) -> None:
+    """The first flag re-runs below, as many as there are cores, started now where they are independent
+    of this process: a savedmodel re-run under other XLA_FLAGS is a serving process of its own
+    (TensorFlow's import, its load and compile of the model: seconds each), converted here now and
+    served from ``pool``'s threads while the experiments before them run here. Another path's serving
+    processes are only started (``Path.prestart``)."""
     specs = []
     for cause in CAUSES:
         if cause.experiment == "recompile" and cause.options and _applies(cause, ctx) is None:
@@ -702,11 +732,15 @@ def _prestart(ctx: _Context) -> None:
             for key, value in cause.options:
                 spec = with_xla_option(spec, key, value)
             specs.append(spec)
-    for spec in dict.fromkeys(specs[:max(1, (os.cpu_count() or 1) - 1)]):
-        try:
+    specs = list(dict.fromkeys(specs))[:os.cpu_count() or 1]  # at most that many started for nothing
+    try:
+        if specs and make_path(ctx.path).overlaps:
+            ctx.run_ahead(specs, pool)
+            return
+        for spec in specs[:max(1, (os.cpu_count() or 1) - 1)]:
             make_path(spec).prestart()
-        except Exception:  # noqa: BLE001 - a head start, never a failure
-            pass
+    except Exception:  # noqa: BLE001 - a head start, never a failure
+        pass
 
 
 def explain_path(
@@ -812,7 +846,31 @@ def explain_path(
                    None if unsound else localization, fp, {}, base_vals if path_vals is not None else None, flat_args,
                    path_vals=None if unsound else path_vals, notes=list(notes), memo=memo)
 
-    _prestart(ctx)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="jaxparity-rerun") as pool:
+        _ahead(ctx, pool)
+        causes = _experiments(ctx)  # a re-run started ahead that no experiment needed still ends here
+    causes = _name_the_pass(causes)
+    if kind in RUNTIMES:  # XLA's flags do nothing in another runtime: its own fix, where the table has one
+        by_id = {c.id: c for c in CAUSES}
+        causes = [dataclasses.replace(c, fix=by_id[c.cause].runtime_fix) if c.cause in by_id and
+                  by_id[c.cause].runtime_fix and c.fix else c for c in causes]
+    causes = _converter_or_runtime(causes, ctx, keep)
+    if not any(c.status in ("confirmed", "partly", "noise") for c in causes):
+        causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",
+                                   "no known cause's experiment restored parity or reproduced the numbers"))
+    fixes = _fixes(ctx, causes)
+    notes.extend(n for n in ctx.notes if n not in notes)
+    localization = _as_kernels(localization, ctx.memo.get("kernels", {}))
+    from ..report.brief import sentences
+
+    remainder = _peel(ctx, causes, fixes, evidence, depth)
+    found = PathExplanation(path, baseline, "", localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes),
+                            remainder)
+    return dataclasses.replace(found, summary=sentences(found))
+
+
+def _experiments(ctx: _Context) -> list[CauseVerdict]:
+    """Each known cause in the table's order: not run (why not), or its experiment's verdict."""
     causes: list[CauseVerdict] = []
     explained_by: str | None = None
     for cause in CAUSES:
@@ -843,24 +901,7 @@ def explain_path(
         # whole-program "another lowering" re-run then adds nothing
         if (verdict.status == "confirmed" and not partial and restores) or verdict.status == "noise":
             explained_by = explained_by or verdict.cause
-    causes = _name_the_pass(causes)
-    if kind in RUNTIMES:  # XLA's flags do nothing in another runtime: its own fix, where the table has one
-        by_id = {c.id: c for c in CAUSES}
-        causes = [dataclasses.replace(c, fix=by_id[c.cause].runtime_fix) if c.cause in by_id and
-                  by_id[c.cause].runtime_fix and c.fix else c for c in causes]
-    causes = _converter_or_runtime(causes, ctx, keep)
-    if not any(c.status in ("confirmed", "partly", "noise") for c in causes):
-        causes.append(CauseVerdict("unknown", "unknown", "confirmed", "every applicable experiment above",
-                                   "no known cause's experiment restored parity or reproduced the numbers"))
-    fixes = _fixes(ctx, causes)
-    notes.extend(n for n in ctx.notes if n not in notes)
-    localization = _as_kernels(localization, ctx.memo.get("kernels", {}))
-    from ..report.brief import sentences
-
-    remainder = _peel(ctx, causes, fixes, evidence, depth)
-    found = PathExplanation(path, baseline, "", localization, hlo, fp, tuple(causes), tuple(fixes), tuple(notes),
-                            remainder)
-    return dataclasses.replace(found, summary=sentences(found))
+    return causes
 
 
 def _as_kernels(loc: Localization | None, kernels: dict[int, tuple[str, tuple[str, ...]]]) -> Localization | None:

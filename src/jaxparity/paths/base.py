@@ -128,6 +128,9 @@ class Path(ABC):
     # The runtime has no PRNG key type nor threefry's unsigned shifts: where it fails, the program's random
     # numbers are the likely reason, and said (``localize.refusals.random_hint``).
     refuses_random: ClassVar[bool] = False
+    # A run waits on a process of its own (a serving process): runs under other serving environments can
+    # overlap, each from a thread of this process (what a run prepares here is serialized by the path).
+    overlaps: ClassVar[bool] = False
 
     def same_artifact_agrees(self, primitive: str, how: str) -> str:
         """What it means that ``same_artifact`` gives this path's values on the op alone: another runtime of
@@ -170,6 +173,13 @@ class Path(ABC):
     @abstractmethod
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         """Execute ``fn(*args)`` this path's way and return its outputs (a pytree of arrays)."""
+
+    def start(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Callable[[], Any]:
+        """A run in two halves: what this process does (trace, convert) now, under its JAX configuration
+        of now, and a function that finishes the run and returns ``run``'s outputs. Where ``overlaps``,
+        that function only waits on another process and may be called from another thread; by default
+        the whole run happens when it is called."""
+        return lambda: self.run(fn, args, timeout=timeout)
 
     def artifact(self, fn: Callable[..., Any], args: tuple) -> Any:
         """What this runtime really runs for ``fn(*args)``, read back from its own artifact, with every

@@ -16,12 +16,14 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from pathlib import Path as FsPath
 from typing import Any, Callable
 
 from .base import Path, PathError, PathOptionError, parse_option_value
 
 _SERVER = FsPath(__file__).resolve().parents[1] / "serving" / "tf_savedmodel.py"
+_PREPARE = threading.RLock()  # converting and saving (jax2tf, TensorFlow's graph building): one thread at a time
 # Variables that do not make another serving environment: what importing TensorFlow 2.21 puts into
 # the environment (of this process too, where the converter ran; the serving process sets them itself),
 # and pytest's name of the test running now (a new value for every test of a session).
@@ -66,6 +68,7 @@ def _tail(text: str, lines: int = 4) -> str:
 
 class SavedModelPath(Path):
     name = "savedmodel"
+    overlaps = True  # a run waits on its serving process
     summary = "jax2tf SavedModel, loaded with tag 'serve' and run by Session.run in a TF process without JAX"
     options_help = {
         "ENV": "an environment variable of the serving process, e.g. XLA_FLAGS=--xla_allow_excess_precision=false",
@@ -101,23 +104,59 @@ class SavedModelPath(Path):
             raise PathError(self._skew_finding(fn, args, timeout, *skew)) from e
 
     def _run(self, fn: Callable[..., Any], args: tuple, timeout: float | None) -> Any:
+        return self._start(fn, args, timeout)()
+
+    def start(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Callable[[], Any]:
+        """Convert and save now (here, under this thread's JAX configuration); the function returned serves
+        the model in the serving process and waits for its answer (``overlaps``: from any thread)."""
+        import jax
+
+        args = jax.tree_util.tree_map(jax.numpy.asarray, args)
+        finish = self._start(fn, args, timeout)
+
+        def served() -> Any:
+            try:
+                return finish()
+            except PathError as e:
+                skew = _stablehlo_skew(str(e))
+                if skew is None or "serve_env" in self.options or self.options.get("stablehlo") == skew[1]:
+                    raise
+                raise PathError(self._skew_finding(fn, args, timeout, *skew)) from e
+
+        return served
+
+    def _start(self, fn: Callable[..., Any], args: tuple, timeout: float | None) -> Callable[[], Any]:
+        import shutil
+
         import jax
 
         from ..pytree import host
 
-        with tempfile.TemporaryDirectory(prefix="jaxparity-savedmodel-") as tmp:
-            server = self._start_server()  # imports TensorFlow while this process converts and saves
-            try:
-                model_dir, out_tree = self._saved(fn, args, tmp)
-            except BaseException:
-                from ..execution.warm import give_back
+        tmp = tempfile.mkdtemp(prefix="jaxparity-savedmodel-")
+        try:
+            with _PREPARE:  # one conversion at a time, whichever thread asks; serving overlaps
+                server = self._start_server()  # imports TensorFlow while this process converts and saves
+                try:
+                    model_dir, out_tree = self._saved(fn, args, tmp)
+                except BaseException:
+                    from ..execution.warm import give_back
 
-                give_back(server)  # it served nothing: the next run takes it
-                raise
-            inputs = {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))}
-            outputs = self._serve(model_dir, inputs, tmp, timeout, server)
-        flat = [outputs[f"output_{i}"] for i in range(out_tree.num_leaves)]
-        return jax.tree_util.tree_unflatten(out_tree, flat)
+                    give_back(server)  # it served nothing: the next run takes it
+                    raise
+                inputs = {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))}
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+        def finish() -> Any:
+            try:
+                outputs = self._serve(model_dir, inputs, tmp, timeout, server)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            flat = [outputs[f"output_{i}"] for i in range(out_tree.num_leaves)]
+            return jax.tree_util.tree_unflatten(out_tree, flat)
+
+        return finish
 
     def _skew_finding(self, fn: Callable[..., Any], args: tuple, timeout: float | None, written: str, read: str,
                       where: list[str]) -> str:
