@@ -158,7 +158,8 @@ class _Context:
                               "is skipped)" if how.startswith("hung: ") else
                               f"crashed: re-running {key} {how} (its process died there; that re-run is skipped)")
         if key not in self.runs and key in self.ahead:
-            self.runs[key] = self.ahead.pop(key).result()
+            with attempt(key):  # a re-run started ahead that hangs is named, as one run here would be
+                self.runs[key] = self.ahead.pop(key).result()
         if key not in self.runs:
             with attempt(key):
                 self.runs[key] = self._outputs(run_in_process(make_path(spec), fn or self.fn, self.args))
@@ -168,10 +169,20 @@ class _Context:
     def _outputs(r: Any) -> list[np.ndarray] | str:
         return [a for _, a in r.outputs] if r.status == "ok" and r.outputs else f"{r.status}: {r.message}"
 
+    def settle(self) -> None:
+        """Wait for the re-runs started ahead that no experiment asked for (each under its breadcrumb)."""
+        from ..execution.crashes import attempt
+
+        for key in list(self.ahead):
+            with attempt(key):
+                self.runs[key] = self.ahead.pop(key).result()
+
     def run_ahead(self, specs: Sequence[str], pool: Any) -> None:
         """Start the re-runs of ``specs`` now on ``pool``'s threads (paths that ``overlap``: each waits on a
         serving process of its own); ``run`` then waits for its result. Not under a crash breadcrumb: the
-        run happens in that serving process, whose death is the run's failure, not this process's."""
+        run happens in that serving process, whose death is the run's failure, not this process's; ``run``
+        and ``settle`` wait for it under one, so that one that hangs is named and skipped next time."""
+        from ..execution.crashes import crashed_before
         from ..pytree import named_leaves, to_numpy
 
         def finish(served: Callable[[], Any]) -> list[np.ndarray] | str:
@@ -181,7 +192,7 @@ class _Context:
                 return f"error: {_first_line(e)}"
 
         for spec in specs:
-            if spec in self.runs or spec in self.ahead:
+            if spec in self.runs or spec in self.ahead or crashed_before(spec):
                 continue
             try:  # converted here, now: under the JAX configuration the case runs with
                 served = make_path(spec).start(self.fn, self.args)
@@ -848,7 +859,8 @@ def explain_path(
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="jaxparity-rerun") as pool:
         _ahead(ctx, pool)
-        causes = _experiments(ctx)  # a re-run started ahead that no experiment needed still ends here
+        causes = _experiments(ctx)
+        ctx.settle()  # a re-run started ahead that no experiment needed still ends here
     causes = _name_the_pass(causes)
     if kind in RUNTIMES:  # XLA's flags do nothing in another runtime: its own fix, where the table has one
         by_id = {c.id: c for c in CAUSES}
