@@ -69,6 +69,24 @@ def test_seed_case_in_tensorflow_serving_is_fixed_by_the_flag_and_by_the_model_c
     assert any(w.primitive == "conv_general_dilated" for w in e.evidence.widened)
 
 
+def test_excess_precision_kept_by_a_compiled_baseline_is_the_baselines_not_wrong_code_in_the_path():
+    # jit as the baseline of eager: jit is the side that skips the declared bf16 rounding; eager keeps it
+    result = explain("make_layernorm_bf16", paths=("jit", "eager"), baseline="jit")
+    (e,) = result.explanations
+    assert planted_line("excess-precision layernorm") in culprit_lines(e)
+    assert e.localization.first.unrounded_side == "baseline"
+    assert cause(e, "excess-precision").status == "confirmed"
+    assert "in jit (the baseline)" in cause(e, "excess-precision").evidence
+    assert cause(e, "wrong-code").status != "confirmed"
+    fixes = {f.kind: f for f in e.fixes}
+    # the flag goes on the baseline, and the re-run of the baseline with it gives eager's values
+    assert fixes["compile option"].spec == "jit:xla_allow_excess_precision=false"
+    assert fixes["compile option"].verified and fixes["compile option"].rerun.after[0] == 0
+    assert fixes["model change"].verified  # both sides run the fixed model
+    said = str(result)  # the terminal report, the explanation included
+    assert "excess precision" in said and "wrong code" not in said and "report it" not in said
+
+
 def test_fma_contraction():
     (e,) = explain("make_fma").explanations
     assert planted_line("fma-contraction") in culprit_lines(e)

@@ -202,9 +202,12 @@ class _Context:
 
 
 def _applies(cause: Cause, ctx: _Context) -> str | None:
-    """Why the cause cannot be behind this divergence, or None when its experiment should run."""
+    """Why the cause cannot be behind this divergence, or None when its experiment should run. A cause the
+    op's own values place on the baseline's side (excess precision kept by jit as the baseline of eager)
+    applies where it applies to the baseline."""
     kind = ctx.path.split(":", 1)[0]
-    if kind not in cause.paths:
+    if kind not in cause.paths and not (_widened_side(cause, ctx) == "baseline" and
+                                        ctx.baseline.split(":", 1)[0] in cause.paths):
         return f"not applicable to the {kind} path"
     if ctx.device not in cause.devices:
         return f"does not occur on {ctx.device}"
@@ -541,24 +544,65 @@ def _flag_proof(cause: Cause, ctx: _Context, unless: str = "") -> tuple[Fix, str
     return proof, rerun.evidence
 
 
+def _widened_hits(ctx: _Context) -> list[Any]:
+    """The divergences at a widening convert fed a narrow result never rounded, the carrier first."""
+    loc = ctx.localization
+    ranked = (loc.ranked + [d for d in loc.local if d.within_noise_bound]) if loc else []
+    return [d for d in ranked if d.unrounded is not None and d.detail]
+
+
+def _widened_side(cause: Cause, ctx: _Context) -> str | None:
+    """Which side the op's own values show keeping excess precision ("path" or "baseline"), for the cause
+    decided on them; None where no op shows it."""
+    if cause.op_check != "widened":
+        return None
+    hits = _widened_hits(ctx)
+    return hits[0].unrounded_side if hits else None
+
+
 def _widened_check(cause: Cause, ctx: _Context) -> CauseVerdict | None:
     """Excess precision on the op's own values: a widening convert whose float32 outputs are not values
     of the declared narrow dtype, so the narrow result feeding it was never rounded. Confirmed there;
-    the flag re-run then proves the fix (None where no op shows it: the re-run decides)."""
-    loc = ctx.localization
-    ranked = (loc.ranked + [d for d in loc.local if d.within_noise_bound]) if loc else []  # the carrier first
-    hits = [d for d in ranked if d.unrounded is not None and d.detail]
+    the flag re-run then proves the fix (None where no op shows it: the re-run decides). Where the
+    baseline is the side that kept it (jit as the baseline of eager), the baseline is re-run with the
+    flag, and the fix holds where it then gives the path's values."""
+    hits = _widened_hits(ctx)
     if not hits:
         return None
     d = hits[0]
-    proof, seen_rerun = _flag_proof(cause, ctx)
+    if d.unrounded_side == "baseline":
+        proof, seen_rerun = _baseline_flag_proof(cause, ctx)
+    else:
+        proof, seen_rerun = _flag_proof(cause, ctx)
     more = f"; {len(hits) - 1} more such op{'s' if len(hits) > 2 else ''}" if len(hits) > 1 else ""
     u = d.unrounded
     narrow = u.outputs[0].split("[", 1)[0] if u.outputs else "narrow"
-    seen = (f"#{d.op.index} {d.op.primitive} receives values that are not {narrow}: the {narrow} result of "
+    who = f"in {ctx.baseline} (the baseline), " if d.unrounded_side == "baseline" else ""
+    seen = (f"{who}#{d.op.index} {d.op.primitive} receives values that are not {narrow}: the {narrow} result of "
             f"#{u.index} {u.primitive} was never rounded{more}")
     return CauseVerdict(cause.id, cause.title, "confirmed", f"the values of {_short(d)}",
                         f"{seen}; {seen_rerun}", cause.fix, proof)
+
+
+def _baseline_flag_proof(cause: Cause, ctx: _Context) -> tuple[Fix, str]:
+    """The baseline re-run with the cause's flags, against the path's outputs: the fix where the baseline
+    is the side that departs from the declared semantics."""
+    spec = ctx.baseline
+    for key, value in cause.options:
+        spec = with_xla_option(spec, key, value)
+    kind = "serving flag" if spec.startswith("savedmodel") else "compile option"
+    outs = ctx.run(spec)
+    if isinstance(outs, str):
+        seen = f"the re-run of the baseline failed ({outs})"
+        return Fix(kind, cause.fix, spec, False, seen), seen
+    before = (*_distance(ctx.path_out, ctx.base_out), max(max_gaps(ctx.path_out, ctx.base_out), default=0.0))
+    after = (*_distance(ctx.path_out, outs), max(max_gaps(ctx.path_out, outs), default=0.0))
+    result = narrowing(before, after, _distance(outs, ctx.base_out)[0] > 0)
+    ideal = ctx.ideal_errors(ctx.path_out, outs)
+    rerun = Rerun(before, after, _OUTCOMES[result], ideal)  # type: ignore[arg-type]
+    seen = (f"{ctx.path} differs from {ctx.baseline} in {before[0]} elements (max {before[1]} ULP, max abs "
+            f"{before[2]:.3g}); from {spec} in {after[0]} (max {after[1]} ULP, max abs {after[2]:.3g}){result}")
+    return Fix(kind, cause.fix, spec, after[0] == 0, seen, rerun=rerun), seen
 
 
 def _short(d: Any) -> str:
@@ -738,7 +782,8 @@ def _ahead(ctx: _Context, pool: Any) -> None:
     processes are only started (``Path.prestart``)."""
     specs = []
     for cause in CAUSES:
-        if cause.experiment == "recompile" and cause.options and _applies(cause, ctx) is None:
+        if (cause.experiment == "recompile" and cause.options and _applies(cause, ctx) is None
+                and ctx.path.split(":", 1)[0] in cause.paths):  # not a cause applied to the baseline's side
             spec = ctx.path
             for key, value in cause.options:
                 spec = with_xla_option(spec, key, value)
@@ -1235,17 +1280,28 @@ def _fixes(ctx: _Context, causes: list[CauseVerdict]) -> list[Fix]:
         from ..paths.staging import reused
 
         # One wrapper per model while compile_once() is active: a sweep worker compiles it once.
-        outs = ctx.run(target, reused("fixed model", (id(ctx.fn),), ctx.fn, lambda: round_like_declared(ctx.fn)))
-        if isinstance(outs, str):
+        fixed = reused("fixed model", (id(ctx.fn),), ctx.fn, lambda: round_like_declared(ctx.fn))
+        outs = ctx.run(target, fixed)
+        # where the baseline is the side that skipped the rounding, it runs the fixed model too
+        theirs = (ctx.run(ctx.baseline, fixed) if any(_widened_side(c, ctx) == "baseline" for c in CAUSES)
+                  else ctx.base_out)
+        if isinstance(outs, str) or isinstance(theirs, str):
+            failed, where = (outs, target) if isinstance(outs, str) else (theirs, ctx.baseline)
             fixes.append(Fix("model change", "jaxparity.fixes.round_like_declared(fn)", None, False,
-                             f"the fixed model failed on {target}: {outs}"))
+                             f"the fixed model failed on {where}: {failed}"))
         else:
-            rerun, result = measured_rerun(outs, ctx)
+            if theirs is ctx.base_out:
+                rerun, result = measured_rerun(outs, ctx)
+            else:
+                rerun = ctx.compare(outs, theirs)
+                result = next(k for k, v in _OUTCOMES.items() if v == rerun.outcome)
             (n, worst, gap), before = rerun.after, rerun.before
             fixes.append(Fix("model change", "wrap the model with jaxparity.fixes.round_like_declared(fn): it "
                              "inserts lax.reduce_precision where the program declares a bf16/f16 rounding, so "
                              "every compiler keeps it; no flag needed", f"{target} [fixed model]", n == 0,
-                             f"{target} on the fixed model " + ("equals " + ctx.baseline if n == 0 else
+                             f"{target} on the fixed model " + (
+                                 ("equals " + ctx.baseline if theirs is ctx.base_out else
+                                  f"equals {ctx.baseline} on the fixed model") if n == 0 else
                              f"still differs from {ctx.baseline} in {n} elements (max {worst} ULP, max abs {gap:.3g}; "
                              f"before: {before[0]}, max {before[1]} ULP, max abs {before[2]:.3g}){result}"),
                              rerun=rerun))

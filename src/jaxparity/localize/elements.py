@@ -80,11 +80,12 @@ class ElementEvidence:
     baseline_error: float | None = None
     math: bool = False  # an elementary function (``MATH_FUNCTIONS``): a few ULP is its math library's own
 
-    def describe(self, path: str, baseline: str, within_bound: bool = False, unrounded: bool = False,
+    def describe(self, path: str, baseline: str, within_bound: bool = False, unrounded: str | None = None,
                  variant: bool = False) -> str:
         """One sentence: who is right on these inputs, what the differing elements share, an example.
         ``within_bound``: the op is a sum within its error bound (two orders, neither wrong);
-        ``unrounded``: the path's op read its narrow input unrounded (excess precision); ``variant``: a known
+        ``unrounded``: the side (path or baseline name) whose op read its narrow input unrounded (excess
+        precision; ``LocalDivergence.unrounded_by``); ``variant``: a known
         other semantics of the op reproduces the wrong side (not wrong code: the cause names it)."""
         parts = []
         if self.composite:
@@ -107,7 +108,7 @@ class ElementEvidence:
             if within_bound:
                 parts[-1] += ": both within the error bound of this sum (two summation orders, neither wrong)"
             elif unrounded:
-                parts[-1] += f": {path} computed it from an input it never rounded to the declared dtype"
+                parts[-1] += f": {unrounded} computed it from an input it never rounded to the declared dtype"
             elif wrong in ("path", "baseline"):
                 who, other = (path, baseline) if wrong == "path" else (baseline, path)
                 far = max(self.path_ulp, self.baseline_ulp) >= _FAR

@@ -81,8 +81,11 @@ class LocalDivergence:
     within_noise_bound: bool = False
     # What the values themselves show about the mechanism, when they show something.
     detail: str | None = None
-    # For a widening convert fed an unrounded value: the op whose narrow result was never rounded.
+    # For a widening convert fed an unrounded value: the op whose narrow result was never rounded, and
+    # the side that read it unrounded ("path", or "baseline" where the baseline keeps excess precision:
+    # jit as the baseline of eager).
     unrounded: OpInfo | None = None
+    unrounded_side: str = "path"  # or "baseline"
     # The loops and branches around the op, outermost first (empty at the top level of the case):
     # ``op.index`` then counts within the innermost body.
     within: tuple[LoopFrame, ...] = ()
@@ -108,7 +111,13 @@ class LocalDivergence:
         e = self.elements
         if e is None or not (e.classes or e.wrong_side()):
             return None
-        return e.describe(path, baseline, self.within_noise_bound, self.unrounded is not None, variant)
+        return e.describe(path, baseline, self.within_noise_bound, self.unrounded_by(path, baseline), variant)
+
+    def unrounded_by(self, path: str, baseline: str) -> str | None:
+        """The side (its path name) whose op read its narrow input unrounded, or None."""
+        if self.unrounded is None:
+            return None
+        return baseline if self.unrounded_side == "baseline" else path
 
     def kept_by(self, path: str, baseline: str) -> str:
         """Who keeps the declared semantics, as the divergence tables say it ("fused in AVERAGE_POOL_2D" where
@@ -379,14 +388,17 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
                 within = bool(np.all((diff <= b) | (diff == 0)))
                 bound = float(np.max(b)) if b.size else 0.0
         producer = producers.get(op.inputs[0]) if op.inputs and not isinstance(op.inputs[0], Literal) else None
-        detail = _widening_detail(op, p_out, producer)
+        detail, unrounded_side = _widening_detail(op, p_out, producer), "path"
+        if detail is None:  # the baseline kept the excess precision (jit as the baseline of eager)
+            detail, unrounded_side = _widening_detail(op, r_out, producer, baseline), "baseline"
         def producer_of(ref: Any) -> tuple[Op, list[Any]] | None:
             made = producers.get(ref) if not isinstance(ref, Literal) else None
             return None if made is None else (made, [_read(program, r, path.values, args) for r in made.inputs])
 
         semantics = fma_candidates(op, p_ins, producer_of, p_out, r_out)
         local.append(LocalDivergence(op.info, n, int(p_out.size), ulp, mx, side, bound, within, detail,
-                                     producer.info if detail and producer else None, semantics=semantics,
+                                     producer.info if detail and producer else None,
+                                     unrounded_side=unrounded_side if detail else "path", semantics=semantics,
                                      elements=elements))
     notes = (f"{skipped} ops could not be replayed (inputs not observable)",) if skipped else ()
     if beyond:
@@ -428,8 +440,9 @@ def _elements(op: Op, ins: list[Any], p_out: np.ndarray, r_out: np.ndarray, corr
         return None
 
 
-def _widening_detail(op: Op, p_out: np.ndarray, producer: Op | None) -> str | None:
-    """A widening convert whose output a narrow float cannot hold: its input was never rounded."""
+def _widening_detail(op: Op, p_out: np.ndarray, producer: Op | None, side: str | None = None) -> str | None:
+    """A widening convert whose output a narrow float cannot hold: its input was never rounded.
+    ``side``: the baseline's name where ``p_out`` is the baseline's output (said in the sentence)."""
     from ..rounding import round_to_dtype
 
     if op.info.primitive != "convert_element_type":
@@ -442,7 +455,8 @@ def _widening_detail(op: Op, p_out: np.ndarray, producer: Op | None) -> str | No
         return None
     what = f"the {src} result of #{producer.info.index} {producer.info.primitive}" if producer else f"its {src} input"
     where = producer.info.user_source or producer.info.source if producer else None
-    return (f"{int(lost.sum())} of its {p_out.size} {p_out.dtype} outputs are not {src} values: {what}"
+    return (f"{f'in {side}, ' if side else ''}{int(lost.sum())} of its {p_out.size} {p_out.dtype} outputs are not "
+            f"{src} values: {what}"
             f"{f' ({where})' if where else ''} was never rounded to {src}; it arrived in {p_out.dtype} precision")
 
 

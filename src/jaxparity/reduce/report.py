@@ -96,7 +96,7 @@ def docstring(expl: Any, d: Any, region: Region, baseline: str, path: str, case:
     if d.elements is not None:
         variant = any(c.cause == "semantic-variant" and c.status == "confirmed" for c in expl.causes)
         out.append("In the case, element evidence: " + d.elements.describe(path, baseline, d.within_noise_bound,
-                                                                            d.unrounded is not None, variant) + ".")
+                                                                            d.unrounded_by(path, baseline), variant) + ".")
     out += ["", "This script, when it was written (its own inputs and shapes):",
             *[f"  {r}" for r in _table(expected, observed, baseline, path)],
             f"  with {versions(baseline, path)}; CPU {cpu_features()}", "",
@@ -139,7 +139,7 @@ def markdown(red: Any, case: str, name: str) -> str:
     if first is not None and first.elements is not None:
         variant = any(c.cause == "semantic-variant" and c.status == "confirmed" for c in expl.causes)
         lines += ["", first.elements.describe(red.path, red.baseline, first.within_noise_bound,
-                                              first.unrounded is not None, variant) + "."]
+                                              first.unrounded_by(red.path, red.baseline), variant) + "."]
     if wrong is not None:
         lines += ["", f"The differing result is wrong code, not rounding: {wrong.evidence}."]
     if red.script.fixed:

@@ -54,16 +54,18 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
     r = ratio[id(lf)]
     measured = (f"{lf.name} differs from {baseline} by up to {fmt(lf.diff.max_abs)}, {baseline} is {fmt(floor)} from "
                 "the f64 ideal (max abs; f64 ignores the program's casts)")
-    departs = lead is not None and (lead.declared_side == "baseline" or lead.unrounded is not None)
+    # who departs from the declared rounding at the op below: the path, or a baseline that keeps excess precision
+    departs = None if lead is None else (lead.unrounded_by(p.spec, baseline) or
+                                         (p.spec if lead.declared_side == "baseline" else None))
     measured += _digits_lost(lf, floor, baseline) if amplified else ""
     if 1 < r < 2:
         size = f"about the size of the model's own rounding noise ({r:.2f}×)"
         if departs:
-            return f"{size}, but not noise: {p.spec} departs from the declared rounding at the op below; {measured}"
+            return f"{size}, but not noise: {departs} departs from the declared rounding at the op below; {measured}"
         return f"{size}: {measured}"
     if r <= 1:
         if departs:
-            return (f"not noise, though no larger than the model's own: {p.spec} departs from the declared "
+            return (f"not noise, though no larger than the model's own: {departs} departs from the declared "
                     f"rounding at the op below; {measured}")
         return f"within the model's own rounding noise: {measured}"
     if floor == 0:
@@ -302,7 +304,8 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines += [("", x) for x in noise]
         said = d.elements_said(e.path, e.baseline, main is not None and main.cause == "semantic-variant")
         if said is not None or d.elements is not None:
-            said = said or d.elements.describe(e.path, e.baseline, d.within_noise_bound, d.unrounded is not None)
+            said = said or d.elements.describe(e.path, e.baseline, d.within_noise_bound,
+                                               d.unrounded_by(e.path, e.baseline))
             lines.append(("who", readable(said)))
     if main is None or main.cause == "unknown":
         lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)" +
