@@ -165,8 +165,41 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--html", metavar="FILE", help="write the summary as a self-contained HTML page")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
+    hunt = sub.add_parser("hunt", help="search a domain of inputs for those on which two paths disagree most",
+                          description=HUNT_HELP, epilog=HUNT_EXAMPLES,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    hunt.add_argument("case", metavar="CASE", help="FILE.py[:FACTORY] whose factory returns (fn, args)")
+    hunt.add_argument("--paths", required=True, metavar="BASELINE,PATH", help="the two paths: the one taken as "
+                      "right first (eager, jit, f64...), then the other (jit, savedmodel, tflite, onnx, iree...)")
+    stop = hunt.add_mutually_exclusive_group()
+    stop.add_argument("--budget", type=int, default=256, metavar="N", help="inputs to evaluate, each on both paths "
+                      "(default 256)")
+    stop.add_argument("--time", type=float, metavar="S", help="search for S seconds instead (the number of "
+                      "evaluations then depends on the machine)")
+    hunt.add_argument("--domain", action="append", default=[], metavar="ITEM,...",
+                      help="where to search: NAME=LO:HI, NAME=ball:R, ball=R, NAME=fixed, NAME=vary, around=DIR "
+                      "(default: derived from the example: its range widened by half each side; see above)")
+    hunt.add_argument("--seed", type=int, default=0, metavar="S", help="the search's seed (default 0): the same "
+                      "seed and budget repeat the same search")
+    hunt.add_argument("-o", "--out", metavar="DIR", help="where the worst input of each kind goes, as --inputs "
+                      "files (default: hunt-CASE beside the case's name, in this directory)")
+    hunt.add_argument("--explain", type=int, default=2, metavar="K", help="explain the K worst inputs as `explain "
+                      "--inputs` would (default 2; 0: none)")
+    tol = hunt.add_argument_group("tolerance: the gate (default: exact; an element passes if it meets any one given)")
+    tol.add_argument("--ulp", type=int, metavar="N", help="at most N units in the last place of the output dtype")
+    tol.add_argument("--atol", type=float, metavar="X", help="|got - expected| <= atol + rtol * |expected|")
+    tol.add_argument("--rtol", type=float, metavar="X", help="see --atol")
+    hunt.add_argument("--timeout", type=float, metavar="SECONDS", help="stop a path that runs longer than this on "
+                      "one input")
+    hunt.add_argument("--json", metavar="FILE", help="write the hunt as JSON ('-' for stdout)")
+    hunt.add_argument("--html", metavar="FILE", help="write a self-contained HTML report, the search's progress "
+                      "plotted")
+    hunt.add_argument("-v", "--verbose", action="store_true", help="every kind of divergence found, not the worst "
+                      f"{5}")
+    hunt.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
+
     sub.add_parser("paths", help="list the execution paths, their options and whether they can run here")
-    for command in (cmp, exp, snap, chk, red, sw):
+    for command in (cmp, exp, snap, chk, red, sw, hunt):
         command.add_argument("--no-cache", action="store_true", help="convert and compile everything again: "
                              "no converted model or compiled program from jaxparity's cache (~/.cache/jaxparity, "
                              "$JAXPARITY_CACHE), none kept")
@@ -195,6 +228,37 @@ examples:
   jaxparity sweep zoo.toml --executor ray --address 10.0.0.5:6379 --json zoo.json
 
 exit status: 0 no cell diverges, 1 a cell diverges or failed, 2 usage error or an unusable spec.
+"""
+
+
+HUNT_HELP = """\
+Search a domain of the case's inputs for those on which PATH disagrees most with BASELINE, before the
+model ships: each input is run on both paths (compiled once, many inputs per call) and ranked by how
+far they part (a path failing, NaN or inf on one side, a jump, rounding). The first guesses aim at
+the model's hazards: inputs driven by Newton steps until an op is at its threshold (floor, a
+comparison, argmax ties), exp near overflow, subnormal inputs of log or a divisor, a periodic
+function at large arguments, sums that cancel; and the domain's edges (its bounds, zero, subnormals,
+the largest value). Then it mutates the worst inputs found. The worst input of each kind is written as
+an --inputs file and explained. Nothing outside the domain is evaluated or reported.
+
+The domain (--domain, comma-separated or repeated): NAME=LO:HI (LO, HI numbers or min/max of the
+dtype), NAME=ball:R (within R of the example), ball=R (every varied float input), NAME=fixed,
+NAME=vary (vary one that is kept: the model's variables, a mask), around=DIR (balls around real
+inputs in DIR). NAME is an input as --inputs names it (arg1, arg0/params/...). Default: the data
+inputs vary within their example's range widened by half each side (one-signed ones keep their
+sign); the model's variables, masks, keys and single-valued integers stay as they are.
+"""
+
+HUNT_EXAMPLES = """\
+examples:
+  jaxparity hunt model.py --paths eager,tflite
+  jaxparity hunt model.py --paths eager,jit --budget 2000 --domain arg1=-100:100 --html hunt.html
+  jaxparity hunt model.py --paths f64,savedmodel --rtol 1e-3 --domain around=logged_inputs/,ball=0.01
+  jaxparity hunt model.py --paths eager,iree --time 60 --json hunt.json
+
+exit status: 0 no input in the domain breaks the tolerance (exact by default), 1 one does (its input is
+written to --out), 2 usage or input error (an unknown path, a domain that cannot be used, a case that
+cannot load or fails on its own inputs).
 """
 
 
@@ -368,6 +432,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _sweep(args)
     if args.command in ("snapshot", "check"):
         return _baseline(args)
+    if args.command == "hunt":
+        return _hunt(args)
     parser.print_help()
     return 2
 
@@ -784,6 +850,62 @@ def _sweep(args: argparse.Namespace) -> int:
     print_summary(summary, Console(highlight=False))
     store.close()
     return 1 if summary.diverging or summary.failed or summary.hidden else 0
+
+
+def _hunt(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .case import CaseError
+    from .hunt import hunt_case
+    from .hunt.domain import DomainError
+    from .hunt.report import progress_line, render_text, write_html
+    from .metrics import Tolerance
+    from .paths import PathOptionError
+
+    if args.budget is not None and args.budget < 1:
+        return _error("--budget must be at least 1")
+    if args.time is not None and args.time <= 0:
+        return _error("--time must be a positive number of seconds")
+    if args.ulp is not None and args.ulp < 0:
+        return _error("--ulp must be a non-negative integer")
+    err = Console(stderr=True, highlight=False)
+    quiet = args.quiet or args.json == "-"
+    budget = args.budget if args.time is None else 1 << 40
+    out_dir = args.out or f"hunt-{FsPath(args.case.split(':', 1)[0]).stem}" + \
+        (f"-{args.case.split(':', 1)[1]}" if ":" in args.case else "")
+
+    def progress(what: str, value: Any) -> None:
+        if quiet:
+            return
+        if what == "ready":
+            domain, plan = value
+            err.print(f"domain: {'; '.join(domain.describe())}", markup=False, soft_wrap=True)
+            err.print(f"{len(plan.sites)} hazard sites to aim at", markup=False)
+        elif what == "search":
+            err.print(progress_line(value, args.budget if args.time is None else value.evaluations), markup=False)
+        elif what == "explain":
+            err.print(f"explaining evaluation {value.evaluation} ({value.kind})...", markup=False)
+
+    try:
+        result = hunt_case(args.case, paths=args.paths, budget=budget, seconds=args.time, domain=args.domain,
+                           seed=args.seed, tolerance=Tolerance(ulp=args.ulp, atol=args.atol, rtol=args.rtol),
+                           timeout=args.timeout, out_dir=out_dir, explain=args.explain, progress=progress)
+    except PathOptionError as e:
+        return _error(f"{e} (see `jaxparity paths`)")
+    except (CaseError, DomainError, ValueError) as e:
+        return _error(str(e))
+    if args.html:
+        write_html(result, args.html)
+        if not quiet:
+            err.print(f"wrote {args.html}", markup=False)
+    if args.json:
+        if args.json == "-":
+            sys.stdout.write(result.to_json() + "\n")
+        else:
+            FsPath(args.json).write_text(result.to_json() + "\n")
+    if args.json != "-":
+        print(result.summary() if args.quiet else render_text(result, verbose=args.verbose))
+    return 0 if result.passed else 1
 
 
 def _cache(args: argparse.Namespace) -> int:

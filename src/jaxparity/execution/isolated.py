@@ -23,7 +23,7 @@ import numpy as np
 
 from .runs import CaseInfo, PathRun
 
-__all__ = ["IsolatedRunner", "WorkerDied"]
+__all__ = ["IsolatedRunner", "TaskError", "WorkerDied"]
 
 
 _GLOG_QUIET = re.compile(r"^[IW]\d{4} ")
@@ -31,6 +31,10 @@ _GLOG_QUIET = re.compile(r"^[IW]\d{4} ")
 
 class WorkerDied(Exception):
     pass
+
+
+class TaskError(Exception):
+    """A task run in the worker raised (its type and message)."""
 
 
 class IsolatedRunner:
@@ -255,6 +259,23 @@ class IsolatedRunner:
             self._proc = None
             return f"capturing crashed: {e}"
         return reply[1]
+
+    def task(self, name: str, *payload: Any, timeout: float | None = None) -> Any:
+        """``name`` (``"jaxparity.module:function"``) called in the worker on the loaded case and ``payload``;
+        its value. Raises ``TaskError`` where it raised, ``WorkerDied`` where it killed the worker (a new one
+        starts with the next call), ``TimeoutError`` past ``timeout``."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        assert self._conn is not None
+        self._conn.send(("task", name, payload))
+        try:
+            status, value = self._receive(timeout, name)[1]
+        except (WorkerDied, TimeoutError):
+            self._proc = None
+            raise
+        if status != "ok":
+            raise TaskError(value)
+        return value
 
     def close(self) -> None:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:

@@ -82,6 +82,18 @@ def main(fd: int) -> None:
             except Exception as e:  # report, keep the comparison
                 captured = f"capturing per-op values failed: {type(e).__name__}: {e}"
             conn.send(("captured", captured))
+        elif message[0] == "task":  # one of jaxparity's functions of the loaded case (the hunt's probes)
+            import importlib
+
+            assert case is not None, "task before load"
+            _, name, payload = message
+            module, _, function = name.partition(":")
+            assert module.startswith("jaxparity."), name
+            try:
+                reply = ("ok", getattr(importlib.import_module(module), function)(case, *payload))
+            except Exception as e:  # the caller decides what a failed task costs
+                reply = ("error", f"{type(e).__name__}: {e}")
+            conn.send(("task_done", reply))
         elif message[0] == "explain":
             from ..explain.explainer import explain_paths
 

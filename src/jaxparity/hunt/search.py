@@ -1,0 +1,376 @@
+"""The search: first guesses aimed at the model's hazards, then mutations of what diverged most.
+
+Each round is a batch of candidate inputs, every one projected into the domain, run on both paths in
+the hunt's worker (``run_many``: each path compiled once, the batch in one call per path) and ranked
+(``score.divergence``). The first rounds are the example, the domain's edges (its bounds, zero, the
+dtype's subnormals, tiny and largest values, where the box holds them: whole leaves, one row, a few
+elements), uniform draws, and inputs driven by Newton steps to each hazard site (``probe.target``).
+Then each round mutates parents (the worst input of each kind found so far, and inputs that were the
+first to bring a site to its hazard) by operators whose credit grows with the improvements they make:
+a few elements moved by a few ULPs (a threshold's two sides), jittered at a random scale, set to an
+edge, crossed with another parent, aimed again at a site, or drawn afresh.
+
+Everything random comes from one generator seeded by ``seed``: the same seed and budget give the same
+search (a ``time`` limit stops it wherever the clock says).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..metrics import Tolerance
+from .domain import Domain, _finfo, _step
+from .probe import Plan
+from .score import Divergence, divergence, output_scales
+
+__all__ = ["Candidate", "Search", "SearchState"]
+
+OPERATORS = ("nudge", "jitter", "edge", "cross", "aim", "fresh")
+CORPUS_PER_SITE = 8  # inputs kept as parents for each hazard site they reach
+
+
+@dataclass(eq=False)  # by identity: its arrays have no truth value
+class Candidate:
+    arrays: dict[str, np.ndarray]
+    center: int
+    origin: str  # how it was made: "the example", "edge: subnormal in arg1", "aimed at #12 floor (x.py:3)"
+    operator: str = "seed"
+    parent: int | None = None  # the evaluation number of its parent
+    index: int = 0  # its evaluation number (1-based), once evaluated
+    divergence: Divergence | None = None
+    reached: tuple[int, ...] = ()  # sites it brings to their hazard
+    # the input elements that move the site it was aimed at most: a few ULPs of them cross its threshold
+    levers: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass
+class SearchState:
+    """What the search has seen: the best input of each kind, the progress, and each site's coverage."""
+
+    evaluations: int = 0
+    # (output, kind, the last hazard site it reaches or -1) -> the worst input of that kind
+    archive: dict[tuple[str, str, int], Candidate] = field(default_factory=dict)
+    # (evaluations, the best's difference against its output's scale (inf: NaN or a failure), its kind, seconds)
+    progress: list[tuple[int, float, str, float]] = field(default_factory=list)
+    first_reach: dict[int, int] = field(default_factory=dict)  # site -> the first evaluation at its hazard
+    reach_count: dict[int, int] = field(default_factory=dict)
+    diverged_at: dict[int, int] = field(default_factory=dict)  # site -> evaluations at it that diverged
+    corpus: list[Candidate] = field(default_factory=list)  # the first to reach each site: parents for its region
+    failed_both: int = 0  # inputs on which both paths fail (not the model's inputs)
+    origins: dict[str, int] = field(default_factory=dict)  # how many candidates each operator made
+    first_found: int | None = None  # the first evaluation whose input breaks the tolerance
+    first_kind: dict[str, int] = field(default_factory=dict)  # kind of divergence -> the first evaluation of it
+    best: Candidate | None = None
+
+
+class Search:
+    def __init__(self, runner: Any, domain: Domain, plan: Plan, varied: list[str], baseline: str, path: str,
+                 tolerance: Tolerance, seed: int, budget: int, seconds: float | None = None, batch: int = 24,
+                 timeout: float | None = None, progress: Callable[[SearchState], None] | None = None) -> None:
+        self.runner, self.domain, self.plan, self.varied = runner, domain, plan, varied
+        self.baseline, self.path, self.tolerance = baseline, path, tolerance
+        self.rng = np.random.default_rng(seed)
+        self.budget, self.seconds, self.batch, self.timeout = budget, seconds, batch, timeout
+        self.report = progress
+        self.state = SearchState()
+        self.credit = {op: 1.0 for op in OPERATORS}
+        self.scales: dict[str, float] | None = None  # each output's magnitude on the example (score.divergence)
+        self._start = 0.0
+
+    # -- the loop -------------------------------------------------------------------------------
+    def run(self) -> SearchState:
+        self._start = time.perf_counter()
+        seeds = self._seeds()
+        while seeds and not self._done():
+            part, seeds = seeds[:self._room()], seeds[self._room():]
+            self._evaluate(part)
+        while not self._done():
+            self._evaluate(self._children(self._room()))
+        return self.state
+
+    def _done(self) -> bool:
+        if self.state.evaluations >= self.budget:
+            return True
+        return self.seconds is not None and time.perf_counter() - self._start >= self.seconds
+
+    def _room(self) -> int:
+        return max(1, min(self.batch, self.budget - self.state.evaluations))
+
+    # -- first guesses --------------------------------------------------------------------------
+    def _seeds(self) -> list[Candidate]:
+        d, rng = self.domain, self.rng
+        seeds = []
+        for k, label in enumerate(d.center_labels):
+            inside = d.project(d.centers[k], k)
+            moved = any(not np.array_equal(inside[n], np.asarray(d.centers[k][n])) for n in inside)
+            seeds.append(Candidate(inside, k, label + (" (moved into the domain)" if moved else "")))
+        edges = self._edges(0)
+        rng.shuffle(edges)  # type: ignore[arg-type]
+        seeds += edges[:max(4, self.budget // 6)]
+        seeds += [Candidate(d.uniform(rng, k := int(rng.integers(len(d.centers)))), k, "uniform in the domain",
+                            "fresh") for _ in range(max(2, self.budget // 24))]
+        # aimed at every site and target in turn, from the example and from uniform draws
+        pairs = [(site.id, j) for site in self.plan.sites for j in range(len(site.targets))]
+        starts = [seeds[0]] + [Candidate(d.uniform(rng, k := int(rng.integers(len(d.centers)))), k, "uniform")
+                               for _ in range(3)]
+        n_aim = max(0, self.budget // 3)
+        aimed = self._aim([(starts[i % len(starts)], *pairs[i % len(pairs)]) for i in range(n_aim)] if pairs else [],
+                          n_aim)
+        # interleave: every kind of first guess early, whatever the budget
+        out: list[Candidate] = []
+        groups = [seeds[:len(d.centers)], aimed, seeds[len(d.centers):]]
+        while any(groups):
+            for g in groups:
+                if g:
+                    out.append(g.pop(0))
+        return out
+
+    def _edge_values(self, name: str, center: int) -> list[tuple[float, str]]:
+        """The values worth trying in leaf ``name`` that its box holds: its bounds, 0, ±1, and the dtype's
+        subnormals, smallest normal and largest finite value."""
+        leaf = next(x for x in self.domain.leaves if x.name == name)
+        lo_a, hi_a = self.domain.bounds(name, center)
+        lo, hi = float(np.min(lo_a.astype(np.float64))), float(np.max(hi_a.astype(np.float64)))
+        values = [(lo, "its low bound"), (hi, "its high bound"), (0.0, "zero"), (1.0, "one"), (-1.0, "minus one")]
+        if not leaf.integer:
+            info = _finfo(np.dtype(leaf.dtype))
+            for v, what in ((float(info.smallest_subnormal), "the smallest subnormal"),
+                            (float(info.tiny) / 4, "a subnormal"), (float(info.tiny), "the smallest normal"),
+                            (float(info.max), "the largest finite value")):
+                values += [(v, what), (-v, f"minus {what}")]
+        return [(v, w) for v, w in values if lo <= v <= hi]
+
+    def _edges(self, center: int, parent: Candidate | None = None, one: bool = False) -> list[Candidate]:
+        """Candidates with an edge value in a whole leaf, in one row (along its last axis) or in a few elements;
+        ``one``: a single such candidate, of ``parent``."""
+        d, rng = self.domain, self.rng
+        base = parent.arrays if parent is not None else d.project(d.centers[center], center)
+        out = []
+        leaves = [x for x in d.leaves if x.shape and int(np.prod(x.shape)) > 0] or list(d.leaves)
+        for leaf in ([leaves[int(rng.integers(len(leaves)))]] if one else leaves):
+            values = self._edge_values(leaf.name, center)
+            if one and values:
+                values = [values[int(rng.integers(len(values)))]]
+            for v, what in values:
+                shapes = ("whole", "row", "some") if not one else (("whole", "row", "some")[int(rng.integers(3))],)
+                for how in shapes:
+                    x = np.array(base[leaf.name], copy=True)
+                    where = self._positions(x.shape, how)
+                    x[where] = np.asarray(v).astype(x.dtype)
+                    words = {"whole": "", "row": " (one row)", "some": " (some elements)"}[how]
+                    out.append(Candidate(d.project({**base, leaf.name: x}, center), center,
+                                         f"edge: {what} in {leaf.name}{words}", "edge",
+                                         parent.index if parent is not None else None))
+        return out
+
+    def _positions(self, shape: tuple[int, ...], how: str) -> Any:
+        rng = self.rng
+        if how == "whole" or not shape:
+            return (...,)
+        if how == "row":
+            index = tuple(int(rng.integers(s)) for s in shape[:-1])
+            return index + (slice(None),)
+        mask = rng.random(shape) < max(1.0 / max(int(np.prod(shape)), 1), rng.choice([0.01, 0.1, 0.3]))
+        return mask
+
+    def _aim(self, requests: list[tuple[Candidate, int, int]], limit: int) -> list[Candidate]:
+        """Newton steps toward each (parent, site, target), at most ``limit`` of them, in the worker."""
+        from ..execution.isolated import TaskError, WorkerDied
+
+        if not requests or limit <= 0:
+            return []
+        if len(requests) > limit:
+            keep = self.rng.choice(len(requests), size=limit, replace=False)
+            requests = [requests[i] for i in sorted(keep)]
+        try:
+            moved = self.runner.task("jaxparity.hunt.probe:target", self.varied, self.domain,
+                                     [(c.arrays, c.center, s, j) for c, s, j in requests], timeout=self._task_time())
+        except (TaskError, WorkerDied, TimeoutError):
+            return []  # aiming is a help, never a failure of the hunt
+        out = []
+        for (parent, s, j), (arrays, at, levers) in zip(requests, moved):
+            site = self.plan.sites[s]
+            aimed = Candidate(self.domain.project(arrays, parent.center), parent.center,
+                              f"aimed at {site.hazard} of {site.describe()}", "aim", parent.index or None,
+                              levers=tuple(levers))
+            out.append(aimed)
+            if at and levers and site.targets[j][1] <= 4:  # a threshold: its levers a ULP or two either side
+                out += [self._lever_step(aimed, 2) for _ in range(2)]
+        return out
+
+    def _lever_step(self, c: Candidate, most: int) -> Candidate:
+        """``c`` with each of its levers moved by up to ``most`` ULPs either way: the two paths' roundings of a
+        value at a threshold fall on either side of it for some of these."""
+        arrays = {name: np.array(x, copy=True) for name, x in c.arrays.items()}
+        for name, index in c.levers:
+            flat = arrays[name].reshape(-1)
+            flat[index] = _ulp_move(flat[index:index + 1], int(self.rng.integers(-most, most + 1)))[0]
+        return Candidate(self.domain.project(arrays, c.center), c.center,
+                         f"{c.origin}, {len(c.levers)} input element{'s' if len(c.levers) > 1 else ''} moved by up "
+                         f"to {most} ULP", "nudge", c.index or None, levers=c.levers)
+
+    def _task_time(self) -> float | None:
+        return None if self.timeout is None else self.timeout * 10
+
+    # -- mutations ------------------------------------------------------------------------------
+    def _parents(self) -> list[Candidate]:
+        archive = sorted(self.state.archive.values(), key=lambda c: c.divergence.rank if c.divergence else (),
+                         reverse=True)
+        return archive + [c for c in self.state.corpus if c not in archive]
+
+    def _children(self, n: int) -> list[Candidate]:
+        rng = self.rng
+        parents = self._parents()
+        ops = list(OPERATORS)
+        weights = np.array([self.credit[o] for o in ops])
+        out: list[Candidate] = []
+        aims: list[tuple[Candidate, int, int]] = []
+        for _ in range(n):
+            op = ops[int(rng.choice(len(ops), p=weights / weights.sum()))]
+            if not parents or op == "fresh":
+                k = int(rng.integers(len(self.domain.centers)))
+                out.append(Candidate(self.domain.uniform(rng, k), k, "uniform in the domain", "fresh"))
+                continue
+            # the worst first: a parent's chance falls with its place in the ranking
+            ranks = 1.0 / (1.0 + np.arange(len(parents)))
+            parent = parents[int(rng.choice(len(parents), p=ranks / ranks.sum()))]
+            if op == "aim" and self.plan.sites:
+                site, j = self._site_for(parent)
+                aims.append((parent, site, j))
+                continue
+            if op == "edge":
+                out += self._edges(parent.center, parent, one=True)[:1]
+                continue
+            if op == "cross" and len(parents) > 1:
+                other = parents[int(rng.integers(len(parents)))]
+                arrays = {}
+                for name, x in parent.arrays.items():
+                    mask = rng.random(np.shape(x)) < 0.5
+                    arrays[name] = np.where(mask, x, other.arrays[name]) if other.center == parent.center else x
+                out.append(self._child(parent, arrays, "cross", f"a cross of #{parent.index} and #{other.index}"))
+                continue
+            if op == "nudge" and parent.levers and rng.random() < 0.7:
+                out.append(self._lever_step(parent, int(rng.integers(1, 5))))
+                continue
+            arrays = dict(parent.arrays)
+            floats = [x for x in self.domain.leaves if not x.integer] or list(self.domain.leaves)
+            leaf = floats[int(rng.integers(len(floats)))]
+            x = np.array(arrays[leaf.name], copy=True)
+            where = self._positions(x.shape, "some") if rng.random() < 0.5 else self._one(x.shape)
+            if op == "nudge" and not leaf.integer:
+                steps = int(rng.integers(1, 9)) * (1 if rng.random() < 0.5 else -1)
+                x[where] = _ulp_move(x[where], steps)
+                words = f"{abs(steps)} ULP {'up' if steps > 0 else 'down'}"
+            else:  # jitter, at a random scale of the box
+                lo, hi = (b.astype(np.float64) for b in self.domain.bounds(leaf.name, parent.center))
+                scale = (hi - lo) * 10.0 ** -rng.uniform(0, 5)
+                moved = x.astype(np.float64) + rng.standard_normal(x.shape) * scale
+                x[where] = moved[where].astype(x.dtype) if not leaf.integer else np.round(moved[where]).astype(x.dtype)
+                words = "jittered"
+                op = "jitter"
+            arrays[leaf.name] = x
+            out.append(self._child(parent, arrays, op, f"#{parent.index} with {leaf.name} {words}"))
+        if aims:
+            out += self._aim(aims, len(aims))
+        return out[:n] if out else [Candidate(self.domain.uniform(rng), 0, "uniform in the domain", "fresh")]
+
+    def _one(self, shape: tuple[int, ...]) -> Any:
+        return tuple(int(self.rng.integers(s)) for s in shape) if shape else (...,)
+
+    def _child(self, parent: Candidate, arrays: dict[str, np.ndarray], op: str, origin: str) -> Candidate:
+        return Candidate(self.domain.project(arrays, parent.center), parent.center, origin, op, parent.index)
+
+    def _site_for(self, parent: Candidate) -> tuple[int, int]:
+        """A site to aim at from ``parent``: one it reached (to land on the hazard's other side), else one rarely
+        reached so far."""
+        rng = self.rng
+        sites = self.plan.sites
+        if parent.reached and rng.random() < 0.5:
+            s = parent.reached[int(rng.integers(len(parent.reached)))]
+        else:
+            counts = np.array([self.state.reach_count.get(s.id, 0) for s in sites], float)
+            w = 1.0 / (1.0 + counts)
+            s = int(rng.choice(len(sites), p=w / w.sum()))
+        return s, int(rng.integers(len(sites[s].targets)))
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def _evaluate(self, batch: list[Candidate]) -> None:
+        from ..execution.isolated import TaskError, WorkerDied
+
+        st = self.state
+        self.runner.send_samples([c.arrays for c in batch])
+        outs = {}
+        for spec in (self.baseline, self.path):
+            runs = [r[0] for part in self.runner.run_many(spec, range(len(batch)), 1, self.timeout, chunk=1)
+                    for r in part]
+            outs[spec] = [r.outputs if r.status == "ok" and r.outputs is not None else f"{r.status}: {r.message}"
+                          for r in runs]
+        if self.scales is None:  # the first batch starts with the example: its outputs set each output's scale
+            first = outs[self.baseline][0]
+            self.scales = output_scales(first) if not isinstance(first, str) else {}
+        near = None
+        if self.plan.sites:
+            try:
+                near = self.runner.task("jaxparity.hunt.probe:reach", self.varied, [c.arrays for c in batch],
+                                        timeout=self._task_time())
+            except (TaskError, WorkerDied, TimeoutError):
+                near = None
+        for i, c in enumerate(batch):
+            st.evaluations += 1
+            c.index = st.evaluations
+            st.origins[c.operator] = st.origins.get(c.operator, 0) + 1
+            c.divergence = divergence(outs[self.baseline][i], outs[self.path][i], self.tolerance, self.scales)
+            if near is not None:
+                c.reached = tuple(int(s) for s in np.flatnonzero(near[i] <= 1.0))
+            self._record(c)
+        best = st.best.divergence if st.best is not None and st.best.divergence is not None else None
+        st.progress.append((st.evaluations, best.severity if best else 0.0, best.kind if best else "none",
+                            time.perf_counter() - self._start))
+        for op in self.credit:  # old credit fades, so an operator that stops helping loses its share
+            self.credit[op] = max(0.2, self.credit[op] * 0.95)
+        if self.report:
+            self.report(st)
+
+    def _record(self, c: Candidate) -> None:
+        st = self.state
+        d = c.divergence
+        if d is None:
+            st.failed_both += 1
+            return
+        new_site = False
+        for s in c.reached:
+            st.reach_count[s] = st.reach_count.get(s, 0) + 1
+            if d.kind != "none":
+                st.diverged_at[s] = st.diverged_at.get(s, 0) + 1
+            if s not in st.first_reach:
+                st.first_reach[s] = c.index
+                new_site = True
+        # parents for a region: the first inputs to reach each site, a few per site (where it flips)
+        if c.reached and sum(1 for x in st.corpus if set(x.reached) & set(c.reached)) < CORPUS_PER_SITE * len(
+                c.reached):
+            st.corpus.append(c)
+        if d.breaks and st.first_found is None:
+            st.first_found = c.index
+        if d.kind != "none":
+            st.first_kind.setdefault(d.kind, c.index)
+        key = (d.output, d.kind, max(c.reached, default=-1))
+        improved = d.kind != "none" and (key not in st.archive or d.rank > st.archive[key].divergence.rank)
+        if improved:
+            st.archive[key] = c
+        if st.best is None or d.rank > st.best.divergence.rank:
+            st.best = c
+        if c.operator in self.credit and (improved or new_site):
+            self.credit[c.operator] += 1.0
+
+
+def _ulp_move(x: np.ndarray, steps: int) -> np.ndarray:
+    """``x`` moved ``steps`` representable values of its own dtype (toward +inf where positive)."""
+    x = np.asarray(x)
+    for _ in range(abs(steps)):
+        x = _step(x, steps > 0)
+    return x
