@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..rounding import is_float_dtype
 from .hazards import Hazard, hazards_of
 
 __all__ = ["Site", "plan", "reach", "target"]
@@ -43,6 +44,7 @@ class Plan:
     considered: dict[str, int]  # hazard kind -> ops of that kind depending on the data (before sampling)
     in_loops: int  # loops, conditionals and scans whose bodies depend on the data: reached by mutation only
     notes: tuple[str, ...] = ()
+    narrowest: str | None = None  # the narrowest float dtype the program computes in
 
 
 class _Model:
@@ -52,7 +54,7 @@ class _Model:
         import jax
 
         from ..execution.samples import InputSlots
-        from ..localize.program import flatten
+        from ..localize.program import flatten, is_numeric
         from ..pytree import argument_leaves
 
         self.case = case
@@ -91,6 +93,9 @@ class _Model:
                               tuple((float(t), float(w)) for t, w in hazard.targets(dtype))))
             self.hazards.append((op, hazard))
         self.sites = tuple(sites)
+        floats = {np.dtype(a.dtype) for a in program.avals.values() if is_numeric(a) and
+                  is_float_dtype(np.dtype(a.dtype))}
+        self.narrowest = str(min(floats, key=lambda t: t.itemsize)) if floats else None
         self.considered = considered
         self.in_loops = in_loops
         self._measures = jax.jit(self._all_measures)
@@ -175,7 +180,7 @@ def plan(case: Any, varied: Sequence[str]) -> Plan:
     if model.in_loops:
         notes = (f"{model.in_loops} loop{'s' if model.in_loops > 1 else ''} (scan, while, cond) read the varied "
                  "inputs: the ops inside them are reached by the search, not aimed at",)
-    return Plan(model.sites, model.considered, model.in_loops, notes)
+    return Plan(model.sites, model.considered, model.in_loops, notes, model.narrowest)
 
 
 def reach(case: Any, varied: Sequence[str], candidates: Sequence[dict[str, np.ndarray]]) -> np.ndarray:

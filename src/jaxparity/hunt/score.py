@@ -2,8 +2,8 @@
 
 The rank orders kinds before sizes: a path that fails where the other runs; NaN or inf on one side only;
 a difference beyond rounding (a jump: a flipped threshold, another argmax, digits lost: an integer output
-that changed, or a difference of at least the square root of the output dtype's epsilon against the
-output's own scale, which is half its digits); a rounding difference; none. Within a kind, the larger
+that changed, or a difference of at least the square root of the epsilon of the narrowest float the
+program computes in, against the output's own scale: half its digits); a rounding difference; none. Within a kind, the larger
 difference against the output's scale (its largest finite magnitude on this input or on the example),
 then the larger ULP distance: a difference measured element by element in ULP or relative terms is largest
 where an output is near zero (a subnormal flushed to zero is millions of ULP), which says little of how
@@ -66,10 +66,12 @@ class Divergence:
 
 
 def divergence(base: Sequence[tuple[str, np.ndarray]] | str, path: Sequence[tuple[str, np.ndarray]] | str,
-               tolerance: Tolerance, scales: dict[str, float] | None = None) -> Divergence | None:
+               tolerance: Tolerance, scales: dict[str, float] | None = None, narrowest: str | None = None
+               ) -> Divergence | None:
     """The divergence of ``path``'s outputs from ``base``'s (each a list of named leaves, or the error of a
     run that failed); None where both failed (the input is not one the model takes). ``scales``: each
-    output's largest finite magnitude on the example (``output_scales``)."""
+    output's largest finite magnitude on the example (``output_scales``); ``narrowest``: the narrowest float
+    dtype the program computes in (a bfloat16 model's float32 output carries bfloat16's rounding)."""
     if isinstance(base, str) and isinstance(path, str):
         return None
     if isinstance(base, str) or isinstance(path, str):
@@ -79,13 +81,17 @@ def divergence(base: Sequence[tuple[str, np.ndarray]] | str, path: Sequence[tupl
     best: Divergence | None = None
     for (name, b), (_, p) in zip(base, path):
         p, b = np.asarray(p), np.asarray(b)
+        if p.dtype != b.dtype and p.shape == b.shape:  # the f64 reference: correctly rounded to the path's dtype
+            from ..rounding import round_to_dtype
+
+            p, b = (round_to_dtype(p, b.dtype), b) if p.itemsize > b.itemsize else (p, round_to_dtype(b, p.dtype))
         d = diff_leaf(p, b, tolerance)
         scaled = d.max_abs / max(_scale(p), _scale(b), (scales or {}).get(name, 0.0)) if d.max_abs else 0.0
         if d.bitwise_equal or d.n_differ == 0:
             kind = "none"
         elif d.nan_mismatch or d.inf_mismatch:
             kind = "NaN or inf on one side"
-        elif np.dtype(d.dtype).kind in "biu" or scaled >= _half_digits(b.dtype):
+        elif np.dtype(d.dtype).kind in "biu" or scaled >= _half_digits(narrowest or b.dtype):
             kind = "beyond rounding"
         else:
             kind = "rounding"

@@ -324,7 +324,8 @@ class Search:
             st.evaluations += 1
             c.index = st.evaluations
             st.origins[c.operator] = st.origins.get(c.operator, 0) + 1
-            c.divergence = divergence(outs[self.baseline][i], outs[self.path][i], self.tolerance, self.scales)
+            c.divergence = divergence(outs[self.baseline][i], outs[self.path][i], self.tolerance, self.scales,
+                                      self.plan.narrowest)
             if near is not None:
                 c.reached = tuple(int(s) for s in np.flatnonzero(near[i] <= 1.0))
             self._record(c)
