@@ -196,3 +196,29 @@ def test_the_command_writes_the_input_json_and_html_and_exits_1_when_an_input_br
     quiet = run_cli("hunt", f"{HUNT}:make_argmax_tie", "--paths", "eager,jit", "--budget", "8", "-q",
                     "--explain", "0", "-o", str(tmp_path / "q"), "--domain", "arg1=0.25:0.5")
     assert quiet.returncode in (0, 1) and len(quiet.stdout.strip().splitlines()) <= 3
+
+
+# -- islands ----------------------------------------------------------------------------------------
+
+def test_a_budget_split_over_islands_on_a_local_pool_is_one_merged_hunt(tmp_path):
+    r = hunt_case(f"{HUNT}:make_argmax_tie", paths="eager,jit", budget=96, jobs=2, out_dir=str(tmp_path), explain=0)
+    assert r.islands == 2 and r.evaluations == 96
+    assert not r.passed and ("out", "beyond rounding") in _kinds(r)
+    assert Path(r.findings[0].inputs_file).exists() and r.findings[0].island in (0, 1)
+    assert [p[0] for p in r.progress] == sorted(p[0] for p in r.progress) and r.progress[-1][0] == 96
+    assert any("2 islands" in n for n in r.notes)
+    again = hunt_case(f"{HUNT}:make_argmax_tie", paths="eager,jit", budget=96, jobs=2, explain=0)
+    assert [(f.island, f.evaluation, f.path_value) for f in again.findings] == \
+        [(f.island, f.evaluation, f.path_value) for f in r.findings]
+
+
+@pytest.mark.slow
+def test_islands_on_ray(tmp_path):
+    import ray
+
+    try:
+        r = hunt_case(f"{HUNT}:make_argmax_tie", paths="eager,jit", budget=64, executor="ray", jobs=2,
+                      out_dir=str(tmp_path), explain=0)
+    finally:
+        ray.shutdown()
+    assert r.islands == 2 and r.evaluations == 64 and not r.passed

@@ -185,6 +185,13 @@ def _parser() -> argparse.ArgumentParser:
                       "files (default: hunt-CASE beside the case's name, in this directory)")
     hunt.add_argument("--explain", type=int, default=2, metavar="K", help="explain the K worst inputs as `explain "
                       "--inputs` would (default 2; 0: none)")
+    scale = hunt.add_argument_group("a large budget: islands, each a search of its own seed, merged")
+    scale.add_argument("--jobs", type=int, default=1, metavar="N", help="split the budget over N islands run at "
+                       "once (default 1)")
+    scale.add_argument("--executor", choices=("local", "ray"), default="local", help="local: a process pool on "
+                       "this machine (default); ray: one Ray task per island (one per CPU of the cluster unless "
+                       "--jobs says)")
+    scale.add_argument("--address", metavar="ADDR", help="the Ray cluster to join (default: start one here)")
     tol = hunt.add_argument_group("tolerance: the gate (default: exact; an element passes if it meets any one given)")
     tol.add_argument("--ulp", type=int, metavar="N", help="at most N units in the last place of the output dtype")
     tol.add_argument("--atol", type=float, metavar="X", help="|got - expected| <= atol + rtol * |expected|")
@@ -868,6 +875,8 @@ def _hunt(args: argparse.Namespace) -> int:
         return _error("--time must be a positive number of seconds")
     if args.ulp is not None and args.ulp < 0:
         return _error("--ulp must be a non-negative integer")
+    if args.jobs < 1:
+        return _error("--jobs must be at least 1")
     err = Console(stderr=True, highlight=False)
     quiet = args.quiet or args.json == "-"
     budget = args.budget if args.time is None else 1 << 40
@@ -885,11 +894,16 @@ def _hunt(args: argparse.Namespace) -> int:
             err.print(progress_line(value, args.budget if args.time is None else value.evaluations), markup=False)
         elif what == "explain":
             err.print(f"explaining evaluation {value.evaluation} ({value.kind})...", markup=False)
+        elif what == "island":
+            i, n, done = value
+            err.print(f"island {i + 1} of {n}: {done.evaluations:,} evaluations, {len(done.findings)} kind"
+                      f"{'s' if len(done.findings) != 1 else ''} of divergence", markup=False)
 
     try:
         result = hunt_case(args.case, paths=args.paths, budget=budget, seconds=args.time, domain=args.domain,
                            seed=args.seed, tolerance=Tolerance(ulp=args.ulp, atol=args.atol, rtol=args.rtol),
-                           timeout=args.timeout, out_dir=out_dir, explain=args.explain, progress=progress)
+                           timeout=args.timeout, out_dir=out_dir, explain=args.explain, jobs=args.jobs,
+                           executor=args.executor, address=args.address, progress=progress)
     except PathOptionError as e:
         return _error(f"{e} (see `jaxparity paths`)")
     except (CaseError, DomainError, ValueError) as e:

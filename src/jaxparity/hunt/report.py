@@ -51,7 +51,8 @@ def progress_line(state: Any, budget: int) -> str:
 
 def _finding_lines(i: int, f: Finding, r: HuntResult, width: int) -> list[str]:
     lines = _wrap(f"{i}.", f"{f.kind}{'' if f.breaks else ' (within the tolerance)'}: {f.describe()}", width, 4)
-    body = [("found", f"at evaluation {f.evaluation}: {f.origin}")]
+    where = f" of island {f.island}" if r.islands > 1 else ""
+    body = [("found", f"at evaluation {f.evaluation}{where}: {f.origin}")]
     if f.reached:
         body.append(("at", "; ".join(f.reached)))
     if f.inputs_file:

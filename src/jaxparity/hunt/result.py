@@ -54,6 +54,7 @@ class Finding:
     lead: str | None = None  # the op the explanation names
     cause: str | None = None
     fix: str | None = None  # the fix its re-run verified ("savedmodel:XLA_FLAGS=...: parity restored")
+    island: int = 0  # the island whose search found it (its ``evaluation`` counts within that island)
 
     def describe(self) -> str:
         if self.kind == "fails on one side":

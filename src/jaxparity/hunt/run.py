@@ -1,19 +1,24 @@
-"""``hunt_case``: load a case, state its domain, search it, and report the worst input of each kind."""
+"""``hunt_case``: load a case, state its domain, search it (on this machine, or as islands on the sweep's
+executors), and report the worst input of each kind."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..metrics import Tolerance
 from .result import Finding, HuntResult, HuntSite
 
-__all__ = ["hunt_case"]
+__all__ = ["hunt_case", "search_case"]
 
 HuntProgress = Callable[[str, Any], None]  # ("search", SearchState) | ("explain", Finding) | ("ready", info)
+Inputs = dict[tuple[int, int], dict[str, np.ndarray]]  # (island, evaluation) -> the varied leaves of that input
 
 
 def hunt_case(
@@ -30,6 +35,9 @@ def hunt_case(
     out_dir: str | None = None,
     explain: int = 2,
     batch: int = 24,
+    jobs: int = 1,
+    executor: str = "local",
+    address: str | None = None,
     progress: HuntProgress | None = None,
 ) -> HuntResult:
     """Search the domain of ``case`` (``FILE.py[:FACTORY]``) for the inputs on which ``paths`` (BASELINE,PATH)
@@ -37,23 +45,46 @@ def hunt_case(
 
     ``domain``: ``--domain`` items (``hunt.domain``); none: derived from the example. The worst input of
     each kind of divergence is written to ``out_dir`` as an ``--inputs`` file and, for the ``explain``
-    worst, explained as ``jaxparity explain --inputs`` would. Raises ``CaseError`` where the case cannot
-    load or its function fails on its own inputs, ``DomainError`` for a domain that cannot be used,
-    ``PathOptionError``/``ValueError`` for paths that cannot be hunted with.
+    worst, explained as ``jaxparity explain --inputs`` would. ``jobs`` > 1 or ``executor="ray"``: the budget
+    is split over that many islands, each a search of its own seed ((seed, island)), run by the sweep's
+    executors (a local process pool, or a Ray cluster at ``address``) and merged. Raises ``CaseError`` where
+    the case cannot load or its function fails on its own inputs, ``DomainError`` for a domain that cannot
+    be used, ``PathOptionError``/``ValueError`` for paths that cannot be hunted with.
     """
-    from ..case import CaseError
     from ..comparison import plan_paths
-    from ..execution.runners import Runners
-    from ..execution.samples import drawn_names
     from ..paths import spec_env
-    from .domain import parse_domain
-    from .search import Search
 
     specs = _two_paths(paths, baseline)
     plan_paths(specs, specs[0])  # unknown paths and options: a usage error before anything runs
     if any(spec_env(s) for s in specs):
         raise ValueError("hunt runs both paths in this environment (no NAME@ENV paths)")
     tolerance = tolerance or Tolerance()
+    start = time.perf_counter()
+    if jobs > 1 or executor != "local":
+        from .islands import run_islands
+
+        result, inputs = run_islands(case, specs, budget, seconds, domain, seed, tolerance, timeout, batch,
+                                     jobs, executor, address, progress)
+    else:
+        result, inputs = search_case(case, specs, budget, seconds, domain, seed, tolerance, timeout, batch, progress)
+    findings = list(result.findings)
+    if out_dir is not None and findings:
+        findings = _save(findings, inputs, out_dir)
+        findings = _explain(findings, case, specs, tolerance, timeout, explain, progress)
+    return dataclasses.replace(result, findings=tuple(findings), seconds=time.perf_counter() - start)
+
+
+def search_case(case: str, specs: Sequence[str], budget: int, seconds: float | None, domain: Sequence[str],
+                seed: int | tuple[int, ...], tolerance: Tolerance, timeout: float | None, batch: int = 24,
+                progress: HuntProgress | None = None, island: int = 0) -> tuple[HuntResult, Inputs]:
+    """One search on this machine: its result (no inputs saved, none explained) and the inputs of its
+    findings, by (island, evaluation)."""
+    from ..case import CaseError
+    from ..execution.runners import Runners
+    from ..execution.samples import drawn_names
+    from .domain import parse_domain
+    from .search import Search
+
     start = time.perf_counter()
     with Runners(case, None) as runners:
         info = runners.load()
@@ -82,7 +113,7 @@ def hunt_case(
             seen.add((c.divergence.output, c.divergence.kind))
             ranked.append(c)
     notes = list(plan.notes)
-    findings = []
+    findings, inputs = [], {}
     for c in ranked:
         if dom.contains(c.arrays) is None:  # never: every candidate is projected; said if it ever happens
             notes.append(f"evaluation {c.index} lies outside the domain and is not reported")
@@ -90,11 +121,9 @@ def hunt_case(
         d = c.divergence
         reached = tuple(f"{plan.sites[s].hazard} of {plan.sites[s].describe()}" for s in c.reached)
         findings.append(Finding(d.kind, d.output, d.max_ulp, d.max_abs, d.max_rel, d.scaled, d.n_differ, d.size,
-                                d.breaks,
-                                c.index, c.origin, d.index, d.baseline_value, d.path_value, d.message, reached))
-    if out_dir is not None and findings:
-        findings = _save(findings, ranked, out_dir, info.name)
-        findings = _explain(findings, case, specs, tolerance, timeout, explain, progress)
+                                d.breaks, c.index, c.origin, d.index, d.baseline_value, d.path_value, d.message,
+                                reached, island=island))
+        inputs[(island, c.index)] = c.arrays
     if seconds is not None:
         notes.append(f"stopped by --time {seconds:g}: another machine evaluates another number of inputs in it "
                      "(the same seed and --budget repeat a search exactly)")
@@ -103,10 +132,12 @@ def hunt_case(
                      "inputs the model takes): not counted as divergences")
     sites = tuple(HuntSite(s.op, s.primitive, s.hazard, s.what, s.where, s.module, state.reach_count.get(s.id, 0),
                            state.first_reach.get(s.id), state.diverged_at.get(s.id, 0)) for s in plan.sites)
-    return HuntResult(info.name, specs[0], specs[1], tuple(dom.describe()), dom.source, seed, budget,
-                      state.evaluations, time.perf_counter() - start, tolerance.describe(), tuple(findings),
-                      tuple(state.progress), sites, dict(plan.considered), dict(state.origins), state.first_found,
-                      dict(state.first_kind), state.failed_both, seconds, 1, tuple(notes), case)
+    seed_value = seed if isinstance(seed, int) else int(seed[0])
+    result = HuntResult(info.name, specs[0], specs[1], tuple(dom.describe()), dom.source, seed_value, budget,
+                        state.evaluations, time.perf_counter() - start, tolerance.describe(), tuple(findings),
+                        tuple(state.progress), sites, dict(plan.considered), dict(state.origins), state.first_found,
+                        dict(state.first_kind), state.failed_both, seconds, 1, tuple(notes), case)
+    return result, inputs
 
 
 def _two_paths(paths: Sequence[str] | str, baseline: str | None) -> list[str]:
@@ -127,18 +158,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _save(findings: list[Finding], ranked: list[Any], out_dir: str, name: str) -> list[Finding]:
+def _save(findings: list[Finding], inputs: Inputs, out_dir: str) -> list[Finding]:
     """Each finding's input as an ``--inputs`` file (the varied leaves; the rest are the case's own)."""
-    import dataclasses
-
     from ..arrayio import save_arrays
 
     os.makedirs(out_dir, exist_ok=True)
     out = []
-    by_index = {c.index: c for c in ranked}
     for i, f in enumerate(findings, 1):
         path = os.path.join(out_dir, f"{i}-{_slug(f.kind)}-{_slug(f.output) or 'outputs'}.safetensors")
-        save_arrays(path, by_index[f.evaluation].arrays)
+        save_arrays(path, inputs[(f.island, f.evaluation)])
         out.append(dataclasses.replace(f, inputs_file=path))
     return out
 
@@ -146,9 +174,7 @@ def _save(findings: list[Finding], ranked: list[Any], out_dir: str, name: str) -
 def _explain(findings: list[Finding], case: str, specs: list[str], tolerance: Tolerance, timeout: float | None,
              count: int, progress: HuntProgress | None) -> list[Finding]:
     """The ``count`` worst findings explained as ``jaxparity explain --inputs FILE`` would."""
-    import dataclasses
-
-    from ..comparison import ExplainError, compare_case
+    from ..comparison import compare_case
     from ..report.format import explaining_cause
 
     out = []
@@ -161,7 +187,7 @@ def _explain(findings: list[Finding], case: str, specs: list[str], tolerance: To
         try:
             r = compare_case(case, inputs=f.inputs_file, paths=specs, baseline=specs[0], tolerance=tolerance,
                              timeout=timeout, explain=True)
-        except (ExplainError, Exception) as e:  # noqa: BLE001 - the finding stands without its explanation
+        except Exception as e:  # noqa: BLE001 - the finding stands without its explanation
             out.append(dataclasses.replace(f, explanation=f"could not be explained: {type(e).__name__}: {e}"))
             continue
         if not r.explanations:
