@@ -9,7 +9,6 @@ which island (the islands' own results are reproducible from the seed and budget
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +22,7 @@ __all__ = ["island", "merge", "run_islands"]
 def island(case: str, specs: Sequence[str], budget: int, seconds: float | None, domain: Sequence[str], seed: int,
            index: int, tolerance: Tolerance, timeout: float | None, batch: int) -> tuple[HuntResult, dict]:
     """One island: a search of its own budget, seeded by (seed, index). What a pool worker or a Ray task runs."""
-    from .run import search_case
+    from .search import search_case
 
     return search_case(case, specs, budget, seconds, domain, (seed, index), tolerance, timeout, batch, island=index)
 

@@ -12,12 +12,15 @@ edge, crossed with another parent, aimed again at a site, or drawn afresh.
 
 Everything random comes from one generator seeded by ``seed``: the same seed and budget give the same
 search (a ``time`` limit stops it wherever the clock says).
+
+``search_case`` is one search of a case on this machine: its worker loaded, each path run once, the
+domain stated, the search run, its findings as a ``HuntResult``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,10 +29,12 @@ import numpy as np
 from ..metrics import Tolerance
 from .domain import Domain, _finfo, _step
 from .probe import Plan
+from .result import Finding, HuntResult, HuntSite
 from .score import Divergence, divergence, output_scales
 
-__all__ = ["Candidate", "Search", "SearchState"]
+__all__ = ["Candidate", "Inputs", "Search", "SearchState", "search_case"]
 
+Inputs = dict[tuple[int, int], dict[str, np.ndarray]]  # (island, evaluation) -> the varied leaves of that input
 OPERATORS = ("nudge", "jitter", "edge", "cross", "aim", "fresh")
 CORPUS_PER_SITE = 8  # inputs kept as parents for each hazard site they reach
 
@@ -375,3 +380,68 @@ def _ulp_move(x: np.ndarray, steps: int) -> np.ndarray:
     for _ in range(abs(steps)):
         x = _step(x, steps > 0)
     return x
+
+
+def search_case(case: str, specs: Sequence[str], budget: int, seconds: float | None, domain: Sequence[str],
+                seed: int | tuple[int, ...], tolerance: Tolerance, timeout: float | None, batch: int = 24,
+                progress: Callable[[str, Any], None] | None = None, island: int = 0) -> tuple[HuntResult, Inputs]:
+    """One search on this machine: its result (no inputs saved, none explained) and the inputs of its
+    findings, by (island, evaluation)."""
+    from ..case import CaseError
+    from ..execution.runners import Runners
+    from ..execution.samples import drawn_names
+    from .domain import parse_domain
+
+    start = time.perf_counter()
+    with Runners(case, None) as runners:
+        info = runners.load()
+        runner = runners.home
+        for spec in specs:  # each path once on the case's own inputs: it runs here, and compiles now
+            run = runners.run(spec, timeout)
+            if run.status == "unavailable":
+                raise ValueError(f"{spec} cannot run here: {run.message}")
+            if run.status != "ok" and spec == specs[0]:
+                failure = runner.call_failure()
+                if failure:
+                    raise CaseError(f"{info.name}: the function fails on its own inputs, called plainly: {failure}")
+        example = runner.arrays()
+        dom = parse_domain(domain, example, drawn_names(example, info.data))
+        varied = dom.names
+        plan = runner.task("jaxparity.hunt.probe:plan", varied)
+        if progress:
+            progress("ready", (dom, plan))
+        search = Search(runner, dom, plan, varied, specs[0], specs[1], tolerance, seed, budget, seconds, batch,
+                        timeout, (lambda st: progress("search", st)) if progress else None)
+        state = search.run()
+    # the worst input of each kind of divergence at each output (the search keeps one per hazard site too)
+    ranked, seen = [], set()
+    for c in sorted(state.archive.values(), key=lambda c: c.divergence.rank, reverse=True):
+        if (c.divergence.output, c.divergence.kind) not in seen:
+            seen.add((c.divergence.output, c.divergence.kind))
+            ranked.append(c)
+    notes = list(plan.notes)
+    findings, inputs = [], {}
+    for c in ranked:
+        if dom.contains(c.arrays) is None:  # never: every candidate is projected; said if it ever happens
+            notes.append(f"evaluation {c.index} lies outside the domain and is not reported")
+            continue
+        d = c.divergence
+        reached = tuple(f"{plan.sites[s].hazard} of {plan.sites[s].describe()}" for s in c.reached)
+        findings.append(Finding(d.kind, d.output, d.max_ulp, d.max_abs, d.max_rel, d.scaled, d.n_differ, d.size,
+                                d.breaks, c.index, c.origin, d.index, d.baseline_value, d.path_value, d.message,
+                                reached, island=island))
+        inputs[(island, c.index)] = c.arrays
+    if seconds is not None:
+        notes.append(f"stopped by --time {seconds:g}: another machine evaluates another number of inputs in it "
+                     "(the same seed and --budget repeat a search exactly)")
+    if state.failed_both:
+        notes.append(f"{state.failed_both} input{'s' if state.failed_both > 1 else ''} failed on both paths (not "
+                     "inputs the model takes): not counted as divergences")
+    sites = tuple(HuntSite(s.op, s.primitive, s.hazard, s.what, s.where, s.module, state.reach_count.get(s.id, 0),
+                           state.first_reach.get(s.id), state.diverged_at.get(s.id, 0)) for s in plan.sites)
+    seed_value = seed if isinstance(seed, int) else int(seed[0])
+    result = HuntResult(info.name, specs[0], specs[1], tuple(dom.describe()), dom.source, seed_value, budget,
+                        state.evaluations, time.perf_counter() - start, tolerance.describe(), tuple(findings),
+                        tuple(state.progress), sites, dict(plan.considered), dict(state.origins), state.first_found,
+                        dict(state.first_kind), state.failed_both, seconds, 1, tuple(notes), case)
+    return result, inputs
