@@ -127,7 +127,7 @@ def _regions(r: HuntResult, width: int) -> list[str]:
     if unreached:
         many = len(unreached) > 1
         out += _wrap("", f"{len(unreached)} site{'s' if many else ''} never at {'their' if many else 'its'} hazard "
-                     "in this domain: a wider --domain may reach more (exp cannot overflow within [-1, 1])", width, 0)
+                     "in this domain (a wider --domain may reach more)", width, 0)
     return out
 
 
