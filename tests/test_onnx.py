@@ -220,6 +220,20 @@ def test_a_prng_key_input_is_refused_with_what_to_do_instead():
     assert "pass the random values in as an input" in p.message
 
 
+@pytest.mark.slow
+def test_an_op_the_converter_cannot_take_is_named_with_the_users_line_and_the_dtype():
+    """flax's nn.max_pool in bfloat16: jax2onnx's MaxPool plugin fails on the call as written and its
+    reduce_window_max converter takes no bfloat16; the error names the op, the user's line and what to do."""
+    import flax.linen as nn
+
+    x = np.random.default_rng(0).standard_normal((1, 8, 8, 4)).astype(jnp.bfloat16)
+    result = jaxparity.compare(lambda x: nn.max_pool(x, (2, 2), strides=(2, 2)), x, paths=["eager", "onnx-ref"])
+    p = result.path("onnx-ref")
+    assert p.verdict == "error", p.message
+    assert "cannot convert #0 reduce_window_max at " in p.message and "test_onnx.py:" in p.message, p.message
+    assert "(bfloat16[1,8,8,4])" in p.message and "convert a float32 version of it" in p.message
+
+
 # What each path gives on each example (jax2onnx 0.17.1, onnxruntime 1.31.1): it runs ("ok"), or it
 # fails with a PathError whose message contains the given text.
 EXPECTED = {

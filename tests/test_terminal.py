@@ -285,3 +285,20 @@ def test_a_comparison_with_only_references_beside_the_baseline_says_nothing_was_
     line = summary_line(result)
     assert line.startswith("no path was compared with eager (f64: a reference, shown and never judged)"), line
     assert "agree" not in line
+
+
+def test_paths_explained_as_one_that_differ_by_other_amounts_say_each_amount():
+    """onnx, onnx-ref and iree explained alike (the same first op and causes): the triage's numbers are the
+    first path's, so each one's own largest difference is said beside it."""
+    from types import SimpleNamespace as NS
+
+    from jaxparity.report.brief import group_sizes
+
+    def path(spec, max_abs, max_ulp):
+        return NS(spec=spec, leaves=[NS(diff=NS(max_abs=max_abs, max_ulp=max_ulp))])
+
+    said = group_sizes([path("onnx", 9.54e-07, 64), path("onnx-ref", 7.15e-07, 48), path("iree", 1.91e-06, 128)],
+                       "eager")
+    assert said == ("each differs from eager by its own amount: onnx up to 9.54e-07 (64 ULP), onnx-ref up to "
+                    "7.15e-07 (48 ULP), iree up to 1.91e-06 (128 ULP)")
+    assert group_sizes([path("jit", 1e-3, 7168), path("export", 1e-3, 7168)], "eager") is None  # alike: nothing

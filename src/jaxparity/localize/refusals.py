@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["random_hint", "refusal_hint"]
+__all__ = ["located_hint", "primitive_hint", "random_hint", "refusal_hint"]
 
 # The primitives of JAX's random-number generator: converters into TFLite and ONNX have no kernel for
 # the 32-bit unsigned shifts and rotations of threefry, nor a type for a typed key.
@@ -113,6 +113,31 @@ def located_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | Non
             module = f", in {op.info.name_stack}" if op.info.name_stack else ""
             return f"#{op.info.index} {op.info.primitive} at {op.info.user_source}{module}"
     return None
+
+
+def primitive_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:
+    """The op of the program a converter's error names by its primitive ("reduce_window_max currently supports
+    floating operand dtypes only, got bfloat16"): the first such op, of the dtype the message names where it
+    names one, as "#41 reduce_window_max at case.py:110, in ResNet (bfloat16[1,8,8,64])"; None where the
+    message names no primitive of the program."""
+    import re
+
+    from .program import flatten
+
+    try:
+        program = flatten(fn, args)
+    except Exception:  # noqa: BLE001 - a courtesy: never hide the converter's own message
+        return None
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", message))
+    named = [op for op in program.ops if op.info.primitive in words]
+    if not named:
+        return None
+    dtypes = [d for d in ("bfloat16", "float16", "float64", "float8") if d in message]
+    typed = [op for op in named if any(str(t).startswith(tuple(dtypes)) for t in op.info.inputs)] if dtypes else []
+    op = (typed or named)[0]
+    module = f", in {op.info.name_stack}" if op.info.name_stack else ""
+    return (f"#{op.info.index} {op.info.primitive} at {op.info.user_source or op.info.source or '?'}{module} "
+            f"({', '.join(op.info.inputs[:2])})")
 
 
 def _primitives(jaxpr: Any) -> set[str]:

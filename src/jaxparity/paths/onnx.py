@@ -164,7 +164,17 @@ def _convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str |
     except PathError:
         raise
     except Exception as e:
-        raise PathError(f"{as_written}; nor from the function's jaxpr: {_first_line(e)}") from e
+        from ..localize.refusals import primitive_hint
+
+        reason = _first_line(e)
+        op = primitive_hint(fn, args, reason)
+        if op is None:
+            raise PathError(f"{as_written}; nor from the function's jaxpr: {reason}") from e
+        narrow = [d for d in ("bfloat16", "float16") if d in reason]
+        advice = (f" (a {narrow[0]} model: convert a float32 version of it; ONNX Runtime's CPU provider has no "
+                  f"{narrow[0]} arithmetic kernels either)" if narrow else "")
+        raise PathError(f"jax2onnx {version('jax2onnx')} cannot convert {op}: {reason}{advice}. Converting the "
+                        f"function as written failed before that: {as_written.split(': ', 1)[1]}") from e
     entry = model.metadata_props.add()
     entry.key, entry.value = REPLAYED, as_written
     return model

@@ -17,7 +17,7 @@ from typing import Any
 
 from .format import advice, explaining_cause, fmt, is_rerun, narrows, readable, short_title
 
-__all__ = ["blame_line", "brief", "fix_lines", "sentences", "triage"]
+__all__ = ["blame_line", "brief", "fix_lines", "group_sizes", "sentences", "triage"]
 
 
 def _floor(leaf: Any) -> float | None:
@@ -71,6 +71,22 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
     if floor == 0:
         return f"a real divergence: {measured}: {baseline} is exact here, so any difference is real"
     return f"a real divergence, {r:.3g}× the model's own rounding noise: {measured}"
+
+
+def group_sizes(paths: Sequence[Any], baseline: str) -> str | None:
+    """Where several paths are explained as one (the same first op and causes) but differ from the baseline
+    by other amounts: each one's largest difference, so that the triage's numbers (the first path's) are not
+    read as all of theirs. None where they differ alike."""
+    sizes = []
+    for p in paths:
+        diffs = [lf.diff for lf in getattr(p, "leaves", ()) if lf.diff is not None]
+        if not diffs:
+            return None
+        sizes.append((p.spec, max(d.max_abs for d in diffs), max(d.max_ulp for d in diffs)))
+    if len({(a, u) for _, a, u in sizes}) < 2:
+        return None
+    return ("each differs from " + baseline + " by its own amount: " +
+            ", ".join(f"{spec} up to {fmt(a)} ({u:,} ULP)" for spec, a, u in sizes))
 
 
 def _digits_lost(leaf: Any, floor: float, baseline: str) -> str:

@@ -167,15 +167,21 @@ def group_explanations(explanations: Any) -> list[tuple[Any, list[Any]]]:
 def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
     """The short explanation (``report.brief``): triage, the divergence that carries the error, who is
     right, the cause, each fix as its re-run showed it; ``same``: paths explained alike, named in the title."""
-    from .brief import rerun_words, brief, model_change
+    from .brief import group_sizes, rerun_words, brief, model_change
 
     who = ", ".join([e.path, *(o.path for o in same)])
     p = next((x for x in result.paths if x.spec == e.path), None) if result is not None else None
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")  # a word wider than the column (a path) breaks, never cut with …
+    sizes = None
+    if same and result is not None:
+        grouped = [x for x in result.paths if x.spec in {e.path, *(o.path for o in same)}]
+        sizes = group_sizes(grouped, e.baseline)
     for label, text in brief(e, p):
         grid.add_row(label, Text(text))
+        if label == "triage" and sizes:
+            grid.add_row("", Text(sizes))
     for o in same:
         for fix in o.fixes:
             if fix.verified:  # as the shown path's: only fixes that restore parity
