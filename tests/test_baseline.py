@@ -112,3 +112,32 @@ def test_check_says_when_the_case_now_gives_other_inputs_and_runs_on_them_when_a
     assert "--case-inputs" in stored.notes[0]
     assert not now.passed and {m.status for m in now.moves} == {"moved"}
     assert "ran on the case's own inputs (--case-inputs)" in now.notes[0]
+
+
+def test_the_f64_row_is_measured_in_the_outputs_declared_dtype(tmp_path):
+    """A bf16 output: the f64 path's float64 values, then and now, correctly rounded to bfloat16 as
+    compare measures them, never ~2**63 float64 ULP."""
+    import os
+
+    import numpy as np
+
+    case = tmp_path / "bf16.py"
+    case.write_text("import os, jax.numpy as jnp\n"
+                    "def make():\n"
+                    "    w = jnp.full((4, 3), float(os.environ.get('WEIGHT', '1')), jnp.bfloat16)\n"
+                    "    x = (jnp.arange(8.0).reshape(2, 4) / 8 - 0.4).astype(jnp.bfloat16)\n"
+                    "    return (lambda params, x: jnp.tanh(x @ params)), (w, x)\n")
+    out = tmp_path / "snap"
+    snapshot(str(case), out, paths=["eager"])
+    os.environ["WEIGHT"] = "-2"  # every output changes sign
+    try:
+        now = check(str(case), out, case_inputs=True)
+    finally:
+        del os.environ["WEIGHT"]
+    moves = {m.spec: m for m in now.moves}
+    (_, eager), = moves["eager"].leaves
+    (_, f64), = moves["f64"].leaves
+    assert moves["f64"].status == "moved" and f64.dtype == eager.dtype == "bfloat16"
+    assert 0 < f64.max_ulp < 1 << 16 and abs(f64.max_ulp - eager.max_ulp) <= 2
+    stored = np.load(out / "outputs" / "f64.npz")
+    assert stored[stored.files[0]].dtype == np.float64  # the snapshot keeps the ideal as it is

@@ -71,6 +71,24 @@ def test_fused_multiply_add_is_correctly_rounded_against_exact_rationals():
     assert np.count_nonzero(twice != got) > 0
 
 
+def test_a_region_of_bf16_outputs_is_compared_not_reproduced_by_default():
+    """region_fma on a bf16 region (ml_dtypes: numpy kind 'V'): its outputs are compared with the path's, so
+    values the candidate does not give are never said to be reproduced."""
+    import jax.numpy as jnp
+    import ml_dtypes
+
+    from jaxparity.localize.program import flatten
+    from jaxparity.localize.semantics import region_fma
+
+    x, y, z = (jnp.asarray(np.linspace(0.1, 2, 8) * k, jnp.bfloat16) for k in (1, 3, -1))
+    program = flatten(lambda x, y, z: x * y + z, (x, y, z))
+    declared = np.asarray(x * y + z)
+    path = (declared.view(np.uint16) + 1).view(ml_dtypes.bfloat16)  # one ULP off everywhere: nothing reproduces it
+    matches = region_fma(program, [np.asarray(v) for v in (x, y, z)], [path], [declared])
+    assert matches and not any(m.reproduces_path for m in matches)
+    assert all(m.max_ulp_to_path >= 1 for m in matches)
+
+
 # ------------------------------------------------------------ planted loops (slow)
 slow = pytest.mark.slow
 

@@ -67,6 +67,10 @@ def test_samples_of_an_nnx_model_with_batchnorm_are_finite_and_say_what_they_kep
     ("make_zero_head", "constant", "out: every one of its 6 elements is 0"),
     ("make_zero_kernel_head", "independent of the inputs",
      "out: the same for each of the 2 examples of the batch, whose inputs differ (it does not depend on them)"),
+    # bfloat16 is ml_dtypes' (numpy kind 'V'): all NaN and a zero head in bf16 were a silent pass
+    ("make_all_nan_bf16", "non-finite", "out: 0 of 6 outputs finite (all NaN)"),
+    ("make_zero_head_bf16", "constant", "out: every one of its 6 elements is 0"),
+    ("make_all_nan_f16", "non-finite", "out: 0 of 6 outputs finite (all NaN)"),
 ])
 def test_outputs_that_show_nothing_never_pass(factory, kind, text):
     run = run_cli("compare", f"{FRAMEWORKS}:{factory}", "--paths", "eager,jit", "--json", "-")
@@ -78,6 +82,49 @@ def test_outputs_that_show_nothing_never_pass(factory, kind, text):
     assert jit["verdict"] == "identical"
     shown = run_cli("compare", f"{FRAMEWORKS}:{factory}", "--paths", "eager,jit")
     assert f"nothing shown: {text}; 1 of 1 compared path agrees with eager" in " ".join(shown.stdout.split())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory, text", [("make_all_nan_bf16", "out: 0 of 6 outputs finite (all NaN)"),
+                                           ("make_zero_head_bf16", "out: every one of its 6 elements is 0")])
+def test_bf16_outputs_that_show_nothing_never_pass_on_many_inputs(factory, text):
+    run = run_cli("compare", f"{FRAMEWORKS}:{factory}", "--paths", "eager,jit", "--samples", "3", "--json", "-")
+    doc = _json(run)
+    assert run.returncode == 1, run.stderr
+    assert doc["passed"] is False and doc["degenerate"][0]["text"] == text and doc["degenerate"][0]["hides"]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float8_e4m3fn", "float8_e5m2", "float32"])
+def test_every_float_width_that_shows_nothing_is_found(dtype):
+    """bfloat16 and the float8 formats are ml_dtypes' (numpy kind 'V'): all NaN and constant found as in float32."""
+    import ml_dtypes
+
+    from jaxparity.degenerate import find_degenerate
+
+    dt = np.dtype(getattr(ml_dtypes, dtype, None) or dtype)
+    nan = find_degenerate([("out", np.full((2, 3), np.nan, dt))])
+    assert [(d.kind, d.text, d.hides) for d in nan] == [("non-finite", "out: 0 of 6 outputs finite (all NaN)", True)]
+    zero = find_degenerate([("out", np.zeros((2, 3), dt))])
+    assert [(d.kind, d.text, d.hides) for d in zero] == [("constant", "out: every one of its 6 elements is 0", True)]
+    same_rows = find_degenerate([("out", np.tile(np.arange(3).astype(dt), (2, 1)))], batch=2)
+    assert [d.kind for d in same_rows] == ["independent of the inputs"]
+    samples = [[("out", np.arange(3).astype(dt))]] * 2
+    assert [d.kind for d in find_degenerate(samples[0], samples)] == ["independent of the inputs"]
+    assert find_degenerate([("out", np.arange(6).reshape(2, 3).astype(dt))], batch=2) == ()  # shows the model
+    assert find_degenerate([("out", np.zeros(3, ml_dtypes.int4))])[0].text == "out: every one of its 3 elements is 0"
+
+
+def test_the_batch_of_bf16_data_is_seen():
+    """A batch of bf16 images whose examples differ: an output the same for each of them is found."""
+    import jax.numpy as jnp
+
+    import jaxparity
+    from jaxparity.case import Case
+    from jaxparity.execution.runs import case_info
+
+    x = jnp.asarray(np.arange(8).reshape(2, 4), jnp.bfloat16)
+    info = case_info(Case(lambda x: x.sum(), (jaxparity.data(x),), "t", None, "example"))
+    assert info.batch == 2
 
 
 @pytest.mark.slow
@@ -158,3 +205,23 @@ def test_a_converter_that_meets_the_random_number_generator_says_so():
         assert p["status"] == "error", p
         assert "Likely why: the program draws random numbers: #0 random_wrap (" in p["message"], p["message"]
         assert "frameworks.py:" in p["message"] and "Dropout(deterministic=True)" in p["message"]
+
+
+def test_equinox_stateful_batchnorm_with_a_string_leaf_runs_as_the_user_calls_it():
+    """Equinox's own stateful example: a BatchNorm's axis_name ("batch") is a leaf that is no array, and the
+    Linear after it holds Nones; bound in, the arrays go back where they were (before, the Linear got None
+    for its weight and the tool said the user's function fails on its own inputs)."""
+    import importlib
+
+    import jax
+
+    import jaxparity
+
+    case = load_case(str(CASES / "equinox_state.py"))
+    fn, args = importlib.import_module("jaxparity_case_equinox_state").make()  # the module load_case imported
+    expected = fn(*args)
+    with jax.disable_jit():
+        got = case.fn(*case.args)
+    assert np.asarray(got).tobytes() == np.asarray(expected).tobytes()
+    r = jaxparity.compare(fn, *args, paths=["eager", "jit"])  # the Python API binds it the same way
+    assert r.path("eager").status == "ok" and r.path("jit").status == "ok"

@@ -230,3 +230,22 @@ def test_the_samples_table_never_counts_a_reference_as_failing():
             if (cells := [c.strip() for c in line.split("│")])[0] in ("jit", "f64") and len(cells) > 3}
     assert rows["jit"][1:3] == ["3/3", "3"]  # diverges on 3 of 3, fails on 3
     assert rows["f64"][1:3] == ["3/3", ""]  # where the numbers should be: no fail count
+
+
+def test_a_path_that_failed_on_every_sample_names_no_worst_sample():
+    from jaxparity.comparison import aggregate_samples
+    from jaxparity.execution.runs import CaseInfo, PathRun
+
+    base = np.linspace(1, 2, 4, dtype=np.float32)
+    runs = {"eager": [[PathRun("eager", "ok", (("out", base),))] for _ in range(5)],
+            "jit": [[PathRun("jit", "ok", (("out", np.nextafter(base, np.float32(3)) if i == 3 else base),))]
+                    for i in range(5)],
+            "tflite": [[PathRun("tflite", "error", None, message="RuntimeError: no kernel")] for _ in range(5)]}
+    r = aggregate_samples(CaseInfo("t", None, "x", ()), runs, "eager", Tolerance(), set(runs),
+                          [f"sample {i} of 5" for i in range(5)])
+    assert r.path("tflite").samples.errored == 5 and r.exit_code == 1
+    assert r.input_source == "5 samples; the worst: jit: sample 3 of 5; tflite failed on all 5"
+    alone = {k: v for k, v in runs.items() if k != "jit"}
+    r = aggregate_samples(CaseInfo("t", None, "x", ()), alone, "eager", Tolerance(), set(alone),
+                          [f"sample {i} of 5" for i in range(5)])
+    assert r.input_source == "5 samples; tflite failed on all 5"

@@ -326,3 +326,59 @@ def test_a_sweep_over_outputs_that_show_nothing_names_them_and_does_not_pass(tmp
     assert "shows nothing: deg.py:make_weights_only: the baseline's outputs are the same on all 3 input sets" in said
     assert "planted.py:make_clean" not in " ".join(ln for ln in said.splitlines() if "shows nothing" in ln)
     assert len(json.loads((tmp_path / "z.json").read_text())["shows_nothing"]) == 2
+
+
+def test_bf16_outputs_that_show_nothing_never_pass_a_sweep(tmp_path, capsys):
+    """All NaN and a zero head in bfloat16 (ml_dtypes: numpy kind 'V'), as in float32: named, exit 1."""
+    frameworks = CASES / "frameworks.py"
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text(f'name = "b"\ncases = ["{frameworks}:make_all_nan_bf16", "{frameworks}:make_zero_head_bf16"]'
+                         '\npaths = ["jit"]\nsamples = 1\n')
+    assert main(["sweep", str(spec_file), "--jobs", "1", "-q", "--json", str(tmp_path / "b.json")]) == 1
+    said = capsys.readouterr().out
+    assert "shows nothing: frameworks.py:make_all_nan_bf16: out: 0 of 6 outputs finite (all NaN)" in said
+    assert "shows nothing: frameworks.py:make_zero_head_bf16: out: every one of its 6 elements is 0" in said
+    assert len(json.loads((tmp_path / "b.json").read_text())["shows_nothing"]) == 2
+
+
+def test_a_sweep_draws_input_sets_for_an_nnx_module_holding_rngs(tmp_path):
+    """An NNX module whose Dropout holds its Rngs (PRNG key leaves): each drawn input set runs, as in
+    `compare --samples`; its key stays the module's, the images vary."""
+    from jaxparity.case import load_case
+    from jaxparity.execution.samples import draw_sample
+    from jaxparity.pytree import argument_leaves, host
+    from jaxparity.sweep.cells import Cell, _inputs, run_cell
+
+    case = f"{CASES / 'frameworks.py'}:make_nnx_module"
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text(f'cases = ["{case}"]\npaths = ["jit"]\nsamples = 2\n')
+    spec = load_spec(spec_file)
+    records = [run_cell(Cell(spec.cases[0], s, "jit"), spec) for s in (0, 1)]
+    assert [(r["status"], r["error"]) for r in records] == [("ok", None)] * 2
+    assert records[0]["baseline_digest"] != records[1]["baseline_digest"]  # the images varied
+    loaded = load_case(case)
+    example = {n: host(x) for n, x in argument_leaves(loaded.args)}
+    drawn = draw_sample(example, spec.seed, 1, loaded.data_leaves())  # what compare --samples draws
+    args = dict(argument_leaves(_inputs(loaded, Cell(spec.cases[0], 1, "jit"), spec)))
+    assert set(drawn) == {"arg1"} and host(args["arg1"]).tobytes() == drawn["arg1"].tobytes()
+
+
+def test_cases_whose_files_share_a_name_are_told_apart(tmp_path, capsys):
+    from jaxparity.sweep.summary import case_names
+
+    assert case_names(["/x/a/case.py", "/x/b/case.py", "/x/b/other.py:make"]) == {
+        "/x/a/case.py": "a/case.py", "/x/b/case.py": "b/case.py", "/x/b/other.py:make": "other.py:make"}
+    assert case_names(["/x/case.py", "/y/x/case.py"]) == {"/x/case.py": "/x/case.py", "/y/x/case.py": "y/x/case.py"}
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "case.py").write_text(SLOW_CASE.format(sleep=0.0))
+    (tmp_path / "run").mkdir()
+    spec_file = tmp_path / "run" / "s.toml"
+    spec_file.write_text('name = "two"\ncases = ["../a/case.py", "../b/case.py"]\npaths = ["jit"]\nsamples = 0\n')
+    html, js = tmp_path / "s.html", tmp_path / "s.json"
+    main(["sweep", str(spec_file), "--jobs", "1", "-q", "--html", str(html), "--json", str(js)])
+    said = capsys.readouterr().out
+    assert "sweep two: 2 cells," in said
+    assert "  a/case.py on jit: 1 cell, " in said and "  b/case.py on jit: 1 cell, " in said
+    assert {r["case"] for r in json.loads(js.read_text())["rows"]} == {"a/case.py", "b/case.py"}
+    assert "<td>a/case.py</td>" in html.read_text() and "<td>b/case.py</td>" in html.read_text()

@@ -127,3 +127,18 @@ def test_the_scaled_complex_magnitude_is_finite_where_the_unscaled_one_overflows
     got = np.asarray(v.rewrite(jnp.asarray(z)))
     np.testing.assert_allclose(got[:4], want[:4], rtol=3e-7)
     assert got[4] == np.inf
+
+
+def test_a_bf16_nan_is_a_nan_whatever_its_payload():
+    """bfloat16 (ml_dtypes: numpy kind 'V') NaNs of other payloads are the same value, as float32's are."""
+    from jaxparity.explain.explainer import _unchanged
+    from jaxparity.explain.variant_evidence import _same_bits
+
+    a = np.array([np.nan, 1.0, np.nan], ml_dtypes.bfloat16)
+    b = a.copy()
+    b.view(np.uint16)[0] ^= 0x8001  # another sign and payload, still NaN
+    assert np.isnan(b[0]) and a.tobytes() != b.tobytes()
+    assert _same_bits(a, b) and _unchanged(a, b).all()
+    c = b.copy()
+    c[1] = 2.0
+    assert not _same_bits(a, c) and _unchanged(a, c).tolist() == [True, False, True]

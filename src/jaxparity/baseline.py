@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .arrayio import ArrayFileError, load_arrays, save_arrays
-from .comparison import compare_case
+from .comparison import IDEAL, as_declared, compare_case
 from .metrics import Tolerance, diff_leaf
 from .result import CheckResult, PathMove
 
@@ -131,7 +133,7 @@ def check(case: str, against: str | Path, *, tolerance: Tolerance | None = None,
     ``in_env``: run them in that --env instead of here (e.g. the JAX version you upgrade to).
     ``case_inputs``: run them on the case's own inputs instead (a move then includes the inputs' change).
     """
-    from .paths import with_env
+    from .paths import make_path, with_env
 
     against = Path(against)
     manifest = load_manifest(against)
@@ -147,6 +149,7 @@ def check(case: str, against: str | Path, *, tolerance: Tolerance | None = None,
     if result.case != manifest["case"]:
         raise BaselineError(f"{against} is a baseline of {manifest['case']}, not of {result.case}")
     runs = result._source["runs"]
+    declared = _declared(against, manifest, runs.get(rename[manifest["baseline"]]))
     moves = []
     for spec, entry in manifest["paths"].items():
         run = runs.get(rename[spec])
@@ -162,6 +165,10 @@ def check(case: str, against: str | Path, *, tolerance: Tolerance | None = None,
         except ArrayFileError as e:
             raise BaselineError(str(e)) from e
         now = dict(run.outputs)
+        if (make_path(spec).name == IDEAL and spec != manifest["baseline"] and declared is not None
+                and sorted(stored) == sorted(now) == sorted(declared)):
+            # As compare measures the ideal: correctly rounded to each output's declared dtype, both then and now.
+            now, stored = (dict(as_declared(sorted(x.items()), sorted(declared.items()))) for x in (now, stored))
         if sorted(stored) != sorted(now):
             moves.append(PathMove(spec, "moved", message=f"outputs are now {sorted(now)}, were {sorted(stored)}"))
             continue
@@ -187,6 +194,19 @@ def check(case: str, against: str | Path, *, tolerance: Tolerance | None = None,
     return CheckResult(result.case, str(against), manifest.get("created", "?"), tolerance, tuple(moves),
                        tuple(_changes(manifest.get("environment", {}), now)),
                        _input_notes(result, manifest, case_inputs))
+
+
+def _declared(against: Path, manifest: dict, base_now: Any) -> dict[str, np.ndarray] | None:
+    """The baseline's outputs, for their declared dtypes: as the snapshot stored them, else as it runs now."""
+    entry = manifest["paths"].get(manifest["baseline"], {})
+    if "file" in entry:
+        try:
+            return load_arrays(against / entry["file"])
+        except ArrayFileError as e:
+            raise BaselineError(str(e)) from e
+    if base_now is not None and base_now.status == "ok" and base_now.outputs:
+        return dict(base_now.outputs)
+    return None
 
 
 def _input_notes(result: Any, manifest: dict, case_inputs: bool) -> tuple[str, ...]:

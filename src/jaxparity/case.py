@@ -26,7 +26,7 @@ import numpy as np
 from .arrayio import ArrayFileError, load_arrays
 from .roles import MODEL_NAMES, ArgRole, Marked, argument_roles, unmark
 
-__all__ = ["Case", "CaseError", "load_case", "override_inputs", "parse_case_spec"]
+__all__ = ["Case", "CaseError", "bind_static", "load_case", "override_inputs", "parse_case_spec"]
 
 
 class CaseError(Exception):
@@ -115,7 +115,7 @@ def load_case(spec: str, inputs: str | os.PathLike | None = None) -> Case:
     fn, args, kwargs = made if len(made) == 3 else (*made, {})
     if not isinstance(args, (tuple, list)):
         args = (args,)
-    fn, args, notes, roles = _bind_static(fn, tuple(args), kwargs)
+    fn, args, notes, roles = bind_static(fn, tuple(args), kwargs)
     case = Case(fn=fn, args=args, name=f"{path.name}:{factory}", source=str(path), notes=notes, roles=roles)
     return override_inputs(case, inputs) if inputs is not None else case
 
@@ -142,10 +142,13 @@ class _Split:
     statics: tuple = ()  # mixed: each leaf that is not an array, None where the leaf is one
 
     def join(self, dynamic: Any) -> Any:
+        """The argument again: ``dynamic``'s arrays (its leaves, in order) where the argument had arrays, the
+        bound-in values elsewhere. A None the argument itself holds (an Equinox module's absent bias) is no
+        leaf in either flattening, so it never shifts one against the other."""
         import jax
 
-        leaves = jax.tree_util.tree_leaves(dynamic, is_leaf=lambda x: x is None)
-        return jax.tree_util.tree_unflatten(self.treedef, [s if d is None else d for d, s in zip(leaves, self.statics)])
+        arrays = iter(jax.tree_util.tree_leaves(dynamic))
+        return jax.tree_util.tree_unflatten(self.treedef, [next(arrays) if s is None else s for s in self.statics])
 
 
 def _split(value: Any) -> _Split:
@@ -161,7 +164,7 @@ def _split(value: Any) -> _Split:
     return _Split("mixed", value, dynamic, treedef, tuple(None if a else x for x, a in zip(leaves, arrays)))
 
 
-def _bind_static(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Callable[..., Any], tuple, tuple, tuple]:
+def bind_static(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Callable[..., Any], tuple, tuple, tuple]:
     """``fn(*args, **kwargs)`` as a function of its arrays only: the positional arguments, then the keyword
     ones. What is not an array (a flag, a string, a shape; an Equinox module's activation functions and
     Python numbers) is bound in, static, as ``equinox.filter_jit`` does; the notes say which. The roles of the

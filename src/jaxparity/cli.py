@@ -832,12 +832,15 @@ def _sweep(args: argparse.Namespace) -> int:
     except (SpecError, StoreError) as e:
         return _error(str(e))
     err = Console(stderr=True, highlight=False)
+    from .sweep.summary import case_names
+
+    names = case_names(spec.cases)  # two cases whose files share a name told apart
 
     def progress(done: int, total: int, cell: Any, record: dict) -> None:
         if not args.quiet:
             what = record.get("verdict") or record.get("status")
-            err.print(f"[{done}/{total}] {FsPath(cell.case).name} input {cell.sample} {cell.path}: {what}",
-                      markup=False, soft_wrap=True)
+            err.print(f"[{done}/{total}] {names.get(cell.case, FsPath(cell.case).name)} input {cell.sample} "
+                      f"{cell.path}: {what}", markup=False, soft_wrap=True)
 
     try:
         counts = run_sweep(spec, store, executor=args.executor, jobs=args.jobs, address=args.address,
@@ -847,7 +850,8 @@ def _sweep(args: argparse.Namespace) -> int:
     summary = summarize(store, spec.name)
     if not args.quiet:
         restarts = counts["restarts"]
-        err.print(f"{counts['ran']} cells run, {counts['skipped']} already in {store.dir}"
+        err.print(f"{counts['ran']} cell{'s' if counts['ran'] != 1 else ''} run, {counts['skipped']} already in "
+                  f"{store.dir}"
                   + (f", {restarts} worker restart{'s' if restarts > 1 else ''} (a worker died or hung; its "
                      "cell ran again or was recorded)" if restarts else ""), markup=False, soft_wrap=True)
     if args.json:

@@ -88,10 +88,11 @@ def compare(
     >>> result = jaxparity.compare(model.apply, variables, x, paths=["eager", "jit"])
     >>> result.passed, result.path("jit").verdict
     """
-    from .case import Case
+    from .case import Case, bind_static
 
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
-    case = Case(fn=fn, args=tuple(args), name=name, input_source="arguments of compare()")
+    bound, arrays, notes, roles = bind_static(fn, tuple(args), {})  # strings, flags, activations: bound in, as in a case
+    case = Case(fn=bound, args=arrays, name=name, input_source="arguments of compare()", notes=notes, roles=roles)
     return compare_loaded(case, paths=paths, baseline=baseline, tolerance=tolerance, timeout=timeout,
                           progress=progress)
 
@@ -361,6 +362,14 @@ def _closer(path_err: Any, base_err: Any) -> str:
     return "tie" if a == b else ("path" if a < b else "baseline")
 
 
+def as_declared(ideal: Sequence[tuple[str, np.ndarray]],
+                declared: Sequence[tuple[str, np.ndarray]]) -> tuple[tuple[str, np.ndarray], ...]:
+    """The ideal's float64 outputs correctly rounded to the dtypes of ``declared`` (the baseline's outputs,
+    of the same names in the same order): the f64 row is measured in the output's declared dtype, its ULP
+    those of bfloat16 for a bfloat16 output, never float64's."""
+    return tuple((n, round_to_dtype(a, b.dtype)) for (n, a), (_, b) in zip(ideal, declared))
+
+
 def _same_names(a: tuple, b: tuple) -> bool:
     return [n for n, _ in a] == [n for n, _ in b]
 
@@ -405,8 +414,7 @@ def build_result(
             assert run.outputs is not None and (base.outputs is not None)
             outputs = run.outputs
             if path.name == IDEAL and spec != baseline and _same_names(outputs, base.outputs):
-                # The ideal is float64; compare it correctly rounded to the baseline's dtypes.
-                outputs = tuple((n, round_to_dtype(a, b.dtype)) for (n, a), (_, b) in zip(outputs, base.outputs))
+                outputs = as_declared(outputs, base.outputs)
             problem = _structure_problem(outputs, base.outputs) if spec != baseline else None
             if problem:
                 verdict, message = "error", f"output structure differs from {baseline}: {problem}"
@@ -627,9 +635,12 @@ def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tole
         paths.append(dataclasses.replace(p, samples=stats, notes=notes,
                                          seconds=sum(r[0].seconds for r in runs[spec])))
         worst_runs[spec] = runs[spec][worst][0]
-    source_text = "; ".join(f"{p.spec}: {p.samples.worst_label}" for p in paths if p.samples and not p.reference
-                            and p.spec != baseline)
-    where = f"{n} samples" + (f" {drawn}" if drawn else "") + (f"; the worst: {source_text}" if source_text else "")
+    judged = [p for p in paths if p.samples and not p.reference and p.spec != baseline]
+    # A path that ran on no sample has no worst one: it failed on all of them.
+    never_ran = [p.spec for p in judged if p.samples.errored == n]
+    source_text = "; ".join(f"{p.spec}: {p.samples.worst_label}" for p in judged if p.spec not in never_ran)
+    where = (f"{n} samples" + (f" {drawn}" if drawn else "") + (f"; the worst: {source_text}" if source_text else "")
+             + (f"; {', '.join(never_ran)} failed on " + (f"all {n}" if n > 1 else "it") if never_ran else ""))
     from .degenerate import find_degenerate
 
     base_runs = [r[0] for r in runs[baseline]]

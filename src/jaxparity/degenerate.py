@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .metrics import UnsupportedDtype, as_wide, dtype_class
 from .result import Degenerate
 
 __all__ = ["find_degenerate"]
@@ -27,11 +28,11 @@ def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
     the leading size of the data leaves whose examples differ; an output of that leading size whose
     rows are all the same gives every example one answer (a zero kernel before a bias)."""
     found: list[Degenerate] = []
-    numeric = [(n, a) for n, a in outputs if np.asarray(a).dtype.kind in "fciub" and np.size(a)]
-    for name, a in numeric:
-        a = np.asarray(a)
-        if a.dtype.kind in "fc":
-            wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+    # By the metric's dtype class, not numpy's kind: bfloat16, float8 and int4 (ml_dtypes) are kind 'V'.
+    numeric = [(n, np.asarray(a), k) for n, a in outputs if (k := _class(a)) is not None and np.size(a)]
+    for name, a, kind in numeric:
+        if kind in ("float", "complex"):
+            wide = as_wide(a)
             finite = int(np.count_nonzero(np.isfinite(wide)))
             if finite == 0:
                 what = "all NaN" if np.isnan(wide).all() else "NaN or inf"
@@ -39,7 +40,8 @@ def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
                 continue
         if a.size > 1 and varied_inputs and _constant(a):
             value = a.reshape(-1)[0]
-            value = value.item() if a.dtype.kind in "iub" else complex(value) if a.dtype.kind == "c" else float(value)
+            value = (value.item() if kind == "bool" else int(value) if kind in ("int", "uint") else complex(value)
+                     if kind == "complex" else float(value))
             found.append(Degenerate(name, "constant", f"{name}: every one of its {a.size} elements is {value:g}"
                                     if isinstance(value, float) else f"{name}: every one of its {a.size} elements is "
                                     f"{value}"))
@@ -56,6 +58,15 @@ def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
     if numeric and len({d.output for d in found}) == len(numeric):
         found = [Degenerate(d.output, d.kind, d.text, hides=True) for d in found]
     return tuple(found)
+
+
+def _class(a: np.ndarray) -> str | None:
+    """The output's dtype class where it holds numbers (bfloat16 and float8 are floats), else None."""
+    try:
+        kind = dtype_class(np.asarray(a).dtype)
+    except UnsupportedDtype:
+        return None
+    return kind if kind != "empty" else None
 
 
 def _rows_same(a: np.ndarray) -> bool:

@@ -130,6 +130,29 @@ def make_zero_kernel_head():
     return (lambda state, x: nnx.merge(graphdef, state)(x)), (state, IMAGES)
 
 
+def _in_dtype(make, dtype):
+    """``make``'s model computing in ``dtype``: its float variables and the images cast, its outputs ``dtype``."""
+    fn, (state, x) = make()
+
+    def cast(v):
+        return v.astype(dtype) if jnp.issubdtype(v.dtype, jnp.floating) else v  # the Rngs' keys stay keys
+
+    return fn, (jax.tree.map(cast, state), x.astype(dtype))
+
+
+def make_all_nan_bf16():
+    """The broken checkpoint in bfloat16 (ml_dtypes: numpy kind 'V', not 'f'): every output NaN."""
+    return _in_dtype(make_all_nan, jnp.bfloat16)
+
+
+def make_zero_head_bf16():
+    return _in_dtype(make_zero_head, jnp.bfloat16)
+
+
+def make_all_nan_f16():
+    return _in_dtype(make_all_nan, jnp.float16)
+
+
 def make_ignores_input():
     params = jax.random.normal(jax.random.key(2), (4, 3))
     return (lambda params, x: jnp.tanh(params).sum(0) + 0.0 * x[0, 0, 0, 0]), (params, IMAGES)

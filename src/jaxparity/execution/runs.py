@@ -126,12 +126,21 @@ def _batch(case: Any) -> int | None:
     sizes = set()
     for name, x in argument_leaves(case.args):
         a = host(x)
-        if name not in data or a.ndim < 1 or a.shape[0] < 2 or a.dtype.kind not in "fciub":
+        if name not in data or a.ndim < 1 or a.shape[0] < 2 or not _numeric(a.dtype):  # bf16: kind 'V'
             continue
         rows = a.reshape(a.shape[0], -1)
         if not np.all(rows == rows[:1]):
             sizes.add(int(a.shape[0]))
     return sizes.pop() if len(sizes) == 1 else None
+
+
+def _numeric(dtype: np.dtype) -> bool:
+    from ..metrics import UnsupportedDtype, dtype_class
+
+    try:
+        return dtype_class(dtype) != "empty"
+    except UnsupportedDtype:
+        return False
 
 
 def _varied(args: Any) -> bool:

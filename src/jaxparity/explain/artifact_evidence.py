@@ -39,6 +39,7 @@ from jax.extend.core import Literal
 
 from ..metrics import max_gaps
 from ..paths.artifact import MOVES
+from ..rounding import is_float_dtype
 from .captured import bound as _bound
 from .captured import model_change as _model_change
 from .captured import differing_output as _differing_output
@@ -314,7 +315,7 @@ def _region_bound(region: Any, position: int, mine: np.ndarray, base: Any, progr
     dtype = np.dtype(mine.dtype)
     u = _unit_roundoff(np.dtype(np.float32) if dtype.itemsize < 4 else dtype)
     gamma = n * u / (1 - n * u)
-    magnitudes = dataclasses.replace(region, values=tuple(np.abs(np.asarray(v)) if np.asarray(v).dtype.kind == "f"
+    magnitudes = dataclasses.replace(region, values=tuple(np.abs(np.asarray(v)) if is_float_dtype(np.asarray(v).dtype)
                                                           else v for v in region.values))
     size = np.abs(np.asarray(run_region("f64", magnitudes)[position], np.float64))
     out_ulp = 2 * _unit_roundoff(dtype) * np.maximum(np.abs(mine.astype(np.float64)),

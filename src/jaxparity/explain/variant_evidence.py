@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..rounding import is_float_dtype
 from .captured import differing_output, model_change, named, op_inputs, show, where, with_op
 from .causes import Cause
 from .op_evidence import MATH_LIBRARY_ULP
@@ -35,7 +36,7 @@ def _departs(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     """Bit for bit, but a NaN is a NaN whatever its sign and payload (no runtime promises those)."""
-    if a.dtype.kind in "fc":
+    if a.dtype.kind == "c" or is_float_dtype(a.dtype):  # bfloat16, float8: numpy kind 'V'
         nan = np.isnan(a) & np.isnan(b)
         return a[~nan].tobytes() == b[~nan].tobytes() and bool(np.all(np.isnan(a) == np.isnan(b)))
     return a.tobytes() == b.tobytes()

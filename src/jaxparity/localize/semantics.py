@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics import ulp_distance
-from ..rounding import round_to_dtype
+from ..rounding import is_float_dtype, round_to_dtype
 
 __all__ = ["SemanticsMatch", "fma_candidates", "fused_multiply_add", "region_fma"]
 
@@ -133,15 +133,18 @@ def region_fma(program: Any, ins: list[Any], path_outs: list[Any], base_outs: li
                 if vid is not None:
                     values[vid] = o
         got = [x.val if hasattr(x, "val") else values[x] for x in program.out_ids]
-        worst, same_path, same_base = 0, True, True
+        worst, same_path, same_base, compared = 0, True, True, 0
         for g, p, b in zip(got, path_outs, base_outs):
-            if p is None or np.asarray(p).dtype.kind not in "fc":
-                continue
+            if p is None or not (np.asarray(p).dtype.kind == "c" or is_float_dtype(np.asarray(p).dtype)):
+                continue  # bfloat16 and float8 are compared (numpy kind 'V'); integers hold no rounding
+            compared += 1
             g = np.asarray(g).astype(np.asarray(p).dtype)
             u = ulp_distance(g, np.asarray(p))
             worst = max(worst, int(np.where(u < 0, np.iinfo(np.int64).max, u).max(initial=0)))
             same_path &= bool(np.all(u == 0))
             same_base &= b is not None and bool(np.all(ulp_distance(g, np.asarray(b)) == 0))
+        if not compared:  # no output to reproduce: no evidence either way
+            same_path = same_base = False
         which = "the first" if prefer == 0 else "the second"
         out.append(SemanticsMatch("fma", f"the region computed with every product feeding an add/sub fused into it "
                                   f"(one rounding; {which} product where both operands are products)",

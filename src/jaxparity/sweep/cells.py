@@ -59,13 +59,20 @@ def _case(name: str, record: dict[str, Any] | None = None) -> Any:
     return _CASES[name]
 
 
+def _example(case: Any) -> dict[str, np.ndarray]:
+    """The case's input leaves on the host as ``compare --samples`` has them (``pytree.host``): a PRNG key
+    (an NNX module's Rngs) as its key data, which no input set replaces (``InputSlots`` keeps the key)."""
+    from ..pytree import argument_leaves, host
+
+    return {n: host(x) for n, x in argument_leaves(case.args)}
+
+
 def _inputs(case: Any, cell: Cell, spec: SweepSpec) -> tuple:
-    from ..pytree import argument_leaves
     from ..execution.samples import args_with, draw_sample
 
     if cell.sample < 0:
         return case.args
-    example = {n: np.asarray(x) for n, x in argument_leaves(case.args)}
+    example = _example(case)
     return args_with(case.args, draw_sample(example, spec.seed, cell.sample, case.data_leaves()),
                      f"input set {cell.sample}")
 
@@ -82,7 +89,6 @@ def _run_elsewhere(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
 
     from ..arrayio import save_arrays
     from ..comparison import compare_case
-    from ..pytree import argument_leaves
     from ..execution.samples import draw_sample
 
     start = time.perf_counter()
@@ -92,7 +98,7 @@ def _run_elsewhere(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
             inputs = None
             if cell.sample >= 0:
                 case = _case(cell.case)
-                example = {n: np.asarray(x) for n, x in argument_leaves(case.args)}
+                example = _example(case)
                 drawn = draw_sample(example, spec.seed, cell.sample, case.data_leaves())
                 inputs = f"{tmp}/inputs.npz"
                 save_arrays(inputs, {**example, **drawn})

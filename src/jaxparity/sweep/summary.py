@@ -6,12 +6,13 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .store import Store
 
-__all__ = ["Row", "SweepSummary", "summarize", "to_html", "to_json"]
+__all__ = ["Row", "SweepSummary", "case_names", "summarize", "to_html", "to_json"]
 
 _DIVERGING = ("differs",)
 _FAILED = ("error", "crashed", "timeout", "unavailable")
@@ -62,8 +63,26 @@ class SweepSummary:
         return total
 
 
-def _short(case: str) -> str:
-    return case.rsplit("/", 1)[-1]
+def case_names(cases: Iterable[str]) -> dict[str, str]:
+    """Each case (an absolute ``FILE.py[:FACTORY]``) by the shortest tail of its path that no other case
+    shares: ``case.py`` alone, ``a/case.py`` and ``b/case.py`` where two files share a name."""
+    cases = list(dict.fromkeys(cases))
+    parts = {c: c.split("/") for c in cases}
+
+    def tail(c: str, k: int) -> str:
+        return "/".join(parts[c][-k:])
+
+    names = {}
+    for c in cases:
+        k = 1
+        while k < len(parts[c]) and any(tail(o, k) == tail(c, k) for o in cases if o != c):
+            k += 1
+        names[c] = tail(c, k)
+    return names
+
+
+def _cells(n: int) -> str:
+    return f"{n} cell" if n == 1 else f"{n} cells"
 
 
 def _reference(spec: str) -> bool:
@@ -89,9 +108,11 @@ def _shows_nothing(cells: list[dict[str, Any]]) -> str | None:
 def summarize(store: Store, name: str = "sweep") -> SweepSummary:
     rows: dict[tuple[str, str], Row] = {}
     by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in store.rows():
+    cells = list(store.rows())
+    short = case_names(r["case"] for r in cells)
+    for r in cells:
         by_case[r["case"]].append(r)
-        row = rows.setdefault((r["case"], r["path"]), Row(_short(r["case"]), r["path"], reference=_reference(r["path"])))
+        row = rows.setdefault((r["case"], r["path"]), Row(short[r["case"]], r["path"], reference=_reference(r["path"])))
         row.cells += 1
         if r["degenerate"]:
             row.degenerate_cells += 1
@@ -112,7 +133,7 @@ def summarize(store: Store, name: str = "sweep") -> SweepSummary:
                 row.errors.append(r["error"])
         if r["max_ulp"] is not None and r["verdict"] in _DIVERGING + ("within tolerance",):
             row.worst_ulp = max(row.worst_ulp or 0, int(r["max_ulp"]))
-    nothing = [f"{_short(case)}: {why}" for case, cells in by_case.items() if (why := _shows_nothing(cells))]
+    nothing = [f"{short[case]}: {why}" for case, cells in by_case.items() if (why := _shows_nothing(cells))]
     return SweepSummary(name, sum(r.cells for r in rows.values()), list(rows.values()), nothing)
 
 
@@ -125,13 +146,13 @@ def to_json(summary: SweepSummary, store: Store) -> str:
 
 def print_summary(summary: SweepSummary, console: Any) -> None:
     """One line per case and path (lines, not a table: they read the same in a CI log at 80 columns)."""
-    console.print(f"sweep {summary.name}: {summary.cells} cells, {summary.diverging} diverge, {summary.failed} "
+    console.print(f"sweep {summary.name}: {_cells(summary.cells)}, {summary.diverging} diverge, {summary.failed} "
                   "failed", markup=False, soft_wrap=True)
     for why in summary.shows_nothing:
         console.print(f"  shows nothing: {why}; agreeing on these outputs proves nothing", style="bold red",
                       markup=False, soft_wrap=True)
     for r in summary.rows:
-        parts = [f"{r.cells} cells", f"{r.diverging} differ (a reference: not judged)" if r.reference else
+        parts = [_cells(r.cells), f"{r.diverging} differ (a reference: not judged)" if r.reference else
                  f"{r.diverging} diverge"]
         if r.worst_ulp is not None:
             parts.append(f"worst {r.worst_ulp} ULP")
@@ -157,12 +178,12 @@ def to_html(summary: SweepSummary) -> str:
         f"<td>{r.diverging}</td><td>{r.failed}</td><td>{'' if r.worst_ulp is None else r.worst_ulp}</td>"
         f"<td>{'<br>'.join(e(f'{c} ({n})') for c, n in r.causes.items())}</td>"
         f"<td>{'<br>'.join(e(f'{o} ({n})') for o, n in r.first_ops.items())}</td></tr>" for r in summary.rows)
-    causes = "".join(f"<li>{e(c)}: {n} cells</li>" for c, n in summary.causes().most_common())
+    causes = "".join(f"<li>{e(c)}: {_cells(n)}</li>" for c, n in summary.causes().most_common())
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>jaxparity sweep {e(summary.name)}</title>"
             "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
             "tr.bad td:nth-child(4){color:#b00;font-weight:bold}</style></head><body>"
-            f"<h1>sweep {e(summary.name)}</h1><p>{summary.cells} cells; {summary.diverging} diverge from the "
+            f"<h1>sweep {e(summary.name)}</h1><p>{_cells(summary.cells)}; {summary.diverging} diverge from the "
             f"baseline; {summary.failed} failed.</p>"
             + "".join(f"<p style='color:#b00'><b>shows nothing</b>: {e(w)}; agreeing on these outputs proves "
                       "nothing.</p>" for w in summary.shows_nothing)
