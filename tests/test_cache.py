@@ -242,3 +242,41 @@ def test_the_cache_command_shows_what_is_kept_and_clear_keeps_the_environments(f
     assert cleared.returncode == 0 and "cleared" in cleared.stdout
     assert not fresh.exists() and (fresh.parent / "envs" / "old").is_dir()
     assert re.search(r"onnx", run_cli("cache").stdout) is None
+
+
+def test_per_op_values_are_kept_and_a_changed_input_weight_option_version_or_code_captures_again(fresh, monkeypatch):
+    """explain's per-op values of a path, across commands: the same program, inputs, options and versions read
+    them back bit for bit; anything that decides them captures again."""
+    from jaxparity.cache import keys
+    from jaxparity.localize import values as values_module
+    from jaxparity.localize.program import flatten
+    from jaxparity.localize.values import op_values
+
+    w = jnp.asarray(np.linspace(-1, 1, 8, dtype=np.float32))
+
+    def model(x, weights=w):
+        return jnp.tanh(x * weights + 0.5) * 3.0
+
+    x = jnp.asarray(np.linspace(0, 2, 8, dtype=np.float32))
+    program = flatten(model, (x,))
+
+    first = op_values(program, "jit", [x])
+    again = op_values(program, "jit", [x])
+    assert first.reused is None and again.reused is not None
+    assert again.values.keys() == first.values.keys()
+    assert all(again.values[k].tobytes() == first.values[k].tobytes() for k in first.values)
+    assert len(_entries(fresh, "op-values")) == 1
+
+    assert op_values(program, "jit", [x + 1]).reused is None  # another input
+    other = flatten(lambda x: model(x, w * 2), (x,))  # another weight, closed over
+    assert op_values(other, "jit", [x]).reused is None
+    assert op_values(program, "jit:xla_backend_optimization_level=0", [x]).reused is None  # another option
+    assert op_values(program, "eager", [x]).reused is None  # another path
+    real = keys.version
+    monkeypatch.setattr(keys, "version", lambda name: "9.9.9" if name == "onnxruntime" else real(name))
+    assert op_values(program, "jit", [x]).reused is None  # another version of a package that may run it
+    monkeypatch.setattr(keys, "version", real)
+    monkeypatch.setattr(values_module, "_code_digest", lambda: "another jaxparity")
+    assert op_values(program, "jit", [x]).reused is None  # another jaxparity
+    monkeypatch.setenv("JAXPARITY_NO_CACHE", "1")
+    assert op_values(program, "jit", [x]).reused is None

@@ -21,6 +21,7 @@ from ..localize.program import FlatProgram, flatten
 from ..localize.values import op_values
 from ..metrics import max_gaps, ulp_distance
 from ..paths import make_path, parse_spec
+from ..rounding import is_float_dtype
 from .artifact_evidence import ARTIFACT_RULES, fused_noise, kept_wide
 from .causes import CAUSES, COMPILED, RUNTIMES, Cause
 from .op_evidence import OP_RULES, decide
@@ -990,7 +991,7 @@ def _unchanged(a: Any, b: Any) -> np.ndarray:
     if a.shape != b.shape:
         return np.zeros(a.shape, bool)
     same = a == b
-    if a.dtype.kind in "fc":
+    if a.dtype.kind == "c" or is_float_dtype(a.dtype):  # bfloat16, float8: numpy kind 'V'
         same |= np.isnan(a) & np.isnan(b)
     return same
 
@@ -1118,7 +1119,11 @@ def _captured(program: FlatProgram, spec: str, flat_args: Sequence[Any], notes: 
     """Every op's values along ``spec``, or None with a note saying why they could not be captured
     (e.g. a runtime with no kernel for an op only the instrumented program has)."""
     try:
-        return op_values(program, spec, flat_args)
+        found = op_values(program, spec, flat_args)
+        if found.reused:
+            notes.append(f"per-op values of {spec} reused from jaxparity's cache (entry {found.reused}): the same "
+                         "program, inputs, options and versions")
+        return found
     except Exception as e:
         other = (" (the program that returns every intermediate is converted into another model than the one "
                  "served, which runs)" if spec.split(":", 1)[0] in RUNTIMES else "")

@@ -12,6 +12,7 @@ opens iteration ``step`` of loop ``op`` (nested: outermost first) and returns th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ class OpValues:
     case_outputs: list[np.ndarray] | None = None
     # Values beyond the capture budget: not kept, only a digest of their bytes (see ``capture_budget``).
     digests: dict[int, str] = field(default_factory=dict)
+    reused: str | None = None  # the cache entry these values were read from (None: captured by this run)
 
 
 def capture_budget() -> int | None:
@@ -110,7 +112,70 @@ def program_values(program: FlatProgram, spec: str, args: Sequence[Any]) -> OpVa
 
 
 def op_values(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: Probe = ()) -> OpValues:
-    """Run ``program`` along path ``spec`` and keep every op's outputs (of the probed body, if any)."""
+    """Run ``program`` along path ``spec`` and keep every op's outputs (of the probed body, if any): kept in
+    jaxparity's cache across commands (``values_key``), so that explaining the same model on the same
+    inputs again runs nothing to capture them."""
+    from ..cache import cache
+
+    store = cache()
+    if store is None:
+        return _op_values(program, spec, flat_args, probe)
+    import pickle
+
+    def make(where: Any) -> dict[str, Any]:
+        (where / "values.pkl").write_bytes(pickle.dumps(_op_values(program, spec, flat_args, probe), protocol=5))
+        return {"spec": spec}
+
+    entry = store.fetch("op-values", values_key(program, spec, flat_args, probe), make)
+    found: OpValues = pickle.loads((entry.dir / "values.pkl").read_bytes())
+    if entry.reused:
+        found.reused = entry.short
+    return found
+
+
+def values_key(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: Probe = ()) -> str:
+    """What decides a path's per-op values: the program (every equation with its parameters, how the values
+    flow, each constant's bytes), every input's bytes, the path with its options, JAX's configuration and
+    XLA_FLAGS, the capture budgets (per op, and of a loop's iterations), every package that may run it,
+    this CPU, and jaxparity's own code. A changed weight, input, option, version or line of jaxparity never
+    finds old values."""
+    import hashlib
+    import os
+
+    from ..cache import fingerprint, machine, package_versions
+    from ..paths.staging import config_key
+    from .loops import capture
+
+    def digest(x: Any) -> str:
+        a = host(x)
+        return hashlib.sha256(str((a.dtype, a.shape)).encode() + np.ascontiguousarray(a).tobytes()).hexdigest()
+
+    ops = [(str(op.eqn), [repr(r) if hasattr(r, "val") else r for r in op.inputs], op.outputs) for op in program.ops]
+    consts = sorted((vid, digest(x)) for vid, x in program.consts.items())
+    return fingerprint("op-values", spec, repr(probe), ops, consts, program.arg_ids, [repr(x) for x in program.out_ids],
+                       [digest(x) for x in flat_args], repr(config_key()), os.environ.get("XLA_FLAGS", ""),
+                       capture_budget(), capture.CAPTURE_BYTES, capture.MAX_ITERATIONS, package_versions(*_RUNTIMES),
+                       machine(), _code_digest())
+
+
+_RUNTIMES = ("numpy", "ml_dtypes", "tensorflow", "tensorflow-cpu", "ai-edge-litert", "onnx", "onnxruntime",
+             "jax2onnx", "iree-base-compiler", "iree-base-runtime")
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """A digest of jaxparity's own source: how it captures and runs is part of what the values are."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def _op_values(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: Probe = ()) -> OpValues:
     if op_by_op(spec):
         if probe:
             raise ValueError("op-by-op paths open a loop body by re-running it (see loops.descend)")
