@@ -26,6 +26,8 @@ def test_unknown_path_and_option_are_named():
         make_path("eager:foo=1")
     with pytest.raises(PathOptionError, match="path 'savedmodel' has no option 'xla_flags'"):
         make_path("savedmodel:xla_flags=1")  # env vars are written in capitals
+    with pytest.raises(PathOptionError, match="path 'tflite' has no option 'thread'; did you mean threads\\?"):
+        make_path("tflite:thread=2")
 
 
 def test_plan_paths_orders_baseline_first_and_always_measures_f64():

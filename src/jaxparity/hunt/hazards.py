@@ -68,7 +68,12 @@ def _log2_mag(x: Any, dtype: Any) -> Any:
 
 
 def _is_float(aval: Any) -> bool:
-    return np.dtype(aval.dtype).kind == "f" or str(aval.dtype) == "bfloat16"
+    from ..rounding import is_float_dtype
+
+    try:
+        return is_float_dtype(np.dtype(aval.dtype))  # bfloat16 and float8 (ml_dtypes) too
+    except TypeError:  # a PRNG key's dtype
+        return False
 
 
 # -- measures -----------------------------------------------------------------------------------

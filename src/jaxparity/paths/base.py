@@ -148,8 +148,13 @@ class Path(ABC):
                 continue
             if key.startswith("jax_") and "jax_*" in self.options_help:
                 continue
-            known = ", ".join(k for k in self.options_help if k not in ("*", "ENV")) or "none"
-            raise PathOptionError(f"path {self.name!r} has no option {key!r} (options: {known})")
+            import difflib
+
+            names = [k for k in self.options_help if k not in ("*", "ENV")]
+            near = difflib.get_close_matches(key, names, 2)
+            raise PathOptionError(f"path {self.name!r} has no option {key!r}"
+                                  + (f"; did you mean {' or '.join(near)}?" if near else "")
+                                  + f" (options: {', '.join(names) or 'none'})")
 
     def prestart(self) -> None:
         """Start what a run of this path will wait for (a serving process) now, in the background, so a

@@ -61,7 +61,15 @@ def _converter_lines(error: Exception) -> list[str]:
     lines = list(dict.fromkeys(found))
     if not lines:
         lines = list(dict.fromkeys(e.error_message for e in getattr(error, "errors", []) or [] if e.error_message))
-    return lines or [_tail(text) or type(error).__name__]
+    return [_short_paths(x) for x in lines] or [_tail(text) or type(error).__name__]
+
+
+def _short_paths(line: str) -> str:
+    """A library's file named from its package on ("flax/linen/linear.py":700:10), as the reports name
+    every op's line: an installed file's whole path is too long to read, and breaks across lines."""
+    import re
+
+    return re.sub(r"/[^\s\"':]*?/(?:site|dist)-packages/", "", line)
 
 
 def _narrow_float_dtypes(fn: Callable[..., Any], args: tuple) -> list[str]:

@@ -351,8 +351,16 @@ def explaining_cause(causes: Sequence[Any], first: Any = None) -> Any | None:
     confirmed; an amplifier last."""
     found = [c for c in causes if c.status in ("confirmed", "partly", "noise")]
     status = {"confirmed": 0, "partly": 1, "noise": 2}
-    return min(found, key=lambda c: (c.cause == "unknown", _supporting(c), c.status == "noise", is_rerun(c),
-                                     not _cites(c, first), status[c.status]), default=None)
+    return min(found, key=lambda c: (c.cause == "unknown", _supporting(c), _elsewhere(c, first), c.status == "noise",
+                                     is_rerun(c), not _cites(c, first), status[c.status]), default=None)
+
+
+def _elsewhere(cause: Any, first: Any) -> bool:
+    """The cause was decided on another op than ``first``, the divergence that carries the output error: a
+    mechanism shown at an op that carries none of it does not explain the difference the user sees."""
+    import re
+
+    return first is not None and not _cites(cause, first) and re.search(r"#\d+ \w+ \(", cause.experiment) is not None
 
 
 def short_title(title: str) -> str:

@@ -127,8 +127,17 @@ class _PathsTable:
                 table = self.build(drop, split)
                 if fit_columns(table, console, options.max_width):
                     yield table
+                    if drop:
+                        yield _left_out(drop)
                     return
         yield from stacked(self.build(drops[-1]))
+        yield _left_out(drops[-1])
+
+
+def _left_out(columns: Sequence[str]) -> Text:
+    """The note under a table narrowed to fit: which columns it left out, and where they are."""
+    return Text(f"({', '.join(columns)} left out at this width: wider, or --json, shows "
+                f"{'it' if len(columns) == 1 else 'them'})", style="dim")
 
 
 _LABEL = 32  # the widest label column of a grid, unless one part of a path spec is wider (up to 40)
@@ -170,7 +179,7 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
         findings.add_row(_spec_lines(p.spec, _LABEL), line)  # a long spec breaks after ':' and ',', not inside a name
     parts: list[Any] = [head, Text(""), table, Text(""), findings]
     if any(p.samples for p in result.paths):
-        parts += [Text(""), _samples_table(result)]
+        parts += [Text(""), _SamplesTable(result)]
     values = _values(result) if result.samples == 1 else None  # paths may show different samples
     if values is not None:
         parts += [Text(""), Text("values", style="bold"), values]
@@ -192,13 +201,38 @@ def _same_outputs(result: ComparisonResult, a: str, b: str) -> bool:
                for (_, x), (_, y) in zip(ra.outputs, rb.outputs))
 
 
-def _samples_table(result: ComparisonResult) -> Table:
+class _SamplesTable:
+    """Many-inputs mode: per path, how often and how far it diverges over the samples, fitted to the width it
+    is drawn at as the path table is (columns left out are said, never a header cut to "diver…")."""
+
+    def __init__(self, result: ComparisonResult) -> None:
+        self.result = result
+
+    def __rich_console__(self, console: Console, options: Any) -> Any:
+        repeat = any(p.samples is not None and p.samples.repeat > 1 for p in self.result.paths)
+        base = () if repeat else ("nondet",)  # nothing to show without --repeat
+        for drop in ((), ("samp/s",), ("samp/s", "p99"), ("samp/s", "p99", "p90")):
+            table = _samples_table(self.result, base + drop)
+            if fit_columns(table, console, options.max_width):
+                yield table
+                if drop:
+                    yield _left_out(drop)
+                return
+        yield from stacked(_samples_table(self.result, base + ("samp/s", "p99", "p90")))
+
+
+def _samples_table(result: ComparisonResult, drop: Sequence[str] = ()) -> Table:
     """Many-inputs mode: per path, how often and how far it diverges over the samples."""
     table = Table(show_edge=False, header_style="bold", pad_edge=False, title=f"over {result.samples} samples",
                   title_justify="left", caption="diverge: samples that differ from the baseline at all; fail: "
                   "samples outside the tolerance (or where the path did not run)", caption_justify="left")
-    for col in ("path", "diverge", "fail", "ULP p50", "p90", "p99", "max", "worst", "nondet", "samp/s"):
-        table.add_column(col, justify="left" if col == "path" else "right")
+    columns = ("path", "diverge", "fail", "ULP p50", "p90", "p99", "max", "worst", "nondet", "samp/s")
+    keep = [i for i, col in enumerate(columns) if col not in drop]
+    for i in keep:
+        table.add_column(columns[i], justify="left" if columns[i] == "path" else "right",
+                         no_wrap=columns[i] != "path")
+    add = table.add_row
+    table.add_row = lambda *cells: add(*(cells[i] for i in keep))  # type: ignore[method-assign]
     for p in result.paths:
         s = p.samples
         if s is None:
