@@ -222,3 +222,13 @@ def test_islands_on_ray(tmp_path):
     finally:
         ray.shutdown()
     assert r.islands == 2 and r.evaluations == 64 and not r.passed
+
+
+def test_the_python_api_returns_a_result_that_prints_as_the_command_does():
+    import jaxparity
+
+    r = jaxparity.hunt_case(f"{HUNT}:make_argmax_tie", paths=["eager", "jit"], budget=24, explain=0)
+    assert str(r).startswith("jaxparity hunt hunt.py:make_argmax_tie: jit against eager")
+    assert r.summary() in " ".join(str(r).split()) or r.summary().split(":")[0] in str(r)
+    assert "<h1 id=header>jaxparity hunt" in r._repr_html_()
+    assert json.loads(r.to_json())["evaluations"] == 24

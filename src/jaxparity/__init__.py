@@ -14,6 +14,7 @@ from ._version import __version__
 _EXPORTS = {
     "compare": ".comparison",
     "compare_case": ".comparison",
+    "hunt_case": ".hunt",
     "Tolerance": ".metrics",
     "Comparison": ".comparison",
     "ComparisonResult": ".result",
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from .case import Case as Case, CaseError as CaseError, load_case as load_case
     from .roles import data as data, variables as variables
     from .comparison import Comparison as Comparison, compare as compare, compare_case as compare_case
+    from .hunt import hunt_case as hunt_case
     from .interpreter import interpret as interpret
     from .metrics import Tolerance as Tolerance
     from .paths import DEFAULT_PATHS as DEFAULT_PATHS, PATHS as PATHS

@@ -6,6 +6,6 @@
 """
 
 from .result import Finding as Finding, HuntResult as HuntResult, HuntSite as HuntSite
-from .run import hunt_case as hunt_case
+from .run import Hunt as Hunt, hunt_case as hunt_case
 
-__all__ = ["Finding", "HuntResult", "HuntSite", "hunt_case"]
+__all__ = ["Finding", "Hunt", "HuntResult", "HuntSite", "hunt_case"]

@@ -14,9 +14,25 @@ from ..metrics import Tolerance
 from .result import Finding, HuntResult
 from .search import Inputs
 
-__all__ = ["hunt_case"]
+__all__ = ["Hunt", "hunt_case"]
 
 HuntProgress = Callable[[str, Any], None]  # ("search", SearchState) | ("explain", Finding) | ("ready", info)
+
+
+@dataclasses.dataclass(frozen=True)
+class Hunt(HuntResult):
+    """A ``HuntResult`` as ``hunt_case`` returns it, with its renderings: ``print`` gives the terminal report, a
+    notebook the HTML one (the data itself renders nothing)."""
+
+    def __str__(self) -> str:
+        from .report import render_text
+
+        return render_text(self)
+
+    def _repr_html_(self) -> str:
+        from .report import render_html
+
+        return render_html(self)
 
 
 def hunt_case(
@@ -37,7 +53,7 @@ def hunt_case(
     executor: str = "local",
     address: str | None = None,
     progress: HuntProgress | None = None,
-) -> HuntResult:
+) -> Hunt:
     """Search the domain of ``case`` (``FILE.py[:FACTORY]``) for the inputs on which ``paths`` (BASELINE,PATH)
     disagree most, within ``budget`` evaluations (each input run on both paths) or ``seconds``.
 
@@ -71,7 +87,8 @@ def hunt_case(
     if out_dir is not None and findings:
         findings = _save(findings, inputs, out_dir)
         findings = _explain(findings, case, specs, tolerance, timeout, explain, progress)
-    return dataclasses.replace(result, findings=tuple(findings), seconds=time.perf_counter() - start)
+    done = dataclasses.replace(result, findings=tuple(findings), seconds=time.perf_counter() - start)
+    return Hunt(**{f.name: getattr(done, f.name) for f in dataclasses.fields(done)})
 
 
 def _two_paths(paths: Sequence[str] | str, baseline: str | None) -> list[str]:
