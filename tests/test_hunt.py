@@ -95,6 +95,16 @@ def test_an_argmax_tie_on_jit_is_found_where_random_samples_of_the_same_budget_f
     assert any("arg1 in [-4.39767, 4.18958]" in line for line in r.domain)
 
 
+def test_an_op_in_a_scans_body_is_aimed_at_iteration_by_iteration(tmp_path):
+    """The bucketizer's floor inside a lax.scan: a site of its own ("scan #1: #2 floor"), its measure stacked
+    by iteration, driven to its threshold and found on jit."""
+    r = hunt_case(f"{HUNT}:make_floor_in_scan", paths="eager,jit", budget=96, out_dir=str(tmp_path), explain=0)
+    floor = [s for s in r.sites if s.primitive == "floor"]
+    assert floor and floor[0].loop is not None and floor[0].reached > 0
+    assert not r.passed and any(f.kind == "beyond rounding" and any("scan #" in s and "floor" in s for s in f.reached)
+                                for f in r.findings), [(f.kind, f.reached) for f in r.findings]
+
+
 def test_the_same_seed_repeats_the_search_and_another_seed_searches_otherwise(tmp_path):
     a = hunt_case(f"{HUNT}:make_argmax_tie", paths="eager,jit", budget=48, seed=3, explain=0)
     b = hunt_case(f"{HUNT}:make_argmax_tie", paths="eager,jit", budget=48, seed=3, explain=0)

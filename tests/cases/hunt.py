@@ -84,3 +84,20 @@ def make_periodic():
         return jnp.sin(t)
 
     return encode, (r.uniform(0, 100, (8,)).astype(np.float32),)
+
+
+def make_floor_in_scan():
+    """jit: the bucketizer of make_floor_threshold applied step by step in a ``lax.scan`` (a running sum of
+    the buckets): the floor sits in the loop's body, where the hunt aims at it iteration by iteration.
+    Derived domain. Kind: beyond rounding."""
+    r = _rng(7)
+    params = {"s": np.float32(7.3), "t": np.float32(0.1)}
+
+    def buckets(params, xs):
+        def step(total, x):
+            b = jnp.floor(x * params["s"] + params["t"])
+            return total + b, b
+
+        return jax.lax.scan(step, jnp.zeros(xs.shape[1:], jnp.float32), xs)
+
+    return buckets, (params, r.uniform(0, 10, (6, 4)).astype(np.float32))

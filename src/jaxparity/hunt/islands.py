@@ -109,9 +109,9 @@ def merge(parts: Sequence[tuple[HuntResult, dict]], budget: int, seconds: float 
         if (KINDS.index(kind), sev) > (KINDS.index(worst[1]), worst[0]):
             worst = (sev, kind)
         progress.append((sum(latest), worst[0], worst[1], s))
-    sites: dict[tuple[int, str], HuntSite] = {}
+    sites: dict[tuple[int | None, int, str], HuntSite] = {}
     for s in (s for r in results for s in r.sites):
-        key = (s.op, s.hazard)
+        key = (s.loop, s.op, s.hazard)
         if key in sites:
             old = sites[key]
             first = min((x for x in (old.first, s.first) if x is not None), default=None)

@@ -26,23 +26,25 @@ class Site:
     """One op at one of its hazards."""
 
     id: int
-    op: int  # its index in the case's flat program
+    op: int  # its index in the case's flat program (in the scan's body, where ``loop`` is set)
     primitive: str
     hazard: str
     what: str
     where: str  # the user's line, or where the primitive was made
     module: str  # its Flax module path ("" outside modules)
     targets: tuple[tuple[float, float], ...]
+    loop: int | None = None  # the scan (its index in the case's program) whose body holds the op
 
     def describe(self) -> str:
-        return f"#{self.op} {self.primitive} ({self.where})"
+        inside = f"scan #{self.loop}: " if self.loop is not None else ""
+        return f"{inside}#{self.op} {self.primitive} ({self.where})"
 
 
 @dataclass(frozen=True)
 class Plan:
     sites: tuple[Site, ...]
     considered: dict[str, int]  # hazard kind -> ops of that kind depending on the data (before sampling)
-    in_loops: int  # loops, conditionals and scans whose bodies depend on the data: reached by mutation only
+    in_loops: int  # while loops and conditionals that read the data: the ops inside are reached, not aimed at
     notes: tuple[str, ...] = ()
     narrowest: str | None = None  # the narrowest float dtype the program computes in
 
@@ -63,35 +65,38 @@ class _Model:
         self.positions = {n: i for i, n in enumerate(names) if n in set(varied)}
         self.program = program = flatten(case.fn, case.args)
         dependent = {program.arg_ids[i] for i in self.positions.values()}
-        found: list[tuple[Any, Hazard]] = []
+        found: list[tuple[Any, Hazard, int | None]] = []  # (op, hazard, the scan whose body holds it)
         considered: dict[str, int] = {}
         in_loops = 0
         for op in program.ops:
             reads = [not hasattr(r, "val") and r in dependent for r in op.inputs]
             if any(reads):
                 dependent.update(v for v in op.outputs if v is not None)
-                if op.info.primitive in ("scan", "while", "cond"):
+                if op.info.primitive == "scan":  # its body's ops are aimed at, each iteration's values stacked
+                    found += [(inner, hazard, op.info.index) for inner, hazard in _in_body(op)]
+                elif op.info.primitive in ("while", "cond"):
                     in_loops += 1
             for hazard in hazards_of(op.eqn):
                 if reads[hazard.operand] or (hazard.name in ("tie", "cancellation") and any(reads)):
-                    found.append((op, hazard))
-                    considered[hazard.name] = considered.get(hazard.name, 0) + 1
-        chosen: list[tuple[Any, Hazard]] = []
+                    found.append((op, hazard, None))
+        for _, hazard, _ in found:
+            considered[hazard.name] = considered.get(hazard.name, 0) + 1
+        chosen: list[tuple[Any, Hazard, int | None]] = []
         for kind in considered:
             mine = [f for f in found if f[1].name == kind]
             if len(mine) > MAX_SITES:  # spread over the program, the first and the last kept
                 mine = [mine[round(i * (len(mine) - 1) / (MAX_SITES - 1))] for i in range(MAX_SITES)]
             chosen += mine
-        chosen.sort(key=lambda f: f[0].info.index)
+        chosen.sort(key=lambda f: (f[0].info.index if f[2] is None else f[2], f[0].info.index))
         self.hazards = []
         sites = []
-        for op, hazard in chosen:
+        for op, hazard, loop in chosen:
             dtype = np.dtype(op.eqn.invars[hazard.operand].aval.dtype)
             info = op.info
             sites.append(Site(len(sites), info.index, info.primitive, hazard.name, hazard.what,
                               info.user_source or info.source or "unknown line", info.name_stack,
-                              tuple((float(t), float(w)) for t, w in hazard.targets(dtype))))
-            self.hazards.append((op, hazard))
+                              tuple((float(t), float(w)) for t, w in hazard.targets(dtype)), loop))
+            self.hazards.append((op, hazard, loop))
         self.sites = tuple(sites)
         floats = {np.dtype(a.dtype) for a in program.avals.values() if is_numeric(a) and
                   is_float_dtype(np.dtype(a.dtype))}
@@ -107,15 +112,26 @@ class _Model:
         return jax.tree_util.tree_leaves(self.slots.fill(arrays, "candidate"))
 
     def _site_measures(self, flat: Sequence[Any], which: Sequence[int]) -> list[Any]:
+        """The measures of sites ``which`` on the program's inputs ``flat``; a site in a scan's body has one
+        measure per iteration, stacked first."""
         from ..localize.values import _bind
 
-        values = self.program.evaluate(flat, _bind)
-        out = []
+        in_scans: dict[int, list[int]] = {}
         for k in which:
-            op, hazard = self.hazards[k]
-            ins = [r.val if hasattr(r, "val") else values[r] for r in op.inputs]
-            out.append(hazard.measure(ins, op.eqn.params, op.info.primitive))
-        return out
+            if self.hazards[k][2] is not None:
+                in_scans.setdefault(self.hazards[k][2], []).append(k)
+        inner: dict[int, Any] = {}
+
+        def apply(op: Any, ins: list[Any]) -> Any:
+            ks = in_scans.get(op.info.index)
+            if not ks:
+                return _bind(op, ins)
+            outs, measures = _scan_measuring(op, ins, [self.hazards[k] for k in ks])
+            inner.update(zip(ks, measures))
+            return outs
+
+        values = self.program.evaluate(flat, apply)
+        return [inner[k] if k in inner else _measure(*self.hazards[k][:2], values) for k in which]
 
     def _all_measures(self, flat: Sequence[Any]) -> list[Any]:
         return self._site_measures(flat, range(len(self.hazards)))
@@ -143,6 +159,46 @@ class _Model:
 
             self._steps[k] = jax.jit(jax.value_and_grad(scalar))
         return self._steps[k]
+
+
+def _measure(op: Any, hazard: Hazard, values: dict) -> Any:
+    ins = [r.val if hasattr(r, "val") else values[r] for r in op.inputs]
+    return hazard.measure(ins, op.eqn.params, op.info.primitive)
+
+
+def _in_body(op: Any) -> list[tuple[Any, Hazard]]:
+    """The ops of a scan's body (one level) at one of their hazards: every one, since what enters the body
+    (its carry, the slices it scans) may depend on the data from the second iteration on."""
+    from ..localize.loops.structure import body_of
+
+    try:
+        body = body_of(op)
+    except Exception:  # noqa: BLE001 - a body that cannot be opened is reached by the search, not aimed at
+        return []
+    return [(inner, hazard) for inner in body.program.ops for hazard in hazards_of(inner.eqn)]
+
+
+def _scan_measuring(op: Any, ins: list[Any], sites: Sequence[tuple[Any, Hazard, int | None]]
+                    ) -> tuple[list[Any], list[Any]]:
+    """The scan ``op`` run by ``lax.scan`` on its body's ops, each iteration also measuring ``sites``: its
+    outputs, and each site's measures stacked by iteration (in the order the iterations ran)."""
+    from jax import lax
+
+    from ..localize.loops.structure import body_of
+    from ..localize.values import _bind
+
+    body = body_of(op)
+    consts, init, xs = body.split(ins)
+    prog, n = body.program, body.n_carry
+
+    def step(carry: Any, x: Any) -> Any:
+        values = prog.evaluate(list(consts) + list(carry) + list(x), _bind)
+        outs = prog.outputs(values)
+        return list(outs[:n]), (list(outs[n:]), [_measure(inner, hazard, values) for inner, hazard, _ in sites])
+
+    carry, (ys, measures) = lax.scan(step, list(init), list(xs), length=body.trips,
+                                     reverse=bool(body.params["reverse"]), unroll=body.params.get("unroll", 1))
+    return list(carry) + list(ys), measures
 
 
 def _nearest(measure: np.ndarray, targets: Sequence[tuple[float, float]]) -> tuple[float, int, int]:
@@ -178,8 +234,8 @@ def plan(case: Any, varied: Sequence[str]) -> Plan:
     model = _model(case, varied)
     notes = ()
     if model.in_loops:
-        notes = (f"{model.in_loops} loop{'s' if model.in_loops > 1 else ''} (scan, while, cond) read the varied "
-                 "inputs: the ops inside them are reached by the search, not aimed at",)
+        notes = (f"{model.in_loops} while loop{'s' if model.in_loops > 1 else ''} or cond{'s' if model.in_loops > 1 else ''} "
+                 "read the varied inputs: the ops inside them are reached by the search, not aimed at (a scan's are)",)
     return Plan(model.sites, model.considered, model.in_loops, notes, model.narrowest)
 
 

@@ -24,9 +24,11 @@ class HuntSite:
     reached: int  # evaluated inputs that brought it to its hazard
     first: int | None  # the first such evaluation
     diverged: int  # of those, the ones on which the paths differ
+    loop: int | None = None  # the scan whose body holds the op (``op`` counts within its body)
 
     def describe(self) -> str:
-        return f"#{self.op} {self.primitive} ({self.where})"
+        inside = f"scan #{self.loop}: " if self.loop is not None else ""
+        return f"{inside}#{self.op} {self.primitive} ({self.where})"
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,9 @@ def _explain(findings: list[Finding], case: str, specs: list[str], tolerance: To
         main = explaining_cause(e.causes, lead)
         where = None
         if lead is not None:
-            where = f"#{lead.op.index} {lead.op.primitive} ({lead.op.user_source or lead.op.source or 'unknown line'})"
+            loops = "".join(f"{frame.describe()}: " for frame in lead.within)
+            where = (f"{loops}#{lead.op.index} {lead.op.primitive} "
+                     f"({lead.op.user_source or lead.op.source or 'unknown line'})")
         fix = next((x for x in e.fixes if x.verified), None)
         out.append(dataclasses.replace(f, explanation=e.summary, lead=where,
                                        cause=None if main is None else f"{main.title} ({main.status})",

@@ -388,6 +388,7 @@ def search_case(case: str, specs: Sequence[str], budget: int, seconds: float | N
     """One search on this machine: its result (no inputs saved, none explained) and the inputs of its
     findings, by (island, evaluation)."""
     from ..case import CaseError
+    from ..execution.isolated import TaskError, WorkerDied
     from ..execution.runners import Runners
     from ..execution.samples import drawn_names
     from .domain import parse_domain
@@ -404,10 +405,18 @@ def search_case(case: str, specs: Sequence[str], budget: int, seconds: float | N
                 failure = runner.call_failure()
                 if failure:
                     raise CaseError(f"{info.name}: the function fails on its own inputs, called plainly: {failure}")
+            if run.status != "ok":
+                message = (run.message or run.status).splitlines()[0]
+                raise ValueError(f"{spec} fails on the case's own inputs ({message}): `jaxparity compare` says why; "
+                                 "a hunt searches where two paths that run part")
         example = runner.arrays()
         dom = parse_domain(domain, example, drawn_names(example, info.data))
         varied = dom.names
-        plan = runner.task("jaxparity.hunt.probe:plan", varied)
+        try:
+            plan = runner.task("jaxparity.hunt.probe:plan", varied)
+        except (TaskError, WorkerDied, TimeoutError) as e:  # no site to aim at: the search alone finds what it can
+            plan = Plan((), {}, 0, (f"the model's hazard sites could not be found ({str(e).splitlines()[0][:200]}): "
+                                    "the search was guided by the divergence alone",))
         if progress:
             progress("ready", (dom, plan))
         search = Search(runner, dom, plan, varied, specs[0], specs[1], tolerance, seed, budget, seconds, batch,
@@ -438,7 +447,7 @@ def search_case(case: str, specs: Sequence[str], budget: int, seconds: float | N
         notes.append(f"{state.failed_both} input{'s' if state.failed_both > 1 else ''} failed on both paths (not "
                      "inputs the model takes): not counted as divergences")
     sites = tuple(HuntSite(s.op, s.primitive, s.hazard, s.what, s.where, s.module, state.reach_count.get(s.id, 0),
-                           state.first_reach.get(s.id), state.diverged_at.get(s.id, 0)) for s in plan.sites)
+                           state.first_reach.get(s.id), state.diverged_at.get(s.id, 0), s.loop) for s in plan.sites)
     seed_value = seed if isinstance(seed, int) else int(seed[0])
     result = HuntResult(info.name, specs[0], specs[1], tuple(dom.describe()), dom.source, seed_value, budget,
                         state.evaluations, time.perf_counter() - start, tolerance.describe(), tuple(findings),
