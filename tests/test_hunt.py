@@ -115,6 +115,16 @@ def test_the_same_seed_repeats_the_search_and_another_seed_searches_otherwise(tm
     assert key(a) != key(c)
 
 
+def test_a_larger_budget_evaluates_the_same_inputs_first_and_never_finds_less():
+    small = hunt_case(f"{HUNT}:make_floor_threshold", paths="eager,jit", budget=40, explain=0)
+    large = hunt_case(f"{HUNT}:make_floor_threshold", paths="eager,jit", budget=80, explain=0)
+    common = {p[0] for p in small.progress} & {p[0] for p in large.progress}  # after each round both ran
+    assert len(common) >= 1
+    assert [p[:3] for p in small.progress if p[0] in common] == [p[:3] for p in large.progress if p[0] in common]
+    rank = lambda f: (f.breaks, f.kind != "rounding", f.scaled)  # noqa: E731
+    assert max(map(rank, large.findings)) >= max(map(rank, small.findings))
+
+
 def test_nothing_outside_a_stated_domain_is_evaluated_or_reported(tmp_path):
     """A box that holds no tie of the argmax and no flip: the hunt reports none, and each input it saved
     lies in the box."""
@@ -184,6 +194,8 @@ def test_the_worst_input_is_explained_as_explain_inputs_would(tmp_path):
     (["--paths", "eager,jitt"], "did you mean jit"),
     (["--paths", "eager,jit", "--domain", "argl=0:1"], "did you mean arg1"),
     (["--paths", "eager,jit", "--budget", "0"], "at least 1"),
+    (["--paths", "eager,jit", "--domain", "arg1=ball:-1"], "a radius is not negative"),
+    (["--paths", "eager,jit", "--domain", "arg1=-1:1,arg1=0:2"], "give each input once"),
 ])
 def test_usage_errors_exit_2_with_one_line(args, words):
     p = run_cli("hunt", f"{HUNT}:make_argmax_tie", *args)

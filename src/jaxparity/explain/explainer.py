@@ -1121,8 +1121,8 @@ def _captured(program: FlatProgram, spec: str, flat_args: Sequence[Any], notes: 
     try:
         found = op_values(program, spec, flat_args)
         if found.reused:
-            notes.append(f"per-op values of {spec} reused from jaxparity's cache (entry {found.reused}): the same "
-                         "program, inputs, options and versions")
+            notes.append(f"jaxparity's cache held the per-op values of {spec} (entry {found.reused}: the same "
+                         "program, inputs, options and versions): reused")
         return found
     except Exception as e:
         other = (" (the program that returns every intermediate is converted into another model than the one "

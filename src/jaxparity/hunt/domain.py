@@ -219,6 +219,9 @@ def parse_domain(items: Sequence[str], example: dict[str, np.ndarray], varied: C
                                   + (f"; did you mean {' or '.join(near)}?" if near else
                                      f"; inputs are {', '.join(list(example)[:8])}"))
             for n in names:
+                if n in per_leaf:
+                    raise DomainError(f"--domain {word!r}: {n} is already given by --domain "
+                                      f"{per_leaf[n][0]}={per_leaf[n][1]}; give each input once")
                 per_leaf[n] = (key, value)
     centers: tuple[dict[str, np.ndarray], ...] = (example,)
     labels: tuple[str, ...] = ("the example",)
@@ -248,6 +251,8 @@ def parse_domain(items: Sequence[str], example: dict[str, np.ndarray], varied: C
                 leaves.append(LeafDomain(name, str(dtype), shape, lo, hi, why=why))
         elif text.startswith("ball:"):
             r = _number(text[5:], f"{kind}={text}")
+            if r < 0:
+                raise DomainError(f"--domain {kind}={text}: a radius is not negative")
             leaves.append(LeafDomain(name, str(dtype), shape, radius=r, why="the example's value (stated)"))
         else:
             lo_text, colon, hi_text = text.partition(":")

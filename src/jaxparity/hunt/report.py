@@ -51,7 +51,7 @@ def progress_line(state: Any, budget: int) -> str:
 
 def _finding_lines(i: int, f: Finding, r: HuntResult, width: int) -> list[str]:
     lines = _wrap(f"{i}.", f"{f.kind}{'' if f.breaks else ' (within the tolerance)'}: {f.describe()}", width, 4)
-    where = f" of island {f.island}" if r.islands > 1 else ""
+    where = f" of island {f.island + 1}" if r.islands > 1 else ""
     body = [("found", f"at evaluation {f.evaluation}{where}: {f.origin}")]
     if f.reached:
         body.append(("at", "; ".join(f.reached)))
@@ -98,36 +98,47 @@ def render_text(r: HuntResult, width: int = 80, verbose: bool = False) -> str:
     return "\n".join(out)
 
 
+ROWS = 12  # sites in the terminal's regions table (the JSON and HTML hold every one)
+
+
 def _regions(r: HuntResult, width: int) -> list[str]:
-    """Which hazard sites the search brought to their hazard, and how often the paths then differed."""
+    """Which hazard sites the search brought to their hazard, and how often the paths then parted beyond
+    rounding: the sites reached first, those where the paths parted most first of all."""
     if not r.sites:
         return _wrap("regions", "no op of the program has a hazard the hunt aims at (thresholds, ties, overflow, "
                      "subnormals, large arguments, cancellation) on the varied inputs: the search was guided by "
                      "the divergence alone", width)
-    reached = sum(1 for s in r.sites if s.reached)
-    out = _lines(f"regions reached: {reached} of {len(r.sites)} hazard sites (inputs at the hazard; of those, how "
-                 "many differ)", width)
+    reached = sorted((s for s in r.sites if s.reached), key=lambda s: (-s.diverged, -s.reached))
+    unreached = [s for s in r.sites if not s.reached]
+    out = _lines(f"regions reached: {len(reached)} of {len(r.sites)} hazard sites (reached: inputs at the hazard; "
+                 "parted: of those, inputs on which the paths part beyond rounding)", width)
+    shown = reached[:ROWS] or r.sites[:min(ROWS, 4)]
     rows = [(s.describe(), s.hazard, f"{s.reached:,}", f"{s.diverged:,}" if s.reached else "-",
-             str(s.first) if s.first else "-") for s in r.sites]
-    head = ("site", "hazard", "reached", "differ", "first")
+             str(s.first) if s.first else "-") for s in shown]
+    head = ("site", "hazard", "reached", "parted", "first")
     sizes = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
     if sum(sizes) + 2 * len(sizes) > width:  # the site column gives way, never a word inside a cell
         sizes[0] = max(12, width - sum(sizes[1:]) - 2 * len(sizes))
     fmt = lambda row: "  ".join(  # noqa: E731
-        (c if i == 0 else c.rjust(sizes[i]) if i >= 2 else c.ljust(sizes[i])) if i else c.ljust(sizes[0])
-        for i, c in enumerate(row))
+        c.rjust(sizes[i]) if i >= 2 else c.ljust(sizes[i]) for i, c in enumerate(row))
     out.append(fmt(head).rstrip())
     for row in rows:
-        first = row[0]
-        if len(first) > sizes[0]:  # the site on a line of its own, the numbers under it
-            out.append(first)
+        if len(row[0]) > sizes[0]:  # the site on a line of its own, the numbers under it
+            out.append(row[0])
             row = ("",) + row[1:]
         out.append(fmt(row).rstrip())
-    unreached = [s for s in r.sites if not s.reached]
+    more = len(reached) - len(shown) if reached else 0
+    if more > 0:
+        out += _wrap("", f"{more} more site{'s' if more > 1 else ''} reached (--json and --html list every one)",
+                     width, 0)
     if unreached:
+        kinds: dict[str, int] = {}
+        for s in unreached:
+            kinds[s.hazard] = kinds.get(s.hazard, 0) + 1
+        by = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
         many = len(unreached) > 1
         out += _wrap("", f"{len(unreached)} site{'s' if many else ''} never at {'their' if many else 'its'} hazard "
-                     "in this domain (a wider --domain may reach more)", width, 0)
+                     f"in this domain ({by})", width, 0)
     return out
 
 
@@ -199,7 +210,7 @@ def render_html(r: HuntResult) -> str:
             f"<dd>{e(r.tolerance)}</dd></dl><h2>Progress</h2>{_progress_svg(r)}"
             f"<h2>What it found</h2><div id=findings>{findings or '<p>nothing: the paths agree on every input'}"
             f"</div><h2>Regions reached</h2><table id=regions><tr><th>site</th><th>hazard</th><th>what</th>"
-            f"<th class=num>reached</th><th class=num>differ</th><th class=num>first</th></tr>{sites}</table>"
+            f"<th class=num>reached</th><th class=num>parted</th><th class=num>first</th></tr>{sites}</table>"
             f"{notes}</body></html>")
 
 

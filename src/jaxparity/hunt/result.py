@@ -23,7 +23,7 @@ class HuntSite:
     module: str
     reached: int  # evaluated inputs that brought it to its hazard
     first: int | None  # the first such evaluation
-    diverged: int  # of those, the ones on which the paths differ
+    diverged: int  # of those, the ones on which the paths part beyond rounding (a jump, NaN, a failure)
     loop: int | None = None  # the scan whose body holds the op (``op`` counts within its body)
 
     def describe(self) -> str:

@@ -155,7 +155,8 @@ def _explain(findings: list[Finding], case: str, specs: list[str], tolerance: To
             where = (f"{loops}#{lead.op.index} {lead.op.primitive} "
                      f"({lead.op.user_source or lead.op.source or 'unknown line'})")
         fix = next((x for x in e.fixes if x.verified), None)
-        out.append(dataclasses.replace(f, explanation=e.summary, lead=where,
-                                       cause=None if main is None else f"{main.title} ({main.status})",
+        cause = ("no known cause's experiment confirmed it (explain -v lists each)" if main is None or
+                 main.cause == "unknown" else f"{main.title} ({main.status})")
+        out.append(dataclasses.replace(f, explanation=e.summary, lead=where, cause=cause,
                                        fix=None if fix is None else f"{fix.kind} {fix.spec or fix.description}"))
     return out

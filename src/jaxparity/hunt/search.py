@@ -35,8 +35,11 @@ from .score import Divergence, divergence, output_scales
 __all__ = ["Candidate", "Inputs", "Search", "SearchState", "search_case"]
 
 Inputs = dict[tuple[int, int], dict[str, np.ndarray]]  # (island, evaluation) -> the varied leaves of that input
+# hazards aimed at first: the jumps (two paths a ULP apart give results far apart there), then the ranges
+AIM_ORDER = ("tie", "threshold", "overflow", "subnormal", "large argument", "cancellation")
 OPERATORS = ("nudge", "jitter", "edge", "cross", "aim", "fresh")
 CORPUS_PER_SITE = 8  # inputs kept as parents for each hazard site they reach
+SEEDED = 384  # the first guesses are sized for this many evaluations, whatever the budget
 
 
 @dataclass(eq=False)  # by identity: its arrays have no truth value
@@ -53,6 +56,15 @@ class Candidate:
     levers: tuple[tuple[str, int], ...] = ()
 
 
+@dataclass(frozen=True)
+class _Aim:
+    """A first guess still to make: ``start`` driven by Newton steps toward target ``target`` of ``site``."""
+
+    start: Candidate
+    site: int
+    target: int
+
+
 @dataclass
 class SearchState:
     """What the search has seen: the best input of each kind, the progress, and each site's coverage."""
@@ -64,7 +76,8 @@ class SearchState:
     progress: list[tuple[int, float, str, float]] = field(default_factory=list)
     first_reach: dict[int, int] = field(default_factory=dict)  # site -> the first evaluation at its hazard
     reach_count: dict[int, int] = field(default_factory=dict)
-    diverged_at: dict[int, int] = field(default_factory=dict)  # site -> evaluations at it that diverged
+    # site -> evaluations at its hazard on which the paths part beyond rounding (rounding noise is everywhere)
+    diverged_at: dict[int, int] = field(default_factory=dict)
     corpus: list[Candidate] = field(default_factory=list)  # the first to reach each site: parents for its region
     failed_both: int = 0  # inputs on which both paths fail (not the model's inputs)
     origins: dict[str, int] = field(default_factory=dict)  # how many candidates each operator made
@@ -89,11 +102,20 @@ class Search:
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> SearchState:
+        """The first guesses, then mutations, batch by batch until the budget or the time is spent. The first
+        guesses are the same list whatever the budget (aimed ones resolved as their batch comes), so a larger
+        budget evaluates the same inputs first: it never finds less."""
         self._start = time.perf_counter()
-        seeds = self._seeds()
-        while seeds and not self._done():
-            part, seeds = seeds[:self._room()], seeds[self._room():]
-            self._evaluate(part)
+        pending: list[Candidate | _Aim] = self._seeds()
+        while pending and not self._done():
+            part, pending = pending[:self._room()], pending[self._room():]
+            aims = [x for x in part if isinstance(x, _Aim)]
+            made = iter(self._aim([(a.start, a.site, a.target) for a in aims], len(aims), grouped=True))
+            batch: list[Candidate] = []
+            for x in part:
+                batch += next(made) if isinstance(x, _Aim) else [x]
+            pending = batch[self._room():] + pending  # a ladder beyond the batch: first in the next one
+            self._evaluate(batch[:self._room()])
         while not self._done():
             self._evaluate(self._children(self._room()))
         return self.state
@@ -107,28 +129,29 @@ class Search:
         return max(1, min(self.batch, self.budget - self.state.evaluations))
 
     # -- first guesses --------------------------------------------------------------------------
-    def _seeds(self) -> list[Candidate]:
+    def _seeds(self) -> list[Candidate | _Aim]:
+        """The first guesses, in the order they are evaluated: the example (or each real input), then by turns
+        an input aimed at a hazard (jumps first: ties and thresholds, then overflow, subnormals, large
+        arguments, cancellation), an edge of the domain and a uniform draw."""
         d, rng = self.domain, self.rng
-        seeds = []
+        seeds: list[Candidate] = []
         for k, label in enumerate(d.center_labels):
             inside = d.project(d.centers[k], k)
             moved = any(not np.array_equal(inside[n], np.asarray(d.centers[k][n])) for n in inside)
             seeds.append(Candidate(inside, k, label + (" (moved into the domain)" if moved else "")))
         edges = self._edges(0)
         rng.shuffle(edges)  # type: ignore[arg-type]
-        seeds += edges[:max(4, self.budget // 6)]
+        seeds += edges[:max(4, SEEDED // 6)]
         seeds += [Candidate(d.uniform(rng, k := int(rng.integers(len(d.centers)))), k, "uniform in the domain",
-                            "fresh") for _ in range(max(2, self.budget // 24))]
-        # aimed at every site and target in turn, from the example and from uniform draws
-        pairs = [(site.id, j) for site in self.plan.sites for j in range(len(site.targets))]
+                            "fresh") for _ in range(SEEDED // 24)]
+        sites = sorted(self.plan.sites, key=lambda s: AIM_ORDER.index(s.hazard) if s.hazard in AIM_ORDER else 99)
+        pairs = [(site.id, j) for site in sites for j in range(len(site.targets))]
         starts = [seeds[0]] + [Candidate(d.uniform(rng, k := int(rng.integers(len(d.centers)))), k, "uniform")
                                for _ in range(3)]
-        n_aim = max(0, self.budget // 3)
-        aimed = self._aim([(starts[i % len(starts)], *pairs[i % len(pairs)]) for i in range(n_aim)] if pairs else [],
-                          n_aim)
-        # interleave: every kind of first guess early, whatever the budget
-        out: list[Candidate] = []
-        groups = [seeds[:len(d.centers)], aimed, seeds[len(d.centers):]]
+        aimed: list[Candidate | _Aim] = [_Aim(starts[i % len(starts)], *pairs[i % len(pairs)])
+                                         for i in range(min(SEEDED // 3, 8 * len(pairs)))] if pairs else []
+        out: list[Candidate | _Aim] = []
+        groups: list[list] = [list(seeds[:len(d.centers)]), aimed, list(seeds[len(d.centers):])]
         while any(groups):
             for g in groups:
                 if g:
@@ -183,8 +206,10 @@ class Search:
         mask = rng.random(shape) < max(1.0 / max(int(np.prod(shape)), 1), rng.choice([0.01, 0.1, 0.3]))
         return mask
 
-    def _aim(self, requests: list[tuple[Candidate, int, int]], limit: int) -> list[Candidate]:
-        """Newton steps toward each (parent, site, target), at most ``limit`` of them, in the worker."""
+    def _aim(self, requests: list[tuple[Candidate, int, int]], limit: int, grouped: bool = False) -> list:
+        """Newton steps toward each (parent, site, target), at most ``limit`` of them, in the worker: the inputs
+        they reach (an aimed input at a threshold with two of its levers' neighbours); ``grouped``: a list of
+        them per request (empty where aiming failed)."""
         from ..execution.isolated import TaskError, WorkerDied
 
         if not requests or limit <= 0:
@@ -196,17 +221,19 @@ class Search:
             moved = self.runner.task("jaxparity.hunt.probe:target", self.varied, self.domain,
                                      [(c.arrays, c.center, s, j) for c, s, j in requests], timeout=self._task_time())
         except (TaskError, WorkerDied, TimeoutError):
-            return []  # aiming is a help, never a failure of the hunt
-        out = []
+            moved = []  # aiming is a help, never a failure of the hunt
+        groups: list[list[Candidate]] = []
         for (parent, s, j), (arrays, at, levers) in zip(requests, moved):
             site = self.plan.sites[s]
             aimed = Candidate(self.domain.project(arrays, parent.center), parent.center,
-                              f"aimed at {site.hazard} of {site.describe()}", "aim", parent.index or None,
-                              levers=tuple(levers))
-            out.append(aimed)
+                              f"aimed at {site.hazard} of {site.describe()}" + ("" if at else " (not reached)"), "aim",
+                              parent.index or None, levers=tuple(levers))
+            group = [aimed]
             if at and levers and site.targets[j][1] <= 4:  # a threshold: its levers a ULP or two either side
-                out += [self._lever_step(aimed, 2) for _ in range(2)]
-        return out
+                group += [self._lever_step(aimed, 2) for _ in range(2)]
+            groups.append(group)
+        groups += [[] for _ in range(len(requests) - len(groups))]
+        return groups if grouped else [c for g in groups for c in g]
 
     def _lever_step(self, c: Candidate, most: int) -> Candidate:
         """``c`` with each of its levers moved by up to ``most`` ULPs either way: the two paths' roundings of a
@@ -257,7 +284,8 @@ class Search:
                 for name, x in parent.arrays.items():
                     mask = rng.random(np.shape(x)) < 0.5
                     arrays[name] = np.where(mask, x, other.arrays[name]) if other.center == parent.center else x
-                out.append(self._child(parent, arrays, "cross", f"a cross of #{parent.index} and #{other.index}"))
+                out.append(self._child(parent, arrays, "cross",
+                                       f"a cross of evaluations {parent.index} and {other.index}"))
                 continue
             if op == "nudge" and parent.levers and rng.random() < 0.7:
                 out.append(self._lever_step(parent, int(rng.integers(1, 5))))
@@ -279,7 +307,7 @@ class Search:
                 words = "jittered"
                 op = "jitter"
             arrays[leaf.name] = x
-            out.append(self._child(parent, arrays, op, f"#{parent.index} with {leaf.name} {words}"))
+            out.append(self._child(parent, arrays, op, f"evaluation {parent.index} with {leaf.name} {words}"))
         if aims:
             out += self._aim(aims, len(aims))
         return out[:n] if out else [Candidate(self.domain.uniform(rng), 0, "uniform in the domain", "fresh")]
@@ -349,9 +377,10 @@ class Search:
             st.failed_both += 1
             return
         new_site = False
+        parted = d.kind not in ("none", "rounding")  # a jump, NaN on one side, a failure: not rounding noise
         for s in c.reached:
             st.reach_count[s] = st.reach_count.get(s, 0) + 1
-            if d.kind != "none":
+            if parted:
                 st.diverged_at[s] = st.diverged_at.get(s, 0) + 1
             if s not in st.first_reach:
                 st.first_reach[s] = c.index
