@@ -73,6 +73,13 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
     return f"a real divergence, {r:.3g}× the model's own rounding noise: {measured}"
 
 
+def _why_not(evidence: str) -> str:
+    """'the re-run failed (crashed: re-running X was killed by SIGSEGV (its process died ...))' -> the crash."""
+    text = evidence.removeprefix("the re-run failed (")
+    text = text.split(" (its process", 1)[0].split(" (it was stopped", 1)[0]
+    return text if len(text) <= 140 else text[:text.rfind(" ", 0, 140)] + " ..."
+
+
 def group_sizes(paths: Sequence[Any], baseline: str) -> str | None:
     """Where several paths are explained as one (the same first op and causes) but differ from the baseline
     by other amounts: each one's largest difference, so that the triage's numbers (the first path's) are not
@@ -324,7 +331,11 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
                                                d.unrounded_by(e.path, e.baseline))
             lines.append(("who", readable(said)))
     if main is None or main.cause == "unknown":
+        # an experiment that could not run (a compiler that crashes under its flag) is no refutation: said
+        failed = [c for c in e.causes if c.status == "not run" and c.evidence.startswith("the re-run failed")]
+        untested = "; ".join(f"{short_title(c.title)} could not be tested ({_why_not(c.evidence)})" for c in failed[:2])
         lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)" +
+                      (f"; {untested}" if untested else "") +
                       ("; the small local error above is amplified by the program itself" if amplified else "")))
     else:
         state = {"confirmed": "confirmed", "partly": "partly", "noise": "expected rounding noise, not a bug"}[main.status]
