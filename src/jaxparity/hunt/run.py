@@ -157,6 +157,10 @@ def _explain(findings: list[Finding], case: str, specs: list[str], tolerance: To
         fix = next((x for x in e.fixes if x.verified), None)
         cause = ("no known cause's experiment confirmed it (explain -v lists each)" if main is None or
                  main.cause == "unknown" else f"{main.title} ({main.status})")
+        if main is not None and lead is not None and where is not None and main.cause != "unknown":
+            at = re.search(r"#\d+ \w+ \([^)]*\)", f"{main.experiment} {main.evidence}")
+            if at is not None and f"#{lead.op.index} {lead.op.primitive} " not in at[0] + " ":
+                cause += f", shown at {at[0]}"  # not at the op that carries the most: said where
         out.append(dataclasses.replace(f, explanation=e.summary, lead=where, cause=cause,
                                        fix=None if fix is None else f"{fix.kind} {fix.spec or fix.description}"))
     return out

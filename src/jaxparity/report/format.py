@@ -360,7 +360,10 @@ def _elsewhere(cause: Any, first: Any) -> bool:
     mechanism shown at an op that carries none of it does not explain the difference the user sees."""
     import re
 
-    return first is not None and not _cites(cause, first) and re.search(r"#\d+ \w+ \(", cause.experiment) is not None
+    if first is None or _cites(cause, first):
+        return False
+    named = set(re.findall(r"#(\d+) (\w+)", f"{cause.experiment} {cause.evidence}"))
+    return bool(named) and (str(first.op.index), first.op.primitive) not in named
 
 
 def short_title(title: str) -> str:
