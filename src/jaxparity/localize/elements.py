@@ -116,6 +116,8 @@ class ElementEvidence:
                     parts[-1] += f": {who} is wrong (it computes the op another way, named below)"
                 elif self.exact_op:
                     parts[-1] += f": {who} is wrong (an exact op: wrong code)"
+                elif far and variant:
+                    parts[-1] += f": {who} is far from it (it computes the op another way, named below)"
                 elif far:
                     parts[-1] += f": {who} is wrong"
                 elif self.math:  # a few ULP of an elementary function: its math library, not a wrong result

@@ -325,10 +325,12 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         if d.detail and not (main is not None and "never rounded" in main.evidence):  # else the cause says it
             lines.append(("", d.detail))
         lines += [("", x) for x in noise]
-        said = d.elements_said(e.path, e.baseline, main is not None and main.cause == "semantic-variant")
+        # a known other way of computing the op (a variant, a reduced matmul precision) is no wrong code
+        other_way = main is not None and main.cause in ("semantic-variant", "matmul-precision")
+        said = d.elements_said(e.path, e.baseline, other_way)
         if said is not None or d.elements is not None:
             said = said or d.elements.describe(e.path, e.baseline, d.within_noise_bound,
-                                               d.unrounded_by(e.path, e.baseline))
+                                               d.unrounded_by(e.path, e.baseline), other_way)
             lines.append(("who", readable(said)))
     if main is None or main.cause == "unknown":
         # an experiment that could not run (a compiler that crashes under its flag) is no refutation: said
