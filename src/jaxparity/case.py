@@ -164,16 +164,20 @@ def _split(value: Any) -> _Split:
     return _Split("mixed", value, dynamic, treedef, tuple(None if a else x for x, a in zip(leaves, arrays)))
 
 
-def bind_static(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Callable[..., Any], tuple, tuple, tuple]:
+def bind_static(fn: Callable[..., Any], args: tuple, kwargs: dict, numbers: bool = False
+                ) -> tuple[Callable[..., Any], tuple, tuple, tuple]:
     """``fn(*args, **kwargs)`` as a function of its arrays only: the positional arguments, then the keyword
     ones. What is not an array (a flag, a string, a shape; an Equinox module's activation functions and
     Python numbers) is bound in, static, as ``equinox.filter_jit`` does; the notes say which. The roles of the
-    array arguments are worked out on ``fn``'s own signature."""
+    array arguments are worked out on ``fn``'s own signature. ``numbers``: an argument that is itself a
+    Python number is an input (``jaxparity.compare(fn, x, 2.5)``), as JAX traces it; inside a pytree one
+    stays bound in, as ``equinox.filter_jit`` keeps it."""
     unmarked, marks = unmark(args)
     kw_unmarked, kw_marks = unmark(tuple(kwargs.values()))
     keys = list(kwargs)
     roles_all = argument_roles(fn, unmarked, marks)
-    parts = [_split(a) for a in unmarked]
+    parts = [_Split("arrays", a) if numbers and isinstance(a, (int, float, complex, np.generic)) else _split(a)
+             for a in unmarked]
     kw_parts = dict(zip(keys, (_split(v) for v in kw_unmarked)))
     if all(p.kind == "arrays" for p in parts) and not kwargs:
         return fn, unmarked, (), tuple(roles_all)

@@ -91,7 +91,8 @@ def compare(
     from .case import Case, bind_static
 
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
-    bound, arrays, notes, roles = bind_static(fn, tuple(args), {})  # strings, flags, activations: bound in, as in a case
+    # strings, flags, a module's activations: bound in, as in a case file; a number argument stays an input
+    bound, arrays, notes, roles = bind_static(fn, tuple(args), {}, numbers=True)
     case = Case(fn=bound, args=arrays, name=name, input_source="arguments of compare()", notes=notes, roles=roles)
     return compare_loaded(case, paths=paths, baseline=baseline, tolerance=tolerance, timeout=timeout,
                           progress=progress)
