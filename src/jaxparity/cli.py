@@ -29,6 +29,7 @@ examples:
   jaxparity compare examples/conv_bf16.py --inputs-from old --paths eager@old,savedmodel@old:native_serialization=false,eager,savedmodel --env old="jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 tensorflow-cpu==2.18.0"
   jaxparity compare model.py --env new="..." --env old="..." --export-env new --serve-env old
   jaxparity reduce examples/conv_bf16.py --paths eager,savedmodel -o repro.py --markdown
+  jaxparity hunt model.py --paths eager,tflite --budget 512 --html hunt.html
   jaxparity paths
   jaxparity cache --clear
 
