@@ -194,7 +194,9 @@ def test_the_worst_input_is_explained_as_explain_inputs_would(tmp_path):
     (["--paths", "eager,jitt"], "did you mean jit"),
     (["--paths", "eager,jit", "--domain", "argl=0:1"], "did you mean arg1"),
     (["--paths", "eager,jit", "--budget", "0"], "at least 1"),
-    (["--paths", "eager,jit", "--domain", "arg1=ball:-1"], "a radius is not negative"),
+    (["--paths", "eager,jit", "--domain", "arg1=ball:-1"], "arg1=ball:-1: a radius must not be negative"),
+    (["--paths", "eager,jit", "--domain", "arg1=nan:1"], "is not a finite number"),
+    (["--paths", "eager,jit", "--domain", "arg1=1e40:1e41"], "is beyond what float32 holds"),
     (["--paths", "eager,jit", "--domain", "arg1=-1:1,arg1=0:2"], "give each input once"),
 ])
 def test_usage_errors_exit_2_with_one_line(args, words):

@@ -448,9 +448,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _error(message: str) -> int:
     from rich.console import Console
+    from rich.text import Text
 
-    Console(stderr=True, highlight=False).print(f"[bold red]jaxparity: error:[/] {message}", markup=True,
-                                                soft_wrap=True)
+    # the message as written: no markup read in it ("[0, 1]"), no emoji made of it (":-1:" is a thumbs-down)
+    Console(stderr=True, highlight=False, emoji=False).print(Text.assemble(("jaxparity: error:", "bold red"),
+                                                                           " " + message), soft_wrap=True)
     return 2
 
 

@@ -206,7 +206,7 @@ def parse_domain(items: Sequence[str], example: dict[str, np.ndarray], varied: C
         if key == "ball":
             radius = _number(value, word)
             if radius < 0:
-                raise DomainError(f"--domain {word!r}: a radius is not negative")
+                raise DomainError(f"--domain {word!r}: a radius must not be negative")
         elif key == "around":
             around = value
         else:
@@ -252,7 +252,7 @@ def parse_domain(items: Sequence[str], example: dict[str, np.ndarray], varied: C
         elif text.startswith("ball:"):
             r = _number(text[5:], f"{kind}={text}")
             if r < 0:
-                raise DomainError(f"--domain {kind}={text}: a radius is not negative")
+                raise DomainError(f"--domain {kind}={text}: a radius must not be negative")
             leaves.append(LeafDomain(name, str(dtype), shape, radius=r, why="the example's value (stated)"))
         else:
             lo_text, colon, hi_text = text.partition(":")
@@ -271,9 +271,13 @@ def parse_domain(items: Sequence[str], example: dict[str, np.ndarray], varied: C
 
 def _number(text: str, word: str) -> float:
     try:
-        return float(text)
+        x = float(text)
     except ValueError:
         raise DomainError(f"--domain {word!r}: {text!r} is not a number") from None
+    if not np.isfinite(x):
+        raise DomainError(f"--domain {word!r}: {text!r} is not a finite number (the dtype's extremes are written "
+                          "min and max)")
+    return x
 
 
 def _bound(text: str, dtype: np.dtype, key: str, value: str) -> float:
@@ -282,7 +286,12 @@ def _bound(text: str, dtype: np.dtype, key: str, value: str) -> float:
             info = np.iinfo(dtype) if dtype.kind != "b" else None
             return float((0, 1)[text == "max"] if info is None else getattr(info, text))
         return float(_finfo(dtype).max) * (1 if text == "max" else -1)
-    return _number(text, f"{key}={value}")
+    x = _number(text, f"{key}={value}")
+    top = float(np.iinfo(dtype).max if dtype.kind in "iu" else 1 if dtype.kind == "b" else _finfo(dtype).max)
+    if abs(x) > top:  # a bound the input cannot hold: every candidate would be moved to the dtype's extreme
+        raise DomainError(f"--domain {key}={value}: {text} is beyond what {dtype} holds (largest {top:g}); write "
+                          "min or max for the dtype's extremes")
+    return x
 
 
 def _spread(x: np.ndarray) -> float:

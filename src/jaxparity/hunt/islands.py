@@ -125,7 +125,7 @@ def merge(parts: Sequence[tuple[HuntResult, dict]], budget: int, seconds: float 
             operators[k] = operators.get(k, 0) + v
         for k, v in r.first_kind.items():
             first_kind[k] = min(first_kind.get(k, v), v)
-    found = [r.first_found for r in results if r.first_found is not None]
+    found = [(r.first_found, i) for i, r in enumerate(results) if r.first_found is not None]
     notes = list(dict.fromkeys(n for r in results for n in r.notes))
     notes.append(f"{len(results)} islands, each a search of its own seed ({results[0].seed}, island) and "
                  f"{', '.join(str(r.evaluations) for r in results)} evaluations; a finding's evaluation, and the "
@@ -134,7 +134,8 @@ def merge(parts: Sequence[tuple[HuntResult, dict]], budget: int, seconds: float 
     merged = dataclasses.replace(head, budget=budget, evaluations=sum(r.evaluations for r in results),
                                  seconds=max(r.seconds for r in results), findings=findings, progress=tuple(progress),
                                  sites=tuple(sites.values()), operators=operators, first_kind=first_kind,
-                                 first_found=min(found) if found else None,
+                                 first_found=min(found)[0] if found else None,
+                                 first_island=min(found)[1] if found else None,
                                  failed_both=sum(r.failed_both for r in results), time_limit=seconds,
                                  islands=len(results), notes=tuple(notes))
     return merged, inputs

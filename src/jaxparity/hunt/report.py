@@ -59,9 +59,9 @@ def _finding_lines(i: int, f: Finding, r: HuntResult, width: int) -> list[str]:
         body.append(("input", f.inputs_file))
         body.append(("explain", f"jaxparity explain {r.case_spec or r.case} --paths {r.baseline},{r.path} "
                                 f"--inputs {f.inputs_file}"))
-    if f.lead or f.cause:
-        body.append(("why", "; ".join(x for x in (f"{f.lead} carries the most of it" if f.lead else "", f.cause or "")
-                                      if x)))
+    if f.lead or f.cause:  # the explain command's own words
+        body.append(("where", f.lead or ""))
+        body.append(("why", f.cause or ""))
         if f.fix:
             body.append(("fix", f"✓ {f.fix} (verified by its re-run)"))
     elif f.explanation:

@@ -53,7 +53,7 @@ class Finding:
     reached: tuple[str, ...] = ()  # the hazard sites this input is at ("tie of #12 argmax (x.py:3)")
     inputs_file: str | None = None  # the input, as an --inputs file
     explanation: str | None = None  # `jaxparity explain --inputs` on it, the short form
-    lead: str | None = None  # the op the explanation names
+    lead: str | None = None  # the explanation's "where": the divergence that carries it, or why none is named
     cause: str | None = None
     fix: str | None = None  # the fix its re-run verified ("savedmodel:XLA_FLAGS=...: parity restored")
     island: int = 0  # the island whose search found it (its ``evaluation`` counts within that island)
@@ -99,6 +99,7 @@ class HuntResult:
     islands: int = 1
     notes: tuple[str, ...] = ()
     case_spec: str = ""  # the CASE as given (FILE.py[:FACTORY]): what an explain command names
+    first_island: int | None = None  # the island whose evaluation ``first_found`` counts in (islands > 1)
 
     @property
     def passed(self) -> bool:
@@ -117,7 +118,8 @@ class HuntResult:
             return f"{searched}: {self.path} and {self.baseline} agree bit for bit on every one"
         if not w.breaks:
             return f"{searched}, worst {w.describe()}: within the tolerance ({self.tolerance})"
-        found = f" (first at evaluation {self.first_found})" if self.first_found else ""
+        island = f" of island {self.first_island + 1}" if self.first_island is not None and self.islands > 1 else ""
+        found = f" (first at evaluation {self.first_found}{island})" if self.first_found else ""
         saved = f", saved as {w.inputs_file}" if w.inputs_file else ""
         return f"{searched}: an input breaks the tolerance ({self.tolerance}){found}: {w.describe()}{saved}"
 

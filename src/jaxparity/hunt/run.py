@@ -126,7 +126,6 @@ def _explain(findings: list[Finding], case: str, specs: list[str], tolerance: To
              count: int, progress: HuntProgress | None) -> list[Finding]:
     """The ``count`` worst findings explained as ``jaxparity explain --inputs FILE`` would."""
     from ..comparison import compare_case
-    from ..report.format import explaining_cause
 
     out = []
     for i, f in enumerate(findings):
@@ -145,22 +144,32 @@ def _explain(findings: list[Finding], case: str, specs: list[str], tolerance: To
             out.append(dataclasses.replace(f, explanation="explain found nothing to explain on this input (the "
                                            "paths agree within the tolerance when run apart)"))
             continue
-        e = r.explanations[0]
-        loc = e.localization
-        lead = loc.lead if loc is not None else None
-        main = explaining_cause(e.causes, lead)
-        where = None
-        if lead is not None:
-            loops = "".join(f"{frame.describe()}: " for frame in lead.within)
-            where = (f"{loops}#{lead.op.index} {lead.op.primitive} "
-                     f"({lead.op.user_source or lead.op.source or 'unknown line'})")
-        fix = next((x for x in e.fixes if x.verified), None)
-        cause = ("no known cause's experiment confirmed it (explain -v lists each)" if main is None or
-                 main.cause == "unknown" else f"{main.title} ({main.status})")
-        if main is not None and lead is not None and where is not None and main.cause != "unknown":
-            at = re.search(r"#\d+ \w+ \([^)]*\)", f"{main.experiment} {main.evidence}")
-            if at is not None and f"#{lead.op.index} {lead.op.primitive} " not in at[0] + " ":
-                cause += f", shown at {at[0]}"  # not at the op that carries the most: said where
-        out.append(dataclasses.replace(f, explanation=e.summary, lead=where, cause=cause,
-                                       fix=None if fix is None else f"{fix.kind} {fix.spec or fix.description}"))
+        out.append(dataclasses.replace(f, **_said(r.explanations[0], r)))
     return out
+
+
+def _said(e: Any, result: Any) -> dict[str, Any]:
+    """A finding's explanation in the explain command's own words (``report.brief``): where (the divergence
+    that carries the difference, or why no op can be named), the cause (its title and status; the whole
+    sentence where none is confirmed: which experiment could not run), the fix its re-run verified."""
+    from ..report.brief import brief
+    from ..report.format import explaining_cause
+
+    lines: dict[str, str] = {}
+    for label, text in brief(e, result.path(e.path)):
+        lines.setdefault(label, text)
+    where = lines.get("where")
+    cause = lines.get("cause")
+    loc = e.localization
+    unseen = loc is not None and loc.perturbed and bool(loc.local)  # as brief: no op of a perturbed capture
+    lead = loc.lead if loc is not None and not unseen else None
+    main = explaining_cause(e.causes, lead)
+    if main is not None and main.cause != "unknown" and cause is not None:
+        cause = cause.split(": ", 1)[0]  # the title and status; the evidence is in the explanation
+        at = re.search(r"#\d+ \w+ \([^)]*\)", f"{main.experiment} {main.evidence}")
+        if lead is not None and at is not None and f"#{lead.op.index} {lead.op.primitive} " not in at[0] + " ":
+            cause += f", shown at {at[0]}"  # not at the op that carries the most: said where
+    fix = next((x for x in e.fixes if x.verified), None)
+    return {"explanation": e.summary, "lead": where, "cause": cause,
+            "fix": None if fix is None else f"{fix.kind} {fix.spec or fix.description}"}
+

@@ -40,6 +40,7 @@ AIM_ORDER = ("tie", "threshold", "overflow", "subnormal", "large argument", "can
 OPERATORS = ("nudge", "jitter", "edge", "cross", "aim", "fresh")
 CORPUS_PER_SITE = 8  # inputs kept as parents for each hazard site they reach
 SEEDED = 384  # the first guesses are sized for this many evaluations, whatever the budget
+SEED_ROUNDS = 2  # rounds of first guesses alone, before rounds of mutations come between them
 
 
 @dataclass(eq=False)  # by identity: its arrays have no truth value
@@ -102,12 +103,19 @@ class Search:
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> SearchState:
-        """The first guesses, then mutations, batch by batch until the budget or the time is spent. The first
-        guesses are the same list whatever the budget (aimed ones resolved as their batch comes), so a larger
-        budget evaluates the same inputs first: it never finds less."""
+        """The first guesses, then by turns a round of them and a round of mutations of what they found, then
+        mutations alone, batch by batch until the budget or the time is spent. The order of rounds is the same
+        whatever the budget (aimed guesses resolved as their batch comes), so a larger budget evaluates the
+        same inputs first: it never finds less."""
         self._start = time.perf_counter()
         pending: list[Candidate | _Aim] = self._seeds()
+        rounds = 0
         while pending and not self._done():
+            rounds += 1
+            if rounds > SEED_ROUNDS and rounds % 2 == 1 and self._parents():
+                # after the first rounds of guesses, every other round mutates what they found
+                self._evaluate(self._children(self._room()))
+                continue
             part, pending = pending[:self._room()], pending[self._room():]
             aims = [x for x in part if isinstance(x, _Aim)]
             made = iter(self._aim([(a.start, a.site, a.target) for a in aims], len(aims), grouped=True))
