@@ -275,16 +275,12 @@ def target(case: Any, varied: Sequence[str], domain: Any,
             d = np.abs(measures[k].reshape(-1) - goal)
             order = [int(e) for e in np.argsort(np.where(np.isnan(d), np.inf, d), kind="stable")[:elements]]
             for n, element in enumerate(order):
-                arrays, reached, lever = _newton(model, k, element, goal, width, arrays, floats, domain, center, steps)
-                if n == 0:
-                    at = reached
-                if lever is None or lever in levers or not reached:
-                    if n == 0 and lever is not None:
-                        levers.append(lever)
-                    if n > 0:
-                        break
-                    continue
-                levers.append(lever)
+                moved, reached, lever = _newton(model, k, element, goal, width, arrays, floats, domain, center, steps)
+                if n > 0 and (not reached or lever is None or lever in levers):
+                    break  # not one of its own: the elements already aimed at stay where they were
+                arrays, at = moved, at or reached
+                if lever is not None:
+                    levers.append(lever)
         except Exception:  # noqa: BLE001 - a site the model's inputs cannot reach by steps: no candidate
             pass
         out.append((arrays, at, tuple(levers)))
