@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..rounding import is_float_dtype
+from .hazards import finfo
 
 __all__ = ["Domain", "DomainError", "LeafDomain", "parse_domain"]
 
@@ -153,20 +154,14 @@ def _inward(value: np.ndarray, dtype: np.dtype, up: bool) -> np.ndarray:
         lo, hi = (0, 1) if info is None else (info.min, info.max)
         v = np.ceil(value) if up else np.floor(value)
         return np.clip(v, lo, hi).astype(dtype)
-    finfo = _finfo(dtype)
-    v = np.clip(value, -float(finfo.max), float(finfo.max))
+    top = float(finfo(dtype).max)
+    v = np.clip(value, -top, top)
     cast = v.astype(dtype)
     wide = cast.astype(np.float64)
     off = (wide < v) if up else (wide > v)
     if off.any():
         cast = np.where(off, _step(cast, up), cast)
     return np.asarray(cast, dtype=dtype)
-
-
-def _finfo(dtype: np.dtype):  # noqa: ANN202 - numpy's or ml_dtypes' finfo
-    import ml_dtypes
-
-    return ml_dtypes.finfo(dtype) if dtype.itemsize < 4 or dtype not in (np.float32, np.float64) else np.finfo(dtype)
 
 
 def _step(x: np.ndarray, up: bool) -> np.ndarray:
@@ -285,9 +280,9 @@ def _bound(text: str, dtype: np.dtype, key: str, value: str) -> float:
         if dtype.kind in "biu":
             info = np.iinfo(dtype) if dtype.kind != "b" else None
             return float((0, 1)[text == "max"] if info is None else getattr(info, text))
-        return float(_finfo(dtype).max) * (1 if text == "max" else -1)
+        return float(finfo(dtype).max) * (1 if text == "max" else -1)
     x = _number(text, f"{key}={value}")
-    top = float(np.iinfo(dtype).max if dtype.kind in "iu" else 1 if dtype.kind == "b" else _finfo(dtype).max)
+    top = float(np.iinfo(dtype).max if dtype.kind in "iu" else 1 if dtype.kind == "b" else finfo(dtype).max)
     if abs(x) > top:  # a bound the input cannot hold: every candidate would be moved to the dtype's extreme
         raise DomainError(f"--domain {key}={value}: {text} is beyond what {dtype} holds (largest {top:g}); write "
                           "min or max for the dtype's extremes")

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HAZARDS", "Hazard", "hazards_of"]
+__all__ = ["HAZARDS", "Hazard", "finfo", "hazards_of"]
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,13 @@ def _ulp(x: Any, dtype: Any) -> Any:
     """The spacing of ``dtype``'s values at |x| (at least its smallest normal's), computed in float32."""
     import jax.numpy as jnp
 
-    info = _finfo(dtype)
+    info = finfo(dtype)
     mag = jnp.maximum(jnp.abs(x), float(info.tiny))
     return jnp.exp2(jnp.floor(jnp.log2(mag)) - int(info.nmant))
 
 
-def _finfo(dtype: Any) -> Any:
+def finfo(dtype: Any) -> Any:
+    """The float dtype's limits (numpy's and ml_dtypes' floats alike): the one place the hunt reads them."""
     import ml_dtypes
 
     dtype = np.dtype(dtype)
@@ -63,7 +64,7 @@ def _finfo(dtype: Any) -> Any:
 def _log2_mag(x: Any, dtype: Any) -> Any:
     import jax.numpy as jnp
 
-    floor = float(_finfo(dtype).smallest_subnormal) / 2
+    floor = float(finfo(dtype).smallest_subnormal) / 2
     return jnp.log2(jnp.maximum(jnp.abs(x), floor))
 
 
@@ -170,7 +171,7 @@ def _ulps(dtype: np.dtype) -> tuple[tuple[float, float], ...]:
 def _exp_edges(dtype: np.dtype) -> tuple[tuple[float, float], ...]:
     """exp's argument over the last third of a unit below where it overflows (math libraries differ
     there: TFLite's float32 exp gives inf from 88.38), where its result turns subnormal, and where 0."""
-    info = _finfo(dtype)
+    info = finfo(dtype)
     top = float(np.log(float(info.max)))
     return ((top - 0.2, 0.2), (float(np.log(float(info.tiny))), 0.3),
             (float(np.log(float(info.smallest_subnormal))), 0.3))
@@ -178,7 +179,7 @@ def _exp_edges(dtype: np.dtype) -> tuple[tuple[float, float], ...]:
 
 def _subnormal_band(dtype: np.dtype) -> tuple[tuple[float, float], ...]:
     """log2 |x| across the subnormal band: 2**-149 to 2**-126 in float32 and bfloat16."""
-    info = _finfo(dtype)
+    info = finfo(dtype)
     lo, hi = np.log2(float(info.smallest_subnormal)), np.log2(float(info.tiny))
     return (((lo + hi) / 2, (hi - lo) / 2),)
 

@@ -120,10 +120,9 @@ def _scale(x: np.ndarray) -> float:
 def _half_digits(dtype: np.dtype) -> float:
     """The square root of the dtype's epsilon (of its real component): a difference that large against the
     output's scale has lost half its digits, more than any rounding of the same math does."""
-    import ml_dtypes
+    from .hazards import finfo
 
     dtype = np.dtype(dtype)
     if dtype.kind == "c":
         dtype = np.dtype(np.float32 if dtype.itemsize == 8 else np.float64)
-    info = np.finfo(dtype) if dtype in (np.float32, np.float64, np.float16) else ml_dtypes.finfo(dtype)
-    return float(info.eps) ** 0.5
+    return float(finfo(dtype).eps) ** 0.5

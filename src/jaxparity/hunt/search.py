@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..metrics import Tolerance
-from .domain import Domain, _finfo, _step
+from .domain import Domain, _step
+from .hazards import finfo
 from .probe import Plan
 from .result import Finding, HuntResult, HuntSite
 from .score import Divergence, divergence, output_scales
@@ -174,7 +175,7 @@ class Search:
         lo, hi = float(np.min(lo_a.astype(np.float64))), float(np.max(hi_a.astype(np.float64)))
         values = [(lo, "its low bound"), (hi, "its high bound"), (0.0, "zero"), (1.0, "one"), (-1.0, "minus one")]
         if not leaf.integer:
-            info = _finfo(np.dtype(leaf.dtype))
+            info = finfo(np.dtype(leaf.dtype))
             for v, what in ((float(info.smallest_subnormal), "the smallest subnormal"),
                             (float(info.tiny) / 4, "a subnormal"), (float(info.tiny), "the smallest normal"),
                             (float(info.max), "the largest finite value")):
