@@ -573,7 +573,7 @@ def test_narrow_accumulation_conv(groups):
     rng = np.random.default_rng(3)
     lhs = rng.standard_normal((2, 10, 4)).astype(BF16)  # N W C
     rhs = rng.standard_normal((3, 4 // groups, 6)).astype(BF16)  # W I O
-    fn = lambda l, r: lax.conv_general_dilated(l, r, (1,), "VALID", dimension_numbers=("NWC", "WIO", "NWC"),  # noqa: E731
+    fn = lambda a, b: lax.conv_general_dilated(a, b, (1,), "VALID", dimension_numbers=("NWC", "WIO", "NWC"),  # noqa: E731
                                                feature_group_count=groups)
     got = interpret(fn, lhs, rhs, mode=Semantics.narrow_accumulation())
     assert got.dtype == BF16 and got.shape == (2, 8, 6)

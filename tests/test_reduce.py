@@ -191,7 +191,6 @@ def test_cli_reduce_writes_the_script_and_the_report(tmp_path, capsys):
 ])
 def test_what_one_output_element_of_a_contraction_reads(fn, shapes):
     """The slices shrink_operands cuts are exactly what the element reads: the op on them gives it."""
-    import jax
     from jaxparity.localize.program import flatten
     from jaxparity.reduce.region import _slices_for
 

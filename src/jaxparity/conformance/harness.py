@@ -128,7 +128,7 @@ def comparable(path: PathRun, baseline: PathRun) -> tuple[list[tuple[np.ndarray,
     if len(got) != len(want):
         return None, f"{len(got)} outputs, baseline has {len(want)}"
     pairs = []
-    for (gname, g), (wname, w) in zip(got, want):
+    for (_, g), (wname, w) in zip(got, want):
         g, w = np.asarray(g), np.asarray(w)
         if g.shape != w.shape:
             return None, f"output {wname}: shape {g.shape}, baseline {w.shape}"
