@@ -59,7 +59,7 @@ def documented_bar(primitive: str, dtype: np.dtype) -> Bar:
     tol = _op_tolerances().get((primitive, name))
     if tol is not None:
         return Bar(float(tol), f"lax_test_util.lax_ops() {primitive}/{name}")
-    return Bar(float(public_test_util.default_tolerance()[np.dtype(dtype)]), f"default_tolerance()[{name}]")
+    return Bar(float(public_test_util().default_tolerance()[np.dtype(dtype)]), f"default_tolerance()[{name}]")
 
 
 def within_bar(got: np.ndarray, want: np.ndarray, bar: Bar) -> np.ndarray:
