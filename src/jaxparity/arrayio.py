@@ -45,7 +45,7 @@ def save_arrays(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> No
     dtypes = {k: [str(v.dtype), list(v.shape)] for k, v in arrays.items()}
     payload[_DTYPES_KEY] = np.frombuffer(json.dumps(dtypes).encode(), dtype=np.uint8)
     with open(path, "wb") as f:
-        np.savez(f, **payload)
+        np.savez(f, **payload)  # type: ignore[arg-type]  # numpy's stub: a key might be allow_pickle
 
 
 def load_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:

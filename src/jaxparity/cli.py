@@ -77,7 +77,7 @@ class _Parser(argparse.ArgumentParser):
         super().error(message)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     parser = _Parser(
         prog="jaxparity",
         description="Why does your JAX model give different numbers in production? Compare it across "
@@ -804,7 +804,7 @@ def _reduce(args: argparse.Namespace) -> int:
         import numpy as np
 
         npz = str(FsPath(args.out).with_suffix(".npz"))
-        np.savez(npz, **red.script.sidecar)
+        np.savez(npz, **red.script.sidecar)  # type: ignore[arg-type]  # numpy's stub: a key might be allow_pickle
         written.append(npz)
     if args.markdown is not None:
         md = args.markdown or str(FsPath(args.out).with_suffix(".md"))

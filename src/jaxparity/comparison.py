@@ -8,7 +8,7 @@ Both end in ``build_result``, which knows nothing of how the outputs were obtain
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import dataclasses
 import os
@@ -82,7 +82,7 @@ def compare(
     tolerance: Tolerance | None = None,
     timeout: float | None = None,
     progress: Progress | None = None,
-) -> ComparisonResult:
+) -> Comparison:
     """Run ``fn(*args)`` along each path, in this process, and compare against ``baseline``.
 
     >>> result = jaxparity.compare(model.apply, variables, x, paths=["eager", "jit"])
@@ -106,7 +106,7 @@ def compare_loaded(
     tolerance: Tolerance | None = None,
     timeout: float | None = None,
     progress: Progress | None = None,
-) -> ComparisonResult:
+) -> Comparison:
     """``compare`` for a ``Case`` already loaded in this process (``load_case``)."""
     specs, requested = plan_paths(paths, baseline)
     if any(spec_env(s) for s in specs):
@@ -137,7 +137,7 @@ def compare_case(
     log: Callable[[str], None] | None = None,
     keep_inputs: bool = False,
     jobs: int | None = None,
-) -> ComparisonResult:
+) -> Comparison:
     """Like ``compare`` for a case file (``FILE.py[:FACTORY]``), each path isolated in a worker.
 
     Independent paths run concurrently in up to ``jobs`` workers (default: the number of cores; see
@@ -273,7 +273,10 @@ def _to_explain(result: ComparisonResult, paths: Sequence[str] | None = None) ->
     return [p.spec for p in result.paths if p.verdict in ("differs", "within tolerance") and not p.reference]
 
 
-def explain_result(result: ComparisonResult, paths: Sequence[str] | None = None) -> ComparisonResult:
+_Result = TypeVar("_Result", bound=ComparisonResult)
+
+
+def explain_result(result: _Result, paths: Sequence[str] | None = None) -> _Result:
     """``result`` with explanations of its diverging paths, computed in this process."""
     from .explain.explainer import explain_paths
 
@@ -390,7 +393,7 @@ def build_result(
     baseline: str,
     tolerance: Tolerance,
     requested: set[str],
-) -> ComparisonResult:
+) -> Comparison:
     """Measure every successful run against the baseline run and against the f64 ideal."""
     base = runs[baseline]
     rules = next((r.output_rules for r in runs.values() if r.output_rules), {})
@@ -407,7 +410,8 @@ def build_result(
         if spec == baseline and run.status != "ok":
             gated = True  # without a baseline nothing was shown to agree
         leaves: list[LeafResult] = []
-        verdict, message = run.status, run.message
+        verdict: str = run.status
+        message = run.message
         if run.status == "ok" and base.status != "ok" and spec != baseline:
             verdict, message = "error", f"nothing to compare with: the baseline {baseline} failed"
             gated = False
@@ -443,7 +447,7 @@ def build_result(
                 leaves=tuple(leaves),
             )
         )
-    outputs = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))
+    output_info = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))
     from .degenerate import find_degenerate
 
     return Comparison(
@@ -451,7 +455,7 @@ def build_result(
         source=info.source,
         input_source=info.input_source,
         inputs=info.inputs,
-        outputs=outputs,
+        outputs=output_info,
         baseline=baseline,
         tolerance=tolerance,
         paths=tuple(results),
@@ -536,7 +540,7 @@ def compare_samples(
     tolerance: Tolerance | None = None,
     timeout: float | None = None,
     progress: SampleProgress | None = None,
-) -> ComparisonResult:
+) -> Comparison:
     """Many-inputs mode: every path on every input set (drawn with ``samples``/``seed`` from the
     example inputs' shapes and dtypes, or read from ``inputs_dir``), each path in one worker call so
     a compiled path compiles once. Each path is shown on its worst sample, with ``SampleStats``.
@@ -589,7 +593,7 @@ def compare_samples(
 def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tolerance: Tolerance,
                       requested: set[str], labels: list[str], repeat: int = 1,
                       elapsed: dict[str, float] | None = None, drawn: str | None = None,
-                      varied: bool = True) -> ComparisonResult:
+                      varied: bool = True) -> Comparison:
     """Per-sample results -> one result whose paths show their worst sample, with aggregates. ``drawn``:
     what the drawn sets varied ("varying arg1; kept ...")."""
     from .result import SampleStats
@@ -636,10 +640,10 @@ def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tole
         paths.append(dataclasses.replace(p, samples=stats, notes=notes,
                                          seconds=sum(r[0].seconds for r in runs[spec])))
         worst_runs[spec] = runs[spec][worst][0]
-    judged = [p for p in paths if p.samples and not p.reference and p.spec != baseline]
+    judged = [(p.spec, p.samples) for p in paths if p.samples and not p.reference and p.spec != baseline]
     # A path that ran on no sample has no worst one: it failed on all of them.
-    never_ran = [p.spec for p in judged if p.samples.errored == n]
-    source_text = "; ".join(f"{p.spec}: {p.samples.worst_label}" for p in judged if p.spec not in never_ran)
+    never_ran = [spec for spec, stats in judged if stats.errored == n]
+    source_text = "; ".join(f"{spec}: {stats.worst_label}" for spec, stats in judged if spec not in never_ran)
     where = (f"{n} samples" + (f" {drawn}" if drawn else "") + (f"; the worst: {source_text}" if source_text else "")
              + (f"; {', '.join(never_ran)} failed on " + (f"all {n}" if n > 1 else "it") if never_ran else ""))
     from .degenerate import find_degenerate

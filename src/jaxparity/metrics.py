@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .rounding import is_float_dtype, round_to_dtype
 
@@ -51,7 +52,7 @@ class UnsupportedDtype(TypeError):
     """An array whose dtype has no defined distance (strings, objects, records...)."""
 
 
-def dtype_class(dtype: np.dtype) -> DtypeClass:
+def dtype_class(dtype: DTypeLike) -> DtypeClass:
     """The metric an array of ``dtype`` is measured with; raises :class:`UnsupportedDtype` otherwise."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:

@@ -107,10 +107,10 @@ class PathResult:
     @property
     def worst(self) -> LeafResult | None:
         """The leaf that differs most (by ULP), for one-line summaries."""
-        diffs = [lf for lf in self.leaves if lf.diff is not None]
+        diffs = [(lf, lf.diff) for lf in self.leaves if lf.diff is not None]
         if not diffs:
             return None
-        return max(diffs, key=lambda lf: (not lf.diff.within_tolerance, lf.diff.nan_mismatch, lf.diff.max_ulp))
+        return max(diffs, key=lambda ld: (not ld[1].within_tolerance, ld[1].nan_mismatch, ld[1].max_ulp))[0]
 
 
 @dataclass(frozen=True)

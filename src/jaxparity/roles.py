@@ -52,7 +52,7 @@ def variables(value: Any) -> Marked:
 
 def unmark(args: tuple) -> tuple[tuple, dict[int, str]]:
     """The arguments without their marks, and {position: role} of the marked ones."""
-    marks = {i: a.role for i, a in enumerate(args) if isinstance(a, Marked)}
+    marks: dict[int, str] = {i: a.role for i, a in enumerate(args) if isinstance(a, Marked)}
     return tuple(a.value if isinstance(a, Marked) else a for a in args), marks
 
 
@@ -78,8 +78,9 @@ def argument_roles(fn: Callable[..., Any], args: tuple, marks: Mapping[int, str]
             out.append(ArgRole(f"arg{i}", "variables", "not marked jaxparity.data"))
             continue
         why = _model_kind(arg)
-        if why is None and names[i] and names[i].lower() in MODEL_NAMES:
-            why = f"named {names[i]!r} in the signature"
+        name = names[i]
+        if why is None and name and name.lower() in MODEL_NAMES:
+            why = f"named {name!r} in the signature"
         out.append(ArgRole(f"arg{i}", "variables" if why else "data", why or "an input"))
     return tuple(out)
 

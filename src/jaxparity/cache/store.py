@@ -90,7 +90,7 @@ class Cache:
 
     def entries(self) -> list[tuple[float, int, Path]]:
         """(last read, bytes, directory) of every entry."""
-        found = []
+        found: list[tuple[float, int, Path]] = []
         if not self.root.is_dir():
             return found
         for kind in self.root.iterdir():

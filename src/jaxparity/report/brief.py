@@ -44,11 +44,12 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
         lf = huge[0]
         return (f"a real divergence: {lf.name} has inf where {baseline} has a finite value, or the reverse "
                 f"({lf.diff.n_differ} of {lf.diff.size} elements differ)")
-    floors = [(lf, _floor(lf)) for lf in leaves]
-    if any(f is None for _, f in floors):
+    maybe_floors = [(lf, _floor(lf)) for lf in leaves]
+    if any(f is None for _, f in maybe_floors):
         worst = max(leaves, key=lambda lf: lf.diff.max_abs)
         return (f"{worst.name} differs from {baseline} by up to {fmt(worst.diff.max_abs)}; no noise floor to judge it "
                 "by (run the f64 path for the model's own rounding noise)")
+    floors = [(lf, f) for lf, f in maybe_floors if f is not None]  # all of them
     ratio = {id(lf): (lf.diff.max_abs / f if f > 0 else float("inf")) for lf, f in floors}
     lf, floor = max(floors, key=lambda x: ratio[id(x[0])])
     r = ratio[id(lf)]
@@ -360,7 +361,7 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     for line in advice(e):  # the fix or workaround of a cause that no re-run above shows
         head, _, rest = line.partition(": ")
         if real and rest.startswith("nothing is wrong") and main is not None and main.status == "noise" \
-                and "× the model's own rounding noise" in t:
+                and "× the model's own rounding noise" in (t or ""):
             # The carriers are sums within their bounds (the cause says so), yet the outputs are further apart
             # than the baseline's own error: one side's order is the less accurate one here. Both are said.
             rest = (f"summation order, as the cause says, but {e.path}'s sums are less accurate than "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -26,7 +26,7 @@ def render_check(r: CheckResult) -> Group:
         for i, (name, d) in enumerate(m.leaves):
             table.add_row(m.spec if i == 0 else "", status if i == 0 else "", name, str(d.max_ulp), fmt(d.max_abs),
                           f"{d.n_differ}/{d.size}")
-    parts = [head, Text(""), table, Text("")]
+    parts: list[RenderableType] = [head, Text(""), table, Text("")]
     for note in r.notes:
         parts.append(Text(note, style="yellow" if "differ" in note else "dim"))
     if r.changes:

@@ -206,9 +206,10 @@ def _path_line(p: PathResult, baseline: str) -> str:
     tolerance = required_tolerance(worst, baseline)
     text = f"differs from {baseline}{role}: {text}; " + (f"would pass with {tolerance}" if tolerance.startswith("--")
                                                           else tolerance)
-    errs = worst.error_vs_f64, worst.baseline_error_vs_f64
-    by = (f" (max abs error {fmt(errs[0].max_abs)} against {fmt(errs[1].max_abs)})" if None not in errs and
-          errs[0].max_abs != errs[1].max_abs else " (by mean abs error; the max is the same)")
+    err, base_err = worst.error_vs_f64, worst.baseline_error_vs_f64
+    by = (f" (max abs error {fmt(err.max_abs)} against {fmt(base_err.max_abs)})"
+          if err is not None and base_err is not None and err.max_abs != base_err.max_abs
+          else " (by mean abs error; the max is the same)")
     if worst.closer_to_f64 == "path":
         text += f"; closer to the f64 ideal than {baseline}{by}"
     elif worst.closer_to_f64 == "baseline":

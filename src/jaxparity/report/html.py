@@ -355,7 +355,8 @@ def _op(op: Any) -> str:
     return f"{op.primitive} {','.join(op.inputs)} → {','.join(op.outputs)}"
 
 
-def _table(tid: str, caption: str, cols: list[str], rows: list[list[str]], num: set[int] = frozenset()) -> str:
+def _table(tid: str, caption: str, cols: list[str], rows: list[list[str]],
+           num: frozenset[int] | set[int] = frozenset()) -> str:
     head = "".join(f"<th{' class=num' if k in num else ''}>{_e(c)}</th>" for k, c in enumerate(cols))
     body = "".join("<tr>" + "".join(f"<td class='{'num' if k in num else 'wrap'}'>{c}</td>" for k, c in enumerate(row))
                    + "</tr>" for row in rows)
@@ -455,7 +456,7 @@ def _explanation_one(e: Any, result: Any = None) -> str:
             details += [f"<li><b>#{d.op.index}</b>: {_e(m.description)} "
                         f"{'reproduces the path bit for bit' if m.reproduces_path else f'is {m.max_ulp_to_path} ULP from the path'}"
                         f"</li>" for d in shown for m in d.semantics if m.reproduces_path]
-            growth_rows = iteration_growth(shown[0]) if shown[0].within else []
+            growth_rows = iteration_growth(shown[0]) if shown[0].within else ()
             if growth_rows:
                 frame, ulps = growth_rows
                 details.append(f"<li>carry entering each iteration of {_e(frame.describe().rsplit(',', 1)[0])}, max ULP "
@@ -518,13 +519,13 @@ def _explanation_one(e: Any, result: Any = None) -> str:
 
 
 def _values(r: ComparisonResult) -> str:
-    rows = [(p.spec, lf) for p in r.paths for lf in p.leaves if lf.values is not None]
+    rows = [(p.spec, lf.name, lf.values) for p in r.paths for lf in p.leaves if lf.values is not None]
     if not rows:
         return ""
     body = "".join(
-        f"<tr><th><code>{_e(f'{spec} {lf.name}' if len(r.outputs) > 1 else spec)}</code></th>"
-        f"<td class='mono'>{_e(values_text(lf.values))}</td></tr>"  # type: ignore[union-attr]
-        for spec, lf in rows)
+        f"<tr><th><code>{_e(f'{spec} {name}' if len(r.outputs) > 1 else spec)}</code></th>"
+        f"<td class='mono'>{_e(values_text(values))}</td></tr>"
+        for spec, name, values in rows)
     return f'<section id="values"><h2>Values</h2><table>{body}</table></section>'
 
 

@@ -253,13 +253,13 @@ def _samples_table(result: ComparisonResult, drop: Sequence[str] = ()) -> Table:
 
 def _values(result: ComparisonResult) -> Table | None:
     """For tiny outputs, the values themselves: what the reporter of a bug wants to paste."""
-    rows = [(p.spec, lf) for p in result.paths for lf in p.leaves if lf.values is not None]
+    rows = [(p.spec, lf.name, lf.values) for p in result.paths for lf in p.leaves if lf.values is not None]
     if not rows:
         return None
-    labels = [f"{spec} {lf.name}" if len(result.outputs) > 1 else spec for spec, lf in rows]
+    labels = [f"{spec} {name}" if len(result.outputs) > 1 else spec for spec, name, _ in rows]
     grid = _grid(labels)
-    for label, (_, lf) in zip(labels, rows):
-        grid.add_row(_spec_lines(label, _LABEL), Text(values_text(lf.values)))  # Text: "[nan]" is not markup  # type: ignore[union-attr]
+    for label, (_, _, values) in zip(labels, rows):
+        grid.add_row(_spec_lines(label, _LABEL), Text(values_text(values)))  # Text: "[nan]" is not markup
     return grid
 
 
