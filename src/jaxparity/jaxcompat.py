@@ -103,7 +103,7 @@ def no_persistent_cache() -> Iterator[None]:
     try:
         from jax._src import compilation_cache as _cc
 
-        reset, before = _cc.reset_cache, jax.config.jax_enable_compilation_cache
+        reset, before = _cc.reset_cache, jax.config.jax_enable_compilation_cache  # type: ignore[attr-defined]
     except (ImportError, AttributeError):  # pragma: no cover - depends on JAX internals
         yield
         return
@@ -197,7 +197,7 @@ def export_target(version: str | None) -> Iterator[None]:
         return
     from jax._src.export import _export
 
-    real = _export.hlo
+    real, target = _export.hlo, version
     low, high = real.get_minimum_version(), real.get_current_version()
     if not _parse(low) <= _parse(version) <= _parse(high):
         raise ValueError(f"jax {jax.__version__} writes StableHLO {low} to {high}, not {version}")
@@ -208,13 +208,13 @@ def export_target(version: str | None) -> Iterator[None]:
 
         @staticmethod
         def get_version_from_compatibility_requirement(_: Any) -> str:
-            return version
+            return target
 
         @staticmethod
         def get_minimum_version() -> str:  # what jaxlib's API before version 9 serializes for
-            return version
+            return target
 
-    _export.hlo = _Target()
+    _export.hlo = _Target()  # type: ignore[assignment]  # a stand-in for the module, inside the block only
     try:
         yield
     finally:

@@ -122,6 +122,7 @@ class Domain:
         out = {}
         for leaf in self.leaves:
             lo, hi = (b.astype(np.float64) for b in self.bounds(leaf.name, center))
+            x: np.ndarray
             if leaf.integer:
                 x = rng.integers(np.ceil(lo).astype(np.int64), np.floor(hi).astype(np.int64), endpoint=True)
             else:
@@ -251,6 +252,7 @@ def parse_domain(items: Sequence[str], example: dict[str, np.ndarray], varied: C
             leaves.append(LeafDomain(name, str(dtype), shape, radius=r, why="the example's value (stated)"))
         else:
             lo_text, colon, hi_text = text.partition(":")
+            assert kind is not None  # a stated bound: the name is in per_leaf
             if not colon:
                 raise DomainError(f"--domain {kind}={text}: write {kind}=LO:HI (numbers, min or max), "
                                   f"{kind}=ball:R, {kind}=fixed or {kind}=vary")

@@ -110,14 +110,14 @@ def merge(parts: Sequence[tuple[HuntResult, dict]], budget: int, seconds: float 
             worst = (sev, kind)
         progress.append((sum(latest), worst[0], worst[1], s))
     sites: dict[tuple[int | None, int, str], HuntSite] = {}
-    for s in (s for r in results for s in r.sites):
-        key = (s.loop, s.op, s.hazard)
-        if key in sites:
-            old = sites[key]
-            first = min((x for x in (old.first, s.first) if x is not None), default=None)
-            s = dataclasses.replace(old, reached=old.reached + s.reached, diverged=old.diverged + s.diverged,
-                                    first=first)
-        sites[key] = s
+    for site in (site for r in results for site in r.sites):
+        where = (site.loop, site.op, site.hazard)
+        if where in sites:
+            old = sites[where]
+            first = min((x for x in (old.first, site.first) if x is not None), default=None)
+            site = dataclasses.replace(old, reached=old.reached + site.reached, diverged=old.diverged + site.diverged,
+                                       first=first)
+        sites[where] = site
     operators: dict[str, int] = {}
     first_kind: dict[str, int] = {}
     for r in results:
@@ -125,7 +125,7 @@ def merge(parts: Sequence[tuple[HuntResult, dict]], budget: int, seconds: float 
             operators[k] = operators.get(k, 0) + v
         for k, v in r.first_kind.items():
             first_kind[k] = min(first_kind.get(k, v), v)
-    found = [(r.first_found, i) for i, r in enumerate(results) if r.first_found is not None]
+    first_found = [(r.first_found, i) for i, r in enumerate(results) if r.first_found is not None]
     notes = list(dict.fromkeys(n for r in results for n in r.notes))
     notes.append(f"{len(results)} islands, each a search of its own seed ({results[0].seed}, island) and "
                  f"{', '.join(str(r.evaluations) for r in results)} evaluations; a finding's evaluation, and the "
@@ -134,8 +134,8 @@ def merge(parts: Sequence[tuple[HuntResult, dict]], budget: int, seconds: float 
     merged = dataclasses.replace(head, budget=budget, evaluations=sum(r.evaluations for r in results),
                                  seconds=max(r.seconds for r in results), findings=findings, progress=tuple(progress),
                                  sites=tuple(sites.values()), operators=operators, first_kind=first_kind,
-                                 first_found=min(found)[0] if found else None,
-                                 first_island=min(found)[1] if found else None,
+                                 first_found=min(first_found)[0] if first_found else None,
+                                 first_island=min(first_found)[1] if first_found else None,
                                  failed_both=sum(r.failed_both for r in results), time_limit=seconds,
                                  islands=len(results), notes=tuple(notes))
     return merged, inputs

@@ -88,8 +88,8 @@ class _Model:
                 mine = [mine[round(i * (len(mine) - 1) / (MAX_SITES - 1))] for i in range(MAX_SITES)]
             chosen += mine
         chosen.sort(key=lambda f: (f[0].info.index if f[2] is None else f[2], f[0].info.index))
-        self.hazards = []
-        sites = []
+        self.hazards: list[tuple[Any, Hazard, int | None]] = []
+        sites: list[Site] = []
         for op, hazard, loop in chosen:
             dtype = np.dtype(op.eqn.invars[hazard.operand].aval.dtype)
             info = op.info
@@ -118,8 +118,8 @@ class _Model:
 
         in_scans: dict[int, list[int]] = {}
         for k in which:
-            if self.hazards[k][2] is not None:
-                in_scans.setdefault(self.hazards[k][2], []).append(k)
+            if (loop := self.hazards[k][2]) is not None:
+                in_scans.setdefault(loop, []).append(k)
         inner: dict[int, Any] = {}
 
         def apply(op: Any, ins: list[Any]) -> Any:
@@ -232,7 +232,7 @@ def _model(case: Any, varied: Sequence[str]) -> _Model:
 def plan(case: Any, varied: Sequence[str]) -> Plan:
     """The case's hazard sites over the varied leaves."""
     model = _model(case, varied)
-    notes = ()
+    notes: tuple[str, ...] = ()
     if model.in_loops:
         notes = (f"{model.in_loops} while loop{'s' if model.in_loops > 1 else ''} or cond{'s' if model.in_loops > 1 else ''} "
                  "read the varied inputs: the ops inside them are reached by the search, not aimed at (a scan's are)",)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..metrics import Tolerance, diff_leaf
 
@@ -117,7 +118,7 @@ def _scale(x: np.ndarray) -> float:
     return max(float(m.max()) if m.size else 0.0, float(np.finfo(np.float64).tiny))
 
 
-def _half_digits(dtype: np.dtype) -> float:
+def _half_digits(dtype: DTypeLike) -> float:
     """The square root of the dtype's epsilon (of its real component): a difference that large against the
     output's scale has lost half its digits, more than any rounding of the same math does."""
     from .hazards import finfo

@@ -90,8 +90,9 @@ class SearchState:
 
 class Search:
     def __init__(self, runner: Any, domain: Domain, plan: Plan, varied: list[str], baseline: str, path: str,
-                 tolerance: Tolerance, seed: int, budget: int, seconds: float | None = None, batch: int = 24,
-                 timeout: float | None = None, progress: Callable[[SearchState], None] | None = None) -> None:
+                 tolerance: Tolerance, seed: int | tuple[int, ...], budget: int, seconds: float | None = None,
+                 batch: int = 24, timeout: float | None = None,
+                 progress: Callable[[SearchState], None] | None = None) -> None:
         self.runner, self.domain, self.plan, self.varied = runner, domain, plan, varied
         self.baseline, self.path, self.tolerance = baseline, path, tolerance
         self.rng = np.random.default_rng(seed)
@@ -123,7 +124,7 @@ class Search:
             batch: list[Candidate] = []
             for x in part:
                 batch += next(made) if isinstance(x, _Aim) else [x]
-            pending = batch[self._room():] + pending  # a ladder beyond the batch: first in the next one
+            pending = [*batch[self._room():], *pending]  # a ladder beyond the batch: first in the next one
             self._evaluate(batch[:self._room()])
         while not self._done():
             self._evaluate(self._children(self._room()))
@@ -403,13 +404,19 @@ class Search:
         if d.kind != "none":
             st.first_kind.setdefault(d.kind, c.index)
         key = (d.output, d.kind, max(c.reached, default=-1))
-        improved = d.kind != "none" and (key not in st.archive or d.rank > st.archive[key].divergence.rank)
+        improved = d.kind != "none" and (key not in st.archive or d.rank > _scored(st.archive[key]).rank)
         if improved:
             st.archive[key] = c
-        if st.best is None or d.rank > st.best.divergence.rank:
+        if st.best is None or d.rank > _scored(st.best).rank:
             st.best = c
         if c.operator in self.credit and (improved or new_site):
             self.credit[c.operator] += 1.0
+
+
+def _scored(c: Candidate) -> Divergence:
+    """The divergence of an evaluated candidate: every one in the archive, and the best, has one."""
+    assert c.divergence is not None
+    return c.divergence
 
 
 def _ulp_move(x: np.ndarray, steps: int) -> np.ndarray:
@@ -462,9 +469,9 @@ def search_case(case: str, specs: Sequence[str], budget: int, seconds: float | N
         state = search.run()
     # the worst input of each kind of divergence at each output (the search keeps one per hazard site too)
     ranked, seen = [], set()
-    for c in sorted(state.archive.values(), key=lambda c: c.divergence.rank, reverse=True):
-        if (c.divergence.output, c.divergence.kind) not in seen:
-            seen.add((c.divergence.output, c.divergence.kind))
+    for c in sorted(state.archive.values(), key=lambda c: _scored(c).rank, reverse=True):
+        if (_scored(c).output, _scored(c).kind) not in seen:
+            seen.add((_scored(c).output, _scored(c).kind))
             ranked.append(c)
     notes = list(plan.notes)
     findings, inputs = [], {}
@@ -472,7 +479,7 @@ def search_case(case: str, specs: Sequence[str], budget: int, seconds: float | N
         if dom.contains(c.arrays) is None:  # never: every candidate is projected; said if it ever happens
             notes.append(f"evaluation {c.index} lies outside the domain and is not reported")
             continue
-        d = c.divergence
+        d = _scored(c)
         reached = tuple(f"{plan.sites[s].hazard} of {plan.sites[s].describe()}" for s in c.reached)
         findings.append(Finding(d.kind, d.output, d.max_ulp, d.max_abs, d.max_rel, d.scaled, d.n_differ, d.size,
                                 d.breaks, c.index, c.origin, d.index, d.baseline_value, d.path_value, d.message,

@@ -192,6 +192,7 @@ def run_cell(cell: Cell, spec: SweepSpec) -> dict[str, Any]:
                           op=f"#{first.op.index} {first.op.primitive}" if first is not None else None,
                           line=(first.op.user_source or first.op.source) if first is not None else None)
         if p.status == "ok" and p.verdict in ("differs", "within tolerance"):
+            assert base.outputs is not None and run.outputs is not None  # compared, so both ran
             record["arrays"] = {**{f"{spec.baseline}/{n}": a for n, a in base.outputs},
                                 **{f"{cell.path}/{n}": a for n, a in run.outputs}}
     except Exception as e:  # the case itself failed to load or to run: the cell says so

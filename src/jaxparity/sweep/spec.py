@@ -18,12 +18,13 @@ Case files are relative to the spec's directory.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python 3.10: the same parser, as a package (a declared dependency there)
+else:  # Python 3.10: the same parser, as a package (a declared dependency there)
     import tomli as tomllib
 
 from ..metrics import Tolerance
@@ -102,10 +103,11 @@ def load_spec(file: str | Path) -> SweepSpec:
     names = {e.name for e in envs}
     for spec in (*paths, baseline):
         try:
-            path = make_path(spec)
+            made = make_path(spec)
         except PathOptionError as e:
             raise SpecError(f"{file}: {e}") from None
-        wanted = {spec_env(spec), path.options.get("serve_env"), path.options.get("load_env")} - {None}
+        wanted = {w for w in (spec_env(spec), made.options.get("serve_env"), made.options.get("load_env"))
+                  if w is not None}
         if wanted - names:
             raise SpecError(f"{file}: {spec}: no environment {sorted(wanted - names)[0]!r}; declare it under [envs]")
     if spec_env(baseline):
