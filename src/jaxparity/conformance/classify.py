@@ -71,8 +71,8 @@ class Outcome:
 def classify(run: HarnessRun, fn: Any) -> Outcome:
     """Audit every path of ``run`` and classify its declared-vs-eager disagreement (if any).
     ``fn`` is the harness function, re-run widened for the float64 reference."""
-    base = dict(fullname=run.fullname, group=run.group, dtype=run.dtype, primitives=run.primitives,
-                seconds=run.seconds)
+    base: dict[str, Any] = dict(fullname=run.fullname, group=run.group, dtype=run.dtype,
+                                primitives=run.primitives, seconds=run.seconds)
     if not run.eager_ok:
         eager = run.paths.get(BASELINE)
         why = run.error or (f"eager {eager.status}: {eager.message}" if eager else "eager did not run")
@@ -86,9 +86,9 @@ def classify(run: HarnessRun, fn: Any) -> Outcome:
     dec = run.paths.get("declared")
     if dec is None or dec.status != "ok":
         return Outcome(**base, declared=TOOL, detail=f"declared {errors.get('declared', 'missing')}")
-    pairs, why = comparable(dec, run.paths[BASELINE])
+    pairs, mismatch = comparable(dec, run.paths[BASELINE])
     if pairs is None:
-        return Outcome(**base, declared=TOOL, detail=f"structure: {why}")
+        return Outcome(**base, declared=TOOL, detail=f"structure: {mismatch}")
     if all(oracle.count_differ(d, e) == 0 for d, e in pairs):
         return Outcome(**base, declared=IDENTICAL)
     try:

@@ -18,6 +18,7 @@ decide what "equal" means. Everything here is derived from values, not bit patte
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = ["count_differ", "from_ordinal", "is_complex", "is_float", "ordinal", "round_to", "same_values",
            "ulp_distance"]
@@ -137,7 +138,7 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- rounding
-def round_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def round_to(x: np.ndarray, dtype: DTypeLike) -> np.ndarray:
     """Round float64 (or complex128) values to ``dtype`` once, to nearest, ties to even.
 
     The candidate from ``astype`` may be a double-rounding neighbour off; the nearest of it and

@@ -97,7 +97,7 @@ class Exact:
 def _mpval(x: Any) -> Any:
     mp = _mp()
     if isinstance(x, (complex, np.complexfloating)):
-        return mp.mpc(float(np.real(x)), float(np.imag(x)))
+        return mp.mpc(float(x.real), float(x.imag))
     return mp.mpf(float(x))
 
 
@@ -149,7 +149,9 @@ def elementwise(primitive: str, params: dict[str, Any], args: Sequence[np.ndarra
     dtype = out.dtype
     xs = [np.broadcast_to(np.asarray(a), out.shape).reshape(-1) for a in args]
     part = np.dtype(np.float32 if dtype == np.complex64 else np.float64) if oracle.is_complex(dtype) else dtype
-    rounded, near, ties = [], [], []
+    rounded: list[complex] = []  # float for real dtypes
+    near: list[complex] = []
+    ties: list[float] = []
     for i in where:
         vals = [x[i] for x in xs]
         try:
