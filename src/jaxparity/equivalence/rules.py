@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ class OutputRule:
     primitive: str
     role: str
     group: tuple[tuple[str, str], ...]
-    params: tuple[tuple[str, object], ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()  # the op's own params, as the jaxpr holds them
 
     def leaf(self, role: str) -> str | None:
         return dict(self.group).get(role)

@@ -347,7 +347,7 @@ def _is_dynamic(x: Any) -> bool:
 
 
 def _trace_key(leaves: Sequence[Any]) -> Hashable | None:
-    key = []
+    key: list[tuple[Any, ...]] = []
     for x in leaves:
         if _is_dynamic(x):
             aval = typeof(x)

@@ -40,6 +40,8 @@ Hook = Callable[[EqnEvent], None] | None
 
 
 # --------------------------------------------------------------- jaxpr evaluation
+# jax types a variable's aval as AbstractValue; in the jaxprs evaluated here it is a ShapedArray (its
+# dtype and shape are read, `# type: ignore[attr-defined]` there).
 def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], *,
                    mode: Mode | Semantics, on_eqn: Hook = None) -> list[np.ndarray]:
     """Evaluate `closed_jaxpr` on `args` in `mode` (a string or a :class:`Semantics`);
@@ -83,7 +85,7 @@ def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Sem
         inputs = [v.val if isinstance(v, jcore.Literal) else next(it) for v in eqn.invars]
     where = summarize(eqn.source_info) or "<unknown>"
     with _x64(True):
-        invals = [_adopt(x, v.aval.dtype, sem) for x, v in zip(inputs, eqn.invars)]
+        invals = [_adopt(x, v.aval.dtype, sem) for x, v in zip(inputs, eqn.invars)]  # type: ignore[attr-defined]
         outs = _eval_checked(eqn, invals, sem, 0, on_eqn, where, None)
     if on_eqn is not None:
         on_eqn(EqnEvent(eqn, 0, tuple(invals), tuple(outs)))
@@ -115,7 +117,7 @@ def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], 
 
     def read(v: Any) -> Any:
         if isinstance(v, jcore.Literal):
-            return _coerce(v.val, v.aval.dtype, sem)
+            return _coerce(v.val, v.aval.dtype, sem)  # type: ignore[attr-defined]
         if v not in env and v in raw:
             env[v] = _coerce(raw.pop(v), v.aval.dtype, sem)
         return env[v]
@@ -124,7 +126,7 @@ def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], 
         invals = [read(v) for v in eqn.invars]
         first = eqn.invars[0] if eqn.invars else None
         if (as_f32 and first is not None and not isinstance(first, jcore.Literal) and first in as_f32
-                and _widening_convert(eqn, first.aval.dtype)):
+                and _widening_convert(eqn, first.aval.dtype)):  # type: ignore[attr-defined]
             invals[0] = as_f32[eqn.invars[0]]
         where = summarize(eqn.source_info) or outer  # else the enclosing eqn's
         extra: dict[int, Any] = {}
@@ -184,10 +186,11 @@ def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, sem: Semantics, depth: int, hoo
     float32 copy in `extra` (result index -> value)."""
     name = eqn.primitive.name
     run = lambda j, vals: _eval_jaxpr(*_sub(j), vals, sem, depth + 1, hook, where)  # noqa: E731
-    out_dtypes = [v.aval.dtype for v in eqn.outvars]
-    in_dtypes = [v.aval.dtype for v in eqn.invars]
+    out_dtypes = [v.aval.dtype for v in eqn.outvars]  # type: ignore[attr-defined]
+    in_dtypes = [v.aval.dtype for v in eqn.invars]  # type: ignore[attr-defined]
     relax = relax or [None] * len(out_dtypes)
     flush = False
+    outs: list | None
     if name in _CALL_PARAM:  # recurse (never bind) so that every inner op is rounded
         outs = run(eqn.params[_CALL_PARAM[name]], invals)
     elif name in _RECURSE:
@@ -310,7 +313,7 @@ def _widen_combiner(name: str, params: dict) -> dict:
         return [read(v) for v in jaxpr.outvars]
 
     if jaxpr not in _WIDENED:  # cached, so that the jitted-bind cache hits
-        avals = [jax.ShapeDtypeStruct(v.aval.shape, _wide(v.aval.dtype)) for v in jaxpr.invars]
+        avals = [jax.ShapeDtypeStruct(v.aval.shape, _wide(v.aval.dtype)) for v in jaxpr.invars]  # type: ignore[attr-defined]
         _WIDENED[jaxpr] = jax.make_jaxpr(widened)(*avals)
     closed = _WIDENED[jaxpr]
     if cparam is None:

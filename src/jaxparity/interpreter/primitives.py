@@ -20,6 +20,8 @@ _JIT_CACHE: dict[Any, Callable] = {}
 
 def _bind(prim: jcore.Primitive, vals: Sequence[Any], params: dict) -> list:
     """`prim.bind`, through a cache of jitted callables keyed by (primitive, params)."""
+    key: tuple[jcore.Primitive, tuple[tuple[Any, Any], ...]] | None
+    fn: Callable | None
     try:
         key = (prim, tuple(sorted(params.items(), key=lambda kv: kv[0])))
         fn = _JIT_CACHE.get(key)
@@ -229,11 +231,13 @@ def _integer_pow(p: dict, x: np.ndarray) -> np.ndarray:
         return np.power(x, float(y))
     if y == 0:
         return np.ones_like(x)
-    out, base, n = None, x, abs(y)
+    out: np.ndarray | None = None
+    base, n = x, abs(y)
     while n:
         if n & 1:  # no leading 1 * ...: it would turn a (-0)-signed component into +0
             out = base if out is None else out * base
         base, n = base * base, n >> 1
+    assert out is not None  # y != 0: some bit of |y| is set
     return 1.0 / out if y < 0 else out
 
 

@@ -49,7 +49,7 @@ def _relaxations(jaxpr: jcore.Jaxpr, sem: Semantics) -> dict[Any, str]:
     relax: dict[Any, str] = {}
     for eqn in jaxpr.eqns:
         for v in eqn.outvars:
-            users, dtype = uses.get(v), v.aval.dtype
+            users, dtype = uses.get(v), v.aval.dtype  # type: ignore[attr-defined]
             if not users or isinstance(v, _DropVar):
                 continue
             widened = [_widening_convert(u, dtype) for u in users] if sem.elide_widened else []

@@ -246,7 +246,9 @@ def _clamped_gather(operand: Any, idx: Any, *, eqn: Any) -> Any:
     every runtime then reads in bounds, whether or not its gather clamps."""
     import jax.numpy as jnp
 
-    dims, hi = _gather_bounds(dict(eqn.params), tuple(operand.shape))
+    bounds = _gather_bounds(dict(eqn.params), tuple(operand.shape))
+    assert bounds is not None  # the rewrite of a gather _out_of_bounds read the bounds of (its variant matched)
+    dims, hi = bounds
     clipped = jnp.clip(idx, 0, jnp.asarray(hi, idx.dtype))
     return eqn.primitive.bind(operand, clipped, **eqn.params)
 
