@@ -131,3 +131,26 @@ def test_a_jax_option_that_does_not_exist_is_named_and_the_paths_own_attribute_e
     with pytest.raises(AttributeError, match="typeof"):  # raised inside the path: its own error, unchanged
         with jax_config({"jax_enable_checks": "false"}):
             raise AttributeError("module 'jax' has no attribute 'typeof'")
+
+
+def test_a_path_answers_what_it_can_do_and_causes_ask_for_capabilities_paths_have():
+    from jaxparity.explain.causes import CAUSES
+    from jaxparity.paths import CAPABILITIES, PATHS, xla_twin
+
+    for cls in PATHS.values():
+        assert cls.capabilities and cls.capabilities <= set(CAPABILITIES), cls.name
+    assert set().union(*(cls.capabilities for cls in PATHS.values())) == set(CAPABILITIES)
+    for cause in CAUSES:
+        assert cause.runs_on and set(cause.runs_on) <= set(CAPABILITIES), cause.id
+    with pytest.raises(KeyError, match="unknown path capability"):
+        make_path("jit").has("takes_xla_option")
+    # how an XLA option reaches each runtime, and the jit that compiles its program the same way
+    assert make_path("jit:xla_a=1").with_xla_option("xla_b", "false").spec == "jit:xla_a=1,xla_b=false"
+    served = make_path("savedmodel:XLA_FLAGS=--xla_a=1").with_xla_option("xla_b", "false")
+    assert served.spec == "savedmodel:XLA_FLAGS=--xla_a=1 --xla_b=false"
+    assert xla_twin(served).spec == "jit:xla_a=1,xla_b=false"
+    assert xla_twin("export:load_env=old,xla_c=0").spec == "jit:xla_c=0"
+    with pytest.raises(PathOptionError, match="no XLA option reaches tflite"):
+        make_path("tflite").with_xla_option("xla_b", "false")
+    assert [n for n, c in PATHS.items() if make_path(n).replayable] == ["eager", "jit", "export", "declared", "f64"]
+    assert not make_path("jit@old").replayable  # another environment's worker replays it, not this process

@@ -25,7 +25,7 @@ from .execution.runs import CaseInfo, PathRun, case_info
 from .execution.inprocess import run_in_process
 from .metrics import Tolerance, UnsupportedDtype, diff_leaf, dtype_class, reference_error
 from .rounding import round_to_dtype
-from .paths import DEFAULT_PATHS, make_path, spec_env
+from .paths import DEFAULT_BASELINE, DEFAULT_PATHS, make_path, spec_env
 from .paths.reference import IDEAL_UNDEFINED
 from .execution.runners import Runners
 from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
@@ -78,7 +78,7 @@ def compare(
     fn: Callable[..., Any],
     *args: Any,
     paths: Sequence[str] | str | None = None,
-    baseline: str = "eager",
+    baseline: str = DEFAULT_BASELINE,
     tolerance: Tolerance | None = None,
     timeout: float | None = None,
     progress: Progress | None = None,
@@ -102,7 +102,7 @@ def compare_loaded(
     case: Case,
     *,
     paths: Sequence[str] | str | None = None,
-    baseline: str = "eager",
+    baseline: str = DEFAULT_BASELINE,
     tolerance: Tolerance | None = None,
     timeout: float | None = None,
     progress: Progress | None = None,
@@ -127,7 +127,7 @@ def compare_case(
     *,
     inputs: str | None = None,
     paths: Sequence[str] | str | None = None,
-    baseline: str = "eager",
+    baseline: str = DEFAULT_BASELINE,
     tolerance: Tolerance | None = None,
     timeout: float | None = None,
     progress: Progress | None = None,
@@ -208,7 +208,7 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
         explained = runners.worker(env).explain([(without_env(p), runs[p].outputs) for p in here],
                                                 without_env(result.baseline), runs[result.baseline].outputs)
         if isinstance(explained, str):  # the worker died outside any re-run: the comparison stands, said per path
-            from .explain.explainer import PathExplanation
+            from .explain.explanation import PathExplanation
 
             explained = [PathExplanation(p, result.baseline, f"{p} could not be explained: {explained}; its "
                                          "comparison above stands", None, None, None, (), ()) for p in here]
@@ -278,7 +278,7 @@ _Result = TypeVar("_Result", bound=ComparisonResult)
 
 def explain_result(result: _Result, paths: Sequence[str] | None = None) -> _Result:
     """``result`` with explanations of its diverging paths, computed in this process."""
-    from .explain.explainer import explain_paths
+    from .explain.pipeline import explain_paths
 
     if result._source is None or result._source["case"] is None:
         raise ValueError("this result holds no function to re-run here: use compare() in this process, or "
@@ -536,7 +536,7 @@ def compare_samples(
     inputs_dir: str | None = None,
     repeat: int = 1,
     paths: Sequence[str] | str | None = None,
-    baseline: str = "eager",
+    baseline: str = DEFAULT_BASELINE,
     tolerance: Tolerance | None = None,
     timeout: float | None = None,
     progress: SampleProgress | None = None,

@@ -21,8 +21,6 @@ from ..paths import make_path, spec_env
 
 __all__ = ["Runners"]
 
-# Paths that import and convert into another runtime before they run: worth a worker of their own.
-_HEAVY = ("savedmodel", "savedmodel-c", "tflite", "onnx", "onnx-ref", "iree")
 
 
 class Runners:
@@ -120,7 +118,7 @@ class Runners:
         runtime (TensorFlow, TFLite, ONNX, IREE: seconds of imports and conversion each) are spread over
         up to ``jobs`` workers, JAX's own paths staying in the first."""
         home = [s for s in specs if spec_env(s) is None]
-        heavy = [s for s in home if s.split(":", 1)[0] in _HEAVY]
+        heavy = [s for s in home if make_path(s).heavy]  # converted into another runtime: a worker of its own
         # One heavy path gains nothing from a second worker (it would import JAX again, on the same
         # cores): lanes only where heavy paths can overlap each other.
         n = max(1, min(jobs, len(heavy)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from multiprocessing.connection import Connection
+from typing import Any
 
 
 def main(fd: int) -> None:
@@ -77,6 +78,7 @@ def main(fd: int) -> None:
             from ..localize.align import capture_ops
 
             assert case is not None, "capture before load"
+            captured: list[Any] | str
             try:
                 captured = capture_ops(case.fn, case.args, message[1])
             except Exception as e:  # report, keep the comparison
@@ -95,7 +97,7 @@ def main(fd: int) -> None:
                 reply = ("error", f"{type(e).__name__}: {e}")
             conn.send(("task_done", reply))
         elif message[0] == "explain":
-            from ..explain.explainer import explain_paths
+            from ..explain.pipeline import explain_paths
 
             assert case is not None, "explain before load"
             from .crashes import configure
@@ -103,6 +105,7 @@ def main(fd: int) -> None:
             _, paths, baseline, base_out, breadcrumb, crashed = message
             configure(breadcrumb, crashed)
             base = [a for _, a in base_out]
+            found: list[Any] | str
             try:
                 found = explain_paths(case.fn, case.args, [(spec, [a for _, a in outs]) for spec, outs in paths],
                                       baseline, base)

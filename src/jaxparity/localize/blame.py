@@ -242,6 +242,7 @@ class _Replay:
             if time.monotonic() > deadline:
                 return None
             raw = None
+            outs: list[Any]
             if touched:
                 ins = [fed[r] if not isinstance(r, Literal) and r in fed else self._base_device(r) for r in op.inputs]
                 raw = self._run_raw(op, ins)
@@ -454,10 +455,10 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     if together >= 0.5 and small:
         amplifier = _amplifier(program, drift, base_values, min(d.top_index for d in local))
     with np.errstate(invalid="ignore", over="ignore"):
-        gaps = {j: np.abs(as_wide(path_out[j]) - as_wide(base_out[j]))[ulp_distance(path_out[j], base_out[j]) != 0]
-                for j in differing}
+        differences = {j: np.abs(as_wide(path_out[j]) - as_wide(base_out[j]))[ulp_distance(path_out[j], base_out[j]) != 0]
+                       for j in differing}
         sizes = tuple(sorted(((name[j], float(np.where(np.isnan(g), np.inf, g).max(initial=0.0)))
-                              for j, g in gaps.items()), key=lambda x: -x[1]))
+                              for j, g in differences.items()), key=lambda x: -x[1]))
     if together < 0.5:
         notes.append(f"all local divergences injected together reproduce {together:.0%} of the output difference: "
                      "the rest comes from ops that could not be checked, or from how the path runs the program "
@@ -632,10 +633,11 @@ class _Screen:
         deltas: dict[int, list[Any]] = {}
         unscreened, size = set(), {}
         for u, op in units.items():
-            row, moved = [], 0.0
+            row: list[Any] = []
+            moved = 0.0
             for vid, own in zip(op.outputs, replay._baseline_on_path_inputs(op)):
                 p = replay.path.get(vid) if vid is not None else None
-                if p is None or own is None or not _numeric(program, vid):
+                if p is None or own is None or vid is None or not _numeric(program, vid):
                     row.append(None)
                     continue
                 p, own = host(p), host(own)
@@ -647,7 +649,8 @@ class _Screen:
                     d = as_wide(p) - as_wide(own)
                 if not np.isfinite(d).all() or signed_zero_flips(p, own).any():
                     unscreened.add(u)  # NaN or inf against a number, ±0: the exact replay takes the path's value
-                wide = np.float64 if p.dtype.itemsize >= 8 and jax.config.jax_enable_x64 else np.float32
+                x64 = jax.dtypes.canonicalize_dtype(np.float64) == np.float64  # JAX computes in float64
+                wide = np.float64 if p.dtype.itemsize >= 8 and x64 else np.float32
                 row.append(np.where(np.isfinite(d), d, 0.0).astype(wide))
                 moved = max(moved, float(np.abs(row[-1]).max(initial=0.0)) / (float(np.abs(as_wide(own)).max(initial=0.0)) or 1.0))
             deltas[u], size[u] = row, moved
@@ -670,7 +673,7 @@ class _Screen:
 
         zero = {u: [None if d is None else jnp.zeros(d.shape, d.dtype) for d in row] for u, row in deltas.items()}
         try:
-            compiled = jax.jit(run).lower(zero).compile(compiler_options=cls.OPTIONS)
+            compiled = jax.jit(run).lower(zero).compile(compiler_options=cls.OPTIONS)  # type: ignore[arg-type]  # ints too
             screen = cls(program, deltas, compiled, zero, base_out, path_out, differing)
         except Exception:  # a primitive XLA cannot compile this way, a value that is no array...
             return None
@@ -763,8 +766,9 @@ def _amplifier(program: FlatProgram, drift: Sequence[Any], base_values: dict[int
         return None
     gain, op, before, after = best
     condition = None
-    if op.info.primitive in ("add", "sub") and all(not isinstance(r, Literal) and r in base_values for r in op.inputs):
-        a, b = (as_wide(np.asarray(base_values[r])) for r in op.inputs)
+    refs = [r for r in op.inputs if not isinstance(r, Literal) and r in base_values]
+    if op.info.primitive in ("add", "sub") and len(refs) == len(op.inputs):
+        a, b = (as_wide(np.asarray(base_values[r])) for r in refs)
         out = a - b if op.info.primitive == "sub" else a + b
         with np.errstate(invalid="ignore", divide="ignore"):
             kappa = (np.abs(a) + np.abs(b)) / np.abs(out)
@@ -786,12 +790,13 @@ def blame_localization(program: FlatProgram, loc: Any, path_vals: Any, base_vals
 
     import jax
 
+    from ..paths import DEFAULT_BASELINE
     from ..pytree import host, named_leaves
     from .localizer import _baseline_replay, _is_key, replayable
 
     if not loc.local:
         return loc
-    baseline = loc.baseline if replayable(loc.baseline) else "eager"
+    baseline = loc.baseline if replayable(loc.baseline) else DEFAULT_BASELINE
     method = ("the baseline's own implementation, op by op" if baseline == loc.baseline else
               f"eager's implementation op by op ({loc.baseline} runs whole programs only)")
     args = {vid: a if _is_key(a) else host(a) for vid, a in zip(program.arg_ids, flat_args)}

@@ -245,7 +245,7 @@ def _noise_bound(op: Op, ins: list[Any], path_out: np.ndarray, base_out: np.ndar
     if not is_float_dtype(dtype):
         return None
     n = _contraction_length(op)
-    u = _unit_roundoff(np.float32 if dtype.itemsize < 4 else dtype)
+    u = _unit_roundoff(np.dtype(np.float32) if dtype.itemsize < 4 else dtype)
     gamma = n * u / (1 - n * u) if n * u < 1 else math.inf
     abs_ins = [np.abs(np.asarray(x)) if is_float_dtype(np.asarray(x).dtype) else x for x in ins]
     abs_sum = np.abs(np.asarray(evaluate_eqn(op.eqn, abs_ins, mode="f64")[0], dtype=np.float64))
@@ -254,53 +254,51 @@ def _noise_bound(op: Op, ins: list[Any], path_out: np.ndarray, base_out: np.ndar
     return 2 * gamma * abs_sum + out_ulp
 
 
-# Paths that can run one op on given inputs: op by op (eager), the interpreter, or XLA compiling the
-# single op with the path's own compile options. The others (a SavedModel served by TensorFlow, IREE,
-# ONNX, TFLite) run whole programs only: past the first divergence their ops can be compared, not replayed.
-_REPLAYABLE = ("eager", "declared", "f64", "jit", "export")
+def replayable(spec: Any) -> bool:
+    """Can the path (a ``Path`` or its spec) run a single op on given inputs (``Path.replayable``): op by op
+    (eager), the interpreter, or XLA compiling the single op with the path's own compile options? The others
+    (a SavedModel served by TensorFlow, IREE, ONNX, TFLite) run whole programs only: past the first divergence
+    their ops can be compared, not replayed."""
+    from ..paths import as_path
+
+    return as_path(spec).replayable
 
 
-def replayable(spec: str) -> bool:
-    """Can ``spec`` run a single op on given inputs (see ``_REPLAYABLE``)? Not in another environment."""
-    name = spec.split(":", 1)[0]
-    return name in _REPLAYABLE and "@" not in name
-
-
-def single_op_path(baseline: str) -> Any:
+def single_op_path(baseline: Any) -> Any:
     """The path that compiles one op (or one loop iteration) the way ``baseline`` compiles the whole
     program: ``jit`` with its compile options (``export`` compiles as jit)."""
-    from ..paths import make_path
+    from ..paths import xla_twin
 
-    options = {k: v for k, v in make_path(baseline).options.items() if k != "load_env"}
-    return make_path("jit" + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else ""))
+    return xla_twin(baseline)
 
 
-def _baseline_replay(baseline: str, op: Op, ins: list[Any], on_host: bool = True) -> list[Any]:
-    """``op`` on ``ins`` as ``baseline`` implements it on its own (see ``_REPLAYABLE``); ``on_host``
-    False: eager's and jit's results as the arrays they are (a replay that feeds them to the next op
+def _baseline_replay(baseline: Any, op: Op, ins: list[Any], on_host: bool = True) -> list[Any]:
+    """``op`` on ``ins`` as ``baseline`` (a ``Path`` or its spec) implements it on its own (``replayable``);
+    ``on_host`` False: eager's and jit's results as the arrays they are (a replay that feeds them to the next op
     saves the copies both ways)."""
     from ..interpreter import evaluate_eqn
     from ..pytree import host
 
-    name = baseline.split(":", 1)[0]
+    path = _path(baseline) if isinstance(baseline, str) else baseline
     keep = host if on_host else (lambda x: x)
     as_jax = [jax.numpy.asarray(x) if isinstance(x, np.ndarray) else x for x in ins]
-    if name == "eager":  # control flow as disable_jit runs it: Python loops over the body, op by op
+    if path.has("op_by_op"):  # control flow as disable_jit runs it: Python loops over the body, op by op
         from ..paths.base import jax_config
         from .loops.capture import run_op
 
-        with jax_config(_options(baseline)), jax.disable_jit():
+        with jax_config(path.options), jax.disable_jit():
             return [keep(x) for x in run_op(op, as_jax, _bind)]
-    if name in ("jit", "export"):  # the one op, compiled with the path's options
-        return [keep(x) for x in single_op_path(baseline).run(lambda *xs: list(_bind(op, list(xs))), tuple(as_jax))]
-    return [host(x) for x in evaluate_eqn(op.eqn, ins, mode=name)]
+    if path.has("compiled_in_process"):  # the one op, compiled with the path's options
+        return [keep(x) for x in single_op_path(path).run(lambda *xs: list(_bind(op, list(xs))), tuple(as_jax))]
+    return [host(x) for x in evaluate_eqn(op.eqn, ins, mode=path.mode)]
 
 
 @functools.lru_cache(maxsize=32)
-def _options(spec: str) -> dict[str, Any]:
+def _path(spec: str) -> Any:
+    """The path a spec names, made once: a replay asks it once per op."""
     from ..paths import make_path
 
-    return make_path(spec).options
+    return make_path(spec)
 
 
 def _compare(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
@@ -400,7 +398,7 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
                                      producer.info if detail and producer else None,
                                      unrounded_side=unrounded_side if detail else "path", semantics=semantics,
                                      elements=elements))
-    notes = (f"{skipped} ops could not be replayed (inputs not observable)",) if skipped else ()
+    notes: tuple[str, ...] = (f"{skipped} ops could not be replayed (inputs not observable)",) if skipped else ()
     if beyond:
         notes += (f"{beyond} ops beyond the capture budget (--max-capture-mb) were kept as digests: compared bit for "
                   f"bit, not replayed ({differ_beyond} differ from {baseline}); raise the budget to check them",)
@@ -463,7 +461,7 @@ def _widening_detail(op: Op, p_out: np.ndarray, producer: Op | None, side: str |
 def output_cone(program: FlatProgram, out_positions: Sequence[int], limit: int = 12) -> tuple[OpInfo, ...]:
     """The ops that compute the given outputs (a backward slice), the last ``limit`` in program order."""
     producers = {vid: o for o in program.ops for vid in o.outputs if vid is not None}
-    todo = [program.out_ids[i] for i in out_positions if not isinstance(program.out_ids[i], Literal)]
+    todo = [vid for i in out_positions if not isinstance(vid := program.out_ids[i], Literal)]
     seen: dict[int, Op] = {}
     while todo:
         op = producers.get(todo.pop())

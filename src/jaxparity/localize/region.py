@@ -73,9 +73,8 @@ def run_region(spec: str, region: Region) -> list[np.ndarray]:
     from ..paths import make_path
     from ..paths.base import jax_config
 
-    name = spec.split(":", 1)[0]
     sub = region.sub_program()
-    if name in ("declared", "f64"):
+    if make_path(spec).mode is not None:  # the interpreter
         return [host(x) for x in sub.outputs(sub.evaluate([host(v) for v in region.values], apply_for(spec)))]
     if op_by_op(spec):
         path = make_path(spec)
@@ -107,7 +106,7 @@ def make_region(program: FlatProgram, vals: OpValues, ops: Sequence[int], target
             if not isinstance(ref, Literal) and ref not in produced and ref not in inputs:
                 inputs.append(ref)
     values = tuple(_value(program, vals, v) for v in inputs)
-    for v, x in zip(inputs, values):
+    for v in inputs:
         if jax.dtypes.issubdtype(program.avals[v].dtype, jax.dtypes.prng_key):
             raise RegionError("the region takes a PRNG key: keys cannot be written into a standalone script yet")
     size = int(np.prod(program.avals[region_out].shape)) if (region_out := _first_out(program, target)) else 0

@@ -28,8 +28,6 @@ from .program import FlatProgram, Op, is_numeric
 
 __all__ = ["OpValues", "apply_for", "op_values", "program_values"]
 
-_OP_BY_OP = ("eager", "declared", "f64")
-
 
 @dataclass
 class OpValues:
@@ -38,7 +36,7 @@ class OpValues:
 
     path: str
     values: dict[int, np.ndarray]
-    outputs: list[np.ndarray]
+    outputs: list[Any]  # numpy arrays (None where a probed body's output was not captured)
     notes: list[str]
     args: dict[int, np.ndarray] = field(default_factory=dict)
     loops: dict[int, LoopTrace] = field(default_factory=dict)  # op index -> carries per iteration
@@ -85,17 +83,17 @@ def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
 
 def op_by_op(spec: str) -> bool:
     """Does ``spec`` run op by op (so a loop body can be re-run on its own carry with the same values)?"""
-    return spec.split(":", 1)[0] in _OP_BY_OP
+    return make_path(spec).runs_op_by_op
 
 
 def apply_for(spec: str) -> Callable[[Op, list[Any]], Sequence[Any]]:
-    """How an op-by-op path computes one op."""
-    name = spec.split(":", 1)[0]
-    if name == "eager":
+    """How an op-by-op path computes one op: as JAX binds it, or as the interpreter computes it."""
+    mode = make_path(spec).mode
+    if mode is None:
         return _bind
     from ..interpreter import evaluate_eqn
 
-    return lambda op, ins: evaluate_eqn(op.eqn, ins, mode=name)
+    return lambda op, ins: evaluate_eqn(op.eqn, ins, mode=mode)
 
 
 def program_values(program: FlatProgram, spec: str, args: Sequence[Any]) -> OpValues:
@@ -103,8 +101,9 @@ def program_values(program: FlatProgram, spec: str, args: Sequence[Any]) -> OpVa
     from ..paths.base import jax_config
 
     traces: dict[int, LoopTrace] = {}
-    if spec.split(":", 1)[0] == "eager":
-        with jax_config(make_path(spec).options), jax.disable_jit():
+    path = make_path(spec)
+    if path.has("op_by_op"):
+        with jax_config(path.options), jax.disable_jit():
             values = run_program(program, list(args), apply_for(spec), traces)
     else:
         values = run_program(program, [host(a) for a in args], apply_for(spec), traces)

@@ -11,10 +11,14 @@ from contextlib import contextmanager
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-__all__ = ["Path", "PathError", "PathOptionError", "PathUnavailable", "jax_config", "parse_option_value", "parse_spec",
-           "spec_env", "without_env"]
+__all__ = ["CAPABILITIES", "Path", "PathError", "PathOptionError", "PathUnavailable", "jax_config",
+           "parse_option_value", "parse_spec", "parse_xla_flags", "spec_env", "without_env"]
+
+
+# How an XLA option reaches a path's program: jax.jit's compiler_options, or XLA_FLAGS of its serving process.
+XlaOptionKind = Literal["compile option", "serving flag"]
 
 
 class PathError(Exception):
@@ -96,6 +100,33 @@ def jax_config(options: Mapping[str, str]) -> Iterator[None]:
             jax.config.update(k, v)
 
 
+def parse_xla_flags(flags: str) -> dict[str, str]:
+    """``'--xla_a=false --xla_b'`` -> ``{'xla_a': 'false', 'xla_b': 'true'}``: XLA_FLAGS as options."""
+    found = {}
+    for flag in flags.split():
+        key, _, value = flag.lstrip("-").partition("=")
+        found[key] = value or "true"
+    return found
+
+
+# What a path can do. Wherever a decision depends on the runtime (which causes can occur, how an option
+# reaches it, whether one op can run alone on it), the code asks for one of these, never for a path's name.
+CAPABILITIES: dict[str, str] = {
+    "takes_xla_options": "XLA compiles the whole program, and XLA options reach it (compile options, or "
+                         "XLA_FLAGS of its serving process)",
+    "compiled_in_process": "JAX's own jax.jit compiles it in this process: JAX config options and device meshes "
+                           "apply, and one op compiles alone with the path's options",
+    "another_xla_build": "another build of XLA (TensorFlow's) runs the program JAX exported",
+    "other_compiler": "converted for another runtime, which compiles and runs its own artifact with its own kernels",
+    "op_by_op": "each primitive runs on its own, as JAX binds it",
+    "declared": "the program's declared semantics: each op in float64, rounded to its declared dtype",
+    "ideal": "ideal math: every op in float64, never rounded",
+    "observed": "outputs read from a file: nothing runs, nothing can be re-run",
+}
+# Capabilities of a path that can run one op (or one loop iteration) on given inputs, as it runs the program.
+REPLAYS_OPS = frozenset({"op_by_op", "compiled_in_process", "declared", "ideal"})
+
+
 def parse_option_value(text: str) -> bool | int | float | str:
     """XLA wants Python bools, ints and floats: 'false' -> False, '3' -> 3, '0.5' -> 0.5."""
     lowered = text.lower()
@@ -131,6 +162,23 @@ class Path(ABC):
     # A run waits on a process of its own (a serving process): runs under other serving environments can
     # overlap, each from a thread of this process (what a run prepares here is serialized by the path).
     overlaps: ClassVar[bool] = False
+    # What the path can do (keys of ``CAPABILITIES``): causes and the explanation's stages ask for these.
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+    # How an XLA option reaches the program: "compile option" (jax.jit's compiler_options) or "serving flag"
+    # (XLA_FLAGS of the serving process); None where no XLA option does.
+    xla_option_kind: ClassVar[XlaOptionKind | None] = None
+    # Running it converts the program into another runtime in a process of its own: worth a worker of its own.
+    heavy: ClassVar[bool] = False
+    # Running it traces the function (eager runs it op by op, observed reads a file): output rules can be read
+    # from the trace once it has run.
+    traces: ClassVar[bool] = True
+    # The package distributions a run of it imports besides JAX (for a reproducer's versions line).
+    distributions: ClassVar[tuple[str, ...]] = ()
+    # The interpreter's semantics ("declared", "f64") where the path is the jaxpr interpreted op by op; None otherwise.
+    mode: ClassVar[Literal["declared", "f64"] | None] = None
+    # Outputs of this path cannot be re-run: the path whose run stands in for the system that produced them
+    # when a model-side fix is tried (observed: a TensorFlow serving process).
+    stand_in: ClassVar[str | None] = None
 
     def same_artifact_agrees(self, primitive: str, how: str) -> str:
         """What it means that ``same_artifact`` gives this path's values on the op alone: another runtime of
@@ -156,11 +204,72 @@ class Path(ABC):
                                   + (f"; did you mean {' or '.join(near)}?" if near else "")
                                   + f" (options: {', '.join(names) or 'none'})")
 
-    def prestart(self) -> None:
+    def __str__(self) -> str:
+        return self.spec
+
+    def has(self, capability: str) -> bool:
+        """Does this path have ``capability`` (a key of ``CAPABILITIES``)?"""
+        if capability not in CAPABILITIES:
+            raise KeyError(f"unknown path capability {capability!r} (known: {', '.join(CAPABILITIES)})")
+        return capability in self.capabilities
+
+    @property
+    def replayable(self) -> bool:
+        """Can this path run one op (or one loop iteration) on given inputs as it runs the whole program? Op by
+        op, the interpreter, or JAX compiling the single op with the path's options; not a runtime that runs
+        whole converted programs only, nor a path in another environment."""
+        return bool(self.capabilities & REPLAYS_OPS) and self.env is None
+
+    @property
+    def runs_op_by_op(self) -> bool:
+        """Does it compute each op on its own (eager, the interpreter), so that a loop body re-run on its own
+        carry gives the same values?"""
+        return self.has("op_by_op") or self.mode is not None
+
+    def device(self) -> str:
+        """The platform this path computes on ("cpu", "gpu", "tpu"): the host's CPU unless the path runs in
+        JAX in this process."""
+        return "cpu"
+
+    def xla_settings(self) -> dict[str, str]:
+        """The XLA (and JAX) options the program is compiled with on this path, as options of ``jit``: what
+        JAX's own XLA needs to compile the same program the same way (compiler evidence, the same-compiler
+        experiment). By default the flags of an ``XLA_FLAGS`` option."""
+        return parse_xla_flags(self.options.get("XLA_FLAGS", ""))
+
+    def with_option(self, key: str, value: str) -> Path:
+        """The same path, in this environment, with one more option (``jit:jax_default_matmul_precision=...``)."""
+        return type(self)({**self.options, key: value})
+
+    def with_xla_option(self, key: str, value: str) -> Path:
+        """The same path, in this environment, with one more XLA option, as it reaches this runtime
+        (``xla_option_kind``): a compile option, or a flag in its serving process's XLA_FLAGS."""
+        if self.xla_option_kind is None:
+            raise PathOptionError(f"{self.spec}: no XLA option reaches {self.name}")
+        if self.xla_option_kind == "serving flag":
+            return self.with_option("XLA_FLAGS", f"{self.options.get('XLA_FLAGS', '')} --{key}={value}".strip())
+        return self.with_option(key, value)
+
+    def optimized_hlo(self, fn: Callable[..., Any], args: tuple) -> str | None:
+        """The optimized HLO XLA compiles ``fn`` to on this path, as it compiles it (its devices, its options);
+        None where this process does not compile it."""
+        return None
+
+    def repro_runner(self, extra: Mapping[str, str] | None = None) -> str | None:
+        """The source of ``def run_NAME(f, args)``: how a standalone reproducer runs ``f`` this path's way
+        (with ``extra`` options too); None where a script cannot (the references' values are written into it
+        instead). Each path's runner mirrors its ``run``."""
+        return None
+
+    def repro_options(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The path's options with ``extra`` applied: what a reproducer's runner is written with."""
+        return {**self.options, **(extra or {})}
+
+    def prestart(self) -> None:  # noqa: B027 - a default, not an abstract method
         """Start what a run of this path will wait for (a serving process) now, in the background, so a
         later run finds it ready; by default nothing."""
 
-    def check_options(self) -> None:
+    def check_options(self) -> None:  # noqa: B027 - a default, not an abstract method
         """Raise ``PathOptionError`` (with the nearest names) for an option the runtime itself does not
         know, before anything runs: an XLA compile option misspelled. Options ``options_help`` names are
         checked when the path is made; by default nothing more."""

@@ -21,6 +21,7 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from ..cache import cache, fingerprint, machine, package_versions
@@ -59,7 +60,7 @@ def stablehlo(fn: Callable[..., Any], args: tuple) -> str:
     import jax
     from jax.extend.mlir import ir
 
-    module = jax.jit(fn, keep_unused=True).lower(*args).compiler_ir("stablehlo")
+    module: Any = jax.jit(fn, keep_unused=True).lower(*args).compiler_ir("stablehlo")
     found: list[Any] = []
 
     def collect(op: Any) -> Any:
@@ -100,8 +101,22 @@ def _bf16_ops(ir: str) -> tuple[Counter[str], int]:
     return rounding, truncs
 
 
+# How a reproducer runs a function on IREE (``Path.repro_runner``): the path's compile flags and driver.
+_RUNNER = '''def run_iree(f, args):  # StableHLO -> iree-compile (llvm-cpu) -> IREE runtime
+    from iree import compiler, runtime
+    text = jax.jit(f, keep_unused=True).lower(*args).as_text(dialect="stablehlo")
+    vmfb = compiler.compile_str(text, target_backends=["llvm-cpu"], input_type="stablehlo",
+                                extra_args={flags})
+    out = runtime.load_vm_flatbuffer(vmfb, driver={driver!r}).main(*args)
+    return [np.asarray(y.to_host()) for y in (out if isinstance(out, (tuple, list)) else [out])]
+'''
+
+
 class IreePath(Path):
     name = "iree"
+    capabilities = frozenset({"other_compiler"})
+    heavy = True
+    distributions = ("iree-base-compiler", "iree-base-runtime")
     summary = "StableHLO compiled by IREE (iree-compile, llvm-cpu) and run by the IREE runtime on the CPU"
     evidence_label = "IREE"
     options_help = {
@@ -115,6 +130,10 @@ class IreePath(Path):
         if _missing("iree.compiler") or _missing("iree.runtime"):
             return f"IREE is not installed: {_INSTALL}"
         return None
+
+    def repro_runner(self, extra: Mapping[str, str] | None = None) -> str | None:
+        path = type(self)(self.repro_options(extra)) if extra else self
+        return _RUNNER.format(flags=repr(path.compile_flags()), driver=path.options.get("driver", "local-task"))
 
     def compile_flags(self) -> list[str]:
         """Flags after ``--iree-input-type=stablehlo --iree-hal-target-backends=llvm-cpu``."""
@@ -174,7 +193,7 @@ class IreePath(Path):
         from ..pytree import host
 
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
-        out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
+        out_tree: Any = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
         start = time.perf_counter()
         vmfb, warnings = self._compile(fn, args)
         seconds = time.perf_counter() - start
@@ -223,6 +242,8 @@ class IreePath(Path):
             if op is None or "lowering_config" not in line:
                 continue
             config = re.search(r"lowering_config<(?P<config>[^>]*)>", line)
+            if config is None:
+                raise PathError(f"IREE's lowering configuration could not be read: {line.strip()[:120]}")
             attributes = {"dispatch": dispatch, "operands": op["ins"].strip(), "accumulator": op["outs"].strip()}
             attributes.update((k, v) for k, v in re.findall(r"(\w+) = (\[[^\]]*\])", config["config"]))
             kernels.append(Kernel(len(kernels), op["kind"], (), (), attributes))
@@ -246,8 +267,8 @@ class IreePath(Path):
         parts = _DUMP.split(ir)  # [preamble, when, body, when, body...]
         by_fn: dict[str, dict[str, str]] = {}
         for when, body in zip(parts[1::2], parts[2::2]):
-            name = re.search(r"func\.func @([\w$.-]+)", body)
-            by_fn.setdefault(name[1] if name else "?", {})[when] = body
+            func = re.search(r"func\.func @([\w$.-]+)", body)
+            by_fn.setdefault(func[1] if func else "?", {})[when] = body
         natural = lambda kv: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", kv[0])]  # noqa: E731
         lines, ops_before, ops_after = [], 0, 0
         for name, dumps in sorted(by_fn.items(), key=natural):

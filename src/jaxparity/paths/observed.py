@@ -17,6 +17,9 @@ class ObservedPath(Path):
     name = "observed"
     summary = "outputs read from a file (what production logged), matched to the function's outputs"
     options_help = {"file": "the .npz or .safetensors file holding the outputs"}
+    capabilities = frozenset({"observed"})
+    traces = False
+    stand_in = "savedmodel"  # production's outputs are most often a TensorFlow serving system's
 
     @property
     def spec(self) -> str:

@@ -18,7 +18,7 @@ import importlib.util
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import version
 from typing import Any, Callable
@@ -285,15 +285,39 @@ def dtype_findings(model: Any, fn: Callable[..., Any], args: tuple) -> list[str]
     return findings
 
 
+# How a reproducer runs a function on each ONNX runtime (``Path.repro_runner``); ``{opset}``: the target opset.
+_RUNNERS = {
+    "onnx": '''def run_onnx(f, args):  # jax2onnx -> onnxruntime (CPU execution provider)
+    import jax2onnx
+    import onnxruntime as ort
+    model = jax2onnx.to_onnx(f, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args], opset={opset})
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {{i.name: x for i, x in zip(session.get_inputs(), args)}})
+''',
+    "onnx-ref": '''def run_onnx_ref(f, args):  # jax2onnx -> onnx.reference.ReferenceEvaluator
+    import jax2onnx
+    from onnx.reference import ReferenceEvaluator
+    model = jax2onnx.to_onnx(f, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args], opset={opset})
+    return [np.asarray(y) for y in ReferenceEvaluator(model).run(
+        None, {{i.name: x for i, x in zip(model.graph.input, args)}})]
+''',
+}
+
+
 class _OnnxPath(Path):
     """Convert with jax2onnx, then ``execute`` the model: one subclass per runtime."""
     refuses_random = True
+    capabilities = frozenset({"other_compiler"})
+    heavy = True
     options_help = {"opset": "the ONNX opset jax2onnx targets (default 23)",
                     "keep": "a file to save the converted model in, e.g. keep=model.onnx",
                     "set_attribute": "attributes set on the converted model's nodes before it runs, OPTYPE.NAME=VALUE "
                     "separated by spaces (set_attribute=Resize.exclude_outside=1): a fix tried on the model the "
                     "runtime serves, not on the conversion"}
     converter = "jax2onnx"
+
+    def repro_runner(self, extra: Mapping[str, str] | None = None) -> str | None:
+        return _RUNNERS[self.name].format(opset=int(self.repro_options(extra).get("opset", "23")))
     # Attributes of a node whose other values are other semantics of the JAX op the converter mapped to it:
     # each one is tried on the served model, where that kernel is where the path departs (``kernel_variants``).
     ATTRIBUTE_VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -415,12 +439,13 @@ class _OnnxPath(Path):
 
         for v in graph.input:
             tensor(v.name)
-        stored = {init.name: onnx.numpy_helper.to_array(init) for init in graph.initializer}
+        stored: dict[str, np.ndarray | None] = {init.name: onnx.numpy_helper.to_array(init)
+                                                for init in graph.initializer}
         for node in graph.node:
             if node.op_type == "Constant" and node.attribute:
                 stored[node.output[0]] = onnx.numpy_helper.to_array(node.attribute[0].t) \
                     if node.attribute[0].type == onnx.AttributeProto.TENSOR else None
-        kernels = []
+        kernels: list[Kernel] = []
         for node in graph.node:
             if node.op_type == "Constant":
                 continue
@@ -514,7 +539,7 @@ def _missing_kernels(model: Any) -> dict[str, set[str]]:
             continue
         schema = onnx.defs.get_schema(node.op_type, opsets.get(node.domain, 1), node.domain)
         mine = [k for k in kernels if (k.domain, k.op_name) == (node.domain, node.op_type)]
-        if not mine and (schema.has_function or schema.has_context_dependent_function):
+        if not mine and (schema.has_function or schema.has_context_dependent_function):  # type: ignore[attr-defined]
             continue
         supported = {t for k in mine if k.version_range[0] <= schema.since_version <= k.version_range[1]
                      for ts in k.type_constraints.values() for t in ts}
@@ -529,6 +554,7 @@ class OnnxPath(_OnnxPath):
     summary = "jax2onnx model run by onnxruntime's CPU execution provider (default graph optimizations)"
     same_artifact = "onnx-ref"
     needs = ("jax2onnx", "onnx", "onnxruntime")
+    distributions = ("jax2onnx", "onnxruntime")
 
     def execute(self, model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         import onnxruntime as ort
@@ -562,6 +588,7 @@ class OnnxReferencePath(_OnnxPath):
     name = "onnx-ref"
     summary = "jax2onnx model run by onnx.reference.ReferenceEvaluator (numpy, every dtype)"
     same_artifact = "onnx"
+    distributions = ("jax2onnx", "onnx")
 
     def execute(self, model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         import onnx

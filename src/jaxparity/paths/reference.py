@@ -10,7 +10,7 @@ and ``f64`` says so in a note beginning ``IDEAL_UNDEFINED``, so that no side is 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar, Literal
 
 from .base import Path
 
@@ -23,18 +23,20 @@ class DeclaredPath(Path):
     name = "declared"
     summary = "reference: each op in float64, rounded once to its declared dtype"
     reference = True
-    mode = "declared"
+    mode: ClassVar[Literal["declared", "f64"] | None] = "declared"
+    capabilities = frozenset({"declared"})
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         from ..interpreter import interpret
 
-        return interpret(fn, *args, mode=self.mode)
+        return interpret(fn, *args, mode=self.mode or "declared")
 
 
 class F64Path(DeclaredPath):
     name = "f64"
     summary = "reference: ideal math, every float op in float64 and never rounded"
-    mode = "f64"
+    mode: ClassVar[Literal["declared", "f64"] | None] = "f64"
+    capabilities = frozenset({"ideal"})
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         from ..localize.refusals import refusal_hint

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path as FsPath
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from .base import Path, PathError, PathOptionError, parse_option_value
@@ -66,9 +67,26 @@ def _tail(text: str, lines: int = 4) -> str:
     return "\n".join(kept[-lines:])
 
 
+# How a reproducer runs a function as a SavedModel (``Path.repro_runner``); XLA_FLAGS are set in the script's
+# environment, as the path sets them in its serving process.
+_RUNNER = '''def run_savedmodel(f, args):  # jax2tf -> SavedModel (left in ./repro_savedmodel) -> TensorFlow
+    import tensorflow as tf
+    from jax.experimental import jax2tf
+    module = tf.Module()
+    module.f = tf.function(jax2tf.convert(f, with_gradient=False), autograph=False,
+                           input_signature=[tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)) for x in args])
+    tf.saved_model.save(module, "repro_savedmodel")
+    return [np.asarray(y) for y in tf.saved_model.load("repro_savedmodel").f(*args)]
+'''
+
+
 class SavedModelPath(Path):
     name = "savedmodel"
     overlaps = True  # a run waits on its serving process
+    capabilities = frozenset({"takes_xla_options", "another_xla_build"})
+    xla_option_kind = "serving flag"
+    heavy = True
+    distributions = ("tensorflow-cpu", "tensorflow")
     summary = "jax2tf SavedModel, loaded with tag 'serve' and run by Session.run in a TF process without JAX"
     options_help = {
         "ENV": "an environment variable of the serving process, e.g. XLA_FLAGS=--xla_allow_excess_precision=false",
@@ -78,6 +96,9 @@ class SavedModelPath(Path):
         "stablehlo": "the StableHLO version to export for, e.g. 1.13.7 (what TensorFlow 2.21 reads); default: "
                      "jax.export's own target, 4 weeks old",
     }
+
+    def repro_runner(self, extra: Mapping[str, str] | None = None) -> str | None:
+        return _RUNNER
 
     def check_options(self) -> None:
         """A misspelled flag in the serving process's ``XLA_FLAGS``: a usage error with the nearest names."""

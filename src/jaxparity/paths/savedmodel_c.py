@@ -143,6 +143,10 @@ def _enum(dtype: Any) -> int:
 class SavedModelCPath(Path):
     name = "savedmodel-c"
     summary = "the jax2tf SavedModel, loaded and run by a C program through TensorFlow's C API (no Python)"
+    capabilities = frozenset({"takes_xla_options", "another_xla_build"})
+    xla_option_kind = "serving flag"
+    heavy = True
+    distributions = ("tensorflow-cpu", "tensorflow")
     options_help = {
         "ENV": "an environment variable of the serving process, e.g. XLA_FLAGS=--xla_allow_excess_precision=false",
         "keep": "a directory to keep the SavedModel in (default: a temporary one)",
@@ -235,9 +239,9 @@ class SavedModelCPath(Path):
         outputs = {}
         with open(os.path.join(work, "outputs.txt")) as f:
             for line in f:
-                k, enum, ndim, *rest = line.split()
+                k, code, ndim, *rest = line.split()
                 shape, file = tuple(int(d) for d in rest[: int(ndim)]), rest[int(ndim)]
                 raw = np.fromfile(os.path.join(work, file), dtype=np.uint8)
-                outputs[keys[int(k)]] = raw.view(_numpy_dtype(int(enum))).reshape(shape)
+                outputs[keys[int(k)]] = raw.view(_numpy_dtype(int(code))).reshape(shape)
         version = next((ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("tensorflow ")), "?")
         return outputs, version

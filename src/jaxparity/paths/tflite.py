@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 import tempfile
 import warnings
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from collections import OrderedDict
@@ -41,6 +42,25 @@ _CONVERTED: OrderedDict[tuple, tuple[Any, bytes, list[str]]] = OrderedDict()
 
 _KERNELS = {"xnnpack": "AUTO", "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "reference": "BUILTIN_REF"}
 _OPTIMIZATIONS = ("none", "default")
+
+# How a reproducer runs a function on TFLite (``Path.repro_runner``); ``{resolver}``: the kernel set.
+_RUNNER = '''def run_tflite(f, args):  # jax2tf -> SavedModel -> TFLiteConverter -> LiteRT interpreter
+    import tempfile
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    from jax.experimental import jax2tf
+    module = tf.Module()
+    module.f = tf.function(lambda *xs: {{f"out{{i}}": y for i, y in enumerate(jax2tf.convert(f)(*xs))}},
+                           input_signature=[tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"in{{i}}")
+                                            for i, x in enumerate(args)], autograph=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        tf.saved_model.save(module, tmp, signatures={{"serving_default": module.f.get_concrete_function()}})
+        model = tf.lite.TFLiteConverter.from_saved_model(tmp).convert()
+    runner = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.{resolver}
+                         ).get_signature_runner("serving_default")
+    out = runner(**{{f"in{{i}}": x for i, x in enumerate(args)}})
+    return [np.asarray(out[f"out{{i}}"]) for i in range(len(out))]
+'''
 
 
 # A diagnostic's location ("/tmp/m.py:13:15: error:", "<unknown>:0: error:", "loc(...): error:") glued to the
@@ -112,6 +132,12 @@ class TFLitePath(Path):
     }
 
     converter = "the TFLite converter"
+    capabilities = frozenset({"other_compiler"})
+    heavy = True
+    distributions = ("tensorflow-cpu", "tensorflow", "ai-edge-litert")
+
+    def repro_runner(self, extra: Mapping[str, str] | None = None) -> str | None:
+        return _RUNNER.format(resolver=_KERNELS[self.repro_options(extra).get("kernels", "xnnpack")])
 
     @property
     def same_artifact(self) -> str | None:  # type: ignore[override]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from .base import Path, PathError, PathOptionError, PathUnavailable, jax_config, parse_option_value
@@ -45,7 +46,8 @@ def check_xla_flags(spec: str, flags: str) -> None:
 
     for name, value in re.findall(r"--(xla_[A-Za-z0-9_]+)(?:=(\S*))?", flags):
         try:
-            jax.jit(lambda: 0).lower().compile(compiler_options={name: parse_option_value(value or "true")})
+            options = {name: parse_option_value(value or "true")}
+            jax.jit(lambda: 0).lower().compile(compiler_options=options)  # type: ignore[arg-type]  # ints, floats too
         except Exception as e:
             if "No such compile option" not in str(e):
                 continue
@@ -70,8 +72,44 @@ _XLA_OPTIONS_HELP = {"*": "any XLA compile option, e.g. xla_allow_excess_precisi
                      "jax_*": "any JAX config option while tracing and running, e.g. jax_threefry_partitionable=false"}
 
 
+# How a reproducer runs a function on each path (``Path.repro_runner``); ``{options}``: its compile options.
+_RUNNERS = {
+    "jit": '''def run_jit(f, args):  # one XLA program, with the path's compile options
+    compiled = jax.jit(f).lower(*args).compile(compiler_options={options})
+    return [np.asarray(y) for y in compiled(*args)]
+''',
+    "export": '''def run_export(f, args):  # jax.export -> serialize -> deserialize -> call
+    from jax import export
+    call = export.deserialize(export.export(jax.jit(f))(*args).serialize()).call
+    compiled = jax.jit(call).lower(*args).compile(compiler_options={options})
+    return [np.asarray(y) for y in compiled(*args)]
+''',
+}
+
+
 class _CompiledPath(Path):
     options_help = _XLA_OPTIONS_HELP
+    capabilities = frozenset({"takes_xla_options", "compiled_in_process"})
+    xla_option_kind = "compile option"
+
+    def device(self) -> str:
+        import jax
+
+        return jax.default_backend()
+
+    def xla_settings(self) -> dict[str, str]:
+        return {k: v for k, v in self.options.items() if k != "load_env"}
+
+    def optimized_hlo(self, fn: Callable[..., Any], args: tuple) -> str | None:
+        import jax
+
+        lowered = jax.jit(fn).lower(*self.placed(args))
+        return lowered.compile(compiler_options=self.compiler_options()).as_text()  # type: ignore[arg-type]  # ints too
+
+    def repro_runner(self, extra: Mapping[str, str] | None = None) -> str | None:
+        lowered = {k: parse_option_value(v) for k, v in self.repro_options(extra).items()
+                   if k.islower() and not k.startswith("jax_")}
+        return _RUNNERS[self.name].format(options=repr(lowered) if lowered else "None")
 
     def check_options(self) -> None:
         """Each XLA compile option set on a trivial program, each JAX option looked up in ``jax.config``:
@@ -88,7 +126,7 @@ class _CompiledPath(Path):
                                       + (f"; did you mean {' or '.join(near)}?" if near else ""))
         for key, value in (self.compiler_options() or {}).items():
             try:
-                jax.jit(lambda: 0).lower().compile(compiler_options={key: value})
+                jax.jit(lambda: 0).lower().compile(compiler_options={key: value})  # type: ignore[dict-item]  # ints too
             except Exception as e:
                 if "No such compile option" not in str(e):
                     if "While setting option" in str(e) or "compile option" in str(e):
@@ -217,7 +255,7 @@ class ExportPath(_CompiledPath):
         from .staging import staged
 
         stage, leaves = staged(fn, args)
-        def export_() -> tuple[bytes, Any, Any, str]:
+        def export_() -> tuple[bytes | bytearray, Any, Any, str]:
             # The artifact is a function of the flat leaves: it holds arrays, not Python pytrees (an NNX
             # module or a dataclass argument cannot be serialized); the structure is restored here. The
             # trace is jit's, and the lowering the one savedmodel's jax2tf gets from JAX's cache.
@@ -237,7 +275,7 @@ class ExportPath(_CompiledPath):
             flat = self._compile_and_call(restored.call, tuple(leaves), key=fn)
         return jax.tree_util.tree_unflatten(out_tree, flat)
 
-    def _load_elsewhere(self, blob: bytes, leaves: list, made_by: str, timeout: float | None) -> list:
+    def _load_elsewhere(self, blob: bytes | bytearray, leaves: list, made_by: str, timeout: float | None) -> list:
         """Call the artifact in environment ``load_env``; what it cannot load is a compatibility failure."""
         import json
         import os

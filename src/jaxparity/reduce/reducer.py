@@ -26,11 +26,12 @@ import numpy as np
 
 from .._version import __version__
 from ..localize.loops.descend import frame_key
+from ..paths import make_path
 from ..paths.base import parse_spec, spec_env
 from ..pytree import host
 from ..localize.region import Region
 from .region import NotReproduced, ReduceError, grow_and_shrink, shrink_elements, shrink_operands
-from .script import RUNNABLE, Script, write_script
+from .script import Script, runnable, runnable_paths, write_script
 
 __all__ = ["NotReproduced", "Reduction", "ReduceError", "reduce_case", "verify_script"]
 
@@ -61,14 +62,14 @@ def _flat(outs: Any) -> list[np.ndarray]:
 
 def _check_specs(baseline: str, path: str) -> None:
     for spec in (baseline, path):
-        kind, options = parse_spec(spec)
-        if kind not in RUNNABLE:
-            raise ReduceError(f"{spec}: reduce writes scripts for {', '.join(sorted(RUNNABLE))}")
+        options = parse_spec(spec)[1]
+        if not runnable(spec):
+            raise ReduceError(f"{spec}: reduce writes scripts for {', '.join(runnable_paths())}")
         if spec_env(spec):
             raise ReduceError(f"{spec}: reduce runs in this environment; paths in another --env cannot be reduced yet")
         if any(k.startswith("jax_") for k in options):
             raise ReduceError(f"{spec}: JAX config options (jax_*) cannot be written into a reproducer yet")
-    if parse_spec(path)[0] in ("declared", "f64"):
+    if make_path(path).reference:
         raise ReduceError(f"{path} is a reference: put it first (--paths {path},PATH)")
 
 
@@ -103,7 +104,9 @@ def _variant_fix(expl: Any, region: Region) -> ModelFix | None:
     name = v.proof.spec[v.proof.spec.index("[") + 1:].removesuffix("]").removesuffix(" rewritten")
     op = region.program.ops[region.target]
     variant = next((x for x in VARIANTS.get(op.info.primitive, ()) if x.name == name), None)
-    source = standalone_source(variant) if variant is not None else None
+    if variant is None:
+        return None
+    source = standalone_source(variant)
     return ModelFix(instead=source, text=f"model change: {variant.fix}") if source else None
 
 
@@ -170,7 +173,7 @@ def verify_script(script: Script, name: str = "repro.py", args: Sequence[str] = 
         with open(file, "w") as f:
             f.write(script.text)
         if script.sidecar:
-            np.savez(os.path.splitext(file)[0] + ".npz", **script.sidecar)
+            np.savez(os.path.splitext(file)[0] + ".npz", **script.sidecar)  # type: ignore[arg-type]  # numpy's stub
         env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
         try:
             proc = subprocess.run([sys.executable, file, *args], cwd=tmp, env=env, capture_output=True, text=True,
@@ -195,7 +198,7 @@ def _verify_both(script: Script, name: str) -> tuple[int | None, str, tuple[int 
 def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *, case_name: str = "the case",
                 name: str = "repro.py", log: Callable[[str], None] = lambda _: None) -> Reduction:
     """Reduce the divergence between ``baseline`` and ``path`` on ``fn(*args)`` to a verified script."""
-    from ..explain.explainer import explain_path
+    from ..explain.pipeline import explain_path
     from ..paths import make_path
 
     _check_specs(baseline, path)
@@ -211,7 +214,7 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
     keep: dict = {}
     expl = explain_path(fn, args, path, baseline, path_out, base_out, keep=keep)
     loc = expl.localization
-    d = loc.lead if loc is not None else None
+    d: Any = loc.lead if loc is not None else None  # a divergence, or the fused region (_Fused) standing for one
     fused: set[int] | None = None
     if d is None and loc is not None and loc.perturbed and loc.cone and () in keep:
         # Observing every value removed the difference: it lives in how these ops are fused. Start

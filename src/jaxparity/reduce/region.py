@@ -71,7 +71,7 @@ def grow_and_shrink(program: FlatProgram, vals: OpValues, target: int, base: str
         return seen[key]
 
     found: tuple[Region, list, list] | None = None
-    for generation in range(MAX_GENERATIONS + 1):
+    for _ in range(MAX_GENERATIONS + 1):
         region = make_region(program, vals, chosen, target)
         b, p = both(region)
         if differs(b, p):

@@ -9,23 +9,22 @@ from typing import Any
 
 import numpy as np
 
+from ..paths import make_path
 from ..paths.base import parse_spec
 from ..localize.region import Region
 
 __all__ = ["docstring", "markdown", "versions", "cpu_features"]
 
-_DISTS = {"jax": ("jax", "jaxlib"), "savedmodel": ("tensorflow-cpu", "tensorflow"),
-          "tflite": ("tensorflow-cpu", "tensorflow", "ai-edge-litert"), "onnx": ("jax2onnx", "onnxruntime"),
-          "onnx-ref": ("jax2onnx", "onnx"), "iree": ("iree-base-compiler", "iree-base-runtime")}
+_JAX = ("jax", "jaxlib")  # every reproducer imports them; each path names what else it runs (``Path.distributions``)
 _FEATURES = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bf16", "avx512_fp16", "amx_bf16", "amx_tile", "sse4_2",
              "neon", "asimd", "sve")
 
 
 def versions(*specs: str) -> str:
     """``jax 0.9.2, jaxlib 0.9.2, tensorflow-cpu 2.21.0``: the packages the two computations use."""
-    dists = list(_DISTS["jax"])
+    dists = list(_JAX)
     for spec in specs:
-        dists += _DISTS.get(parse_spec(spec)[0], ())
+        dists += make_path(spec).distributions
     found = []
     for d in dict.fromkeys(dists):
         try:

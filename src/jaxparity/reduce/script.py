@@ -18,79 +18,25 @@ from dataclasses import dataclass, field
 import numpy as np
 from jax.extend.core import Literal
 
-from ..paths.base import parse_option_value, parse_spec
+from ..paths import PATHS, make_path
+from ..paths.base import parse_spec
 from ..localize.region import Region
 from .source import array_source, literal_source, params_source, primitive_source
 
-__all__ = ["Script", "write_script", "RUNNABLE"]
+__all__ = ["Script", "runnable", "runnable_paths", "write_script"]
 
 INLINE_ELEMENTS = 256  # inputs larger than this (in total) go into a sidecar .npz
 
-# How each path is written in a script. ``{options}`` is the path's XLA compile options.
-_RUNNERS: dict[str, str] = {
-    "eager": '''def run_eager(f, args):  # op by op: each primitive compiled and rounded on its own
-    return [np.asarray(y) for y in f(*args)]
-''',
-    "jit": '''def run_jit(f, args):  # one XLA program, with the path's compile options
-    compiled = jax.jit(f).lower(*args).compile(compiler_options={options})
-    return [np.asarray(y) for y in compiled(*args)]
-''',
-    "export": '''def run_export(f, args):  # jax.export -> serialize -> deserialize -> call
-    from jax import export
-    call = export.deserialize(export.export(jax.jit(f))(*args).serialize()).call
-    compiled = jax.jit(call).lower(*args).compile(compiler_options={options})
-    return [np.asarray(y) for y in compiled(*args)]
-''',
-    "savedmodel": '''def run_savedmodel(f, args):  # jax2tf -> SavedModel (left in ./repro_savedmodel) -> TensorFlow
-    import tensorflow as tf
-    from jax.experimental import jax2tf
-    module = tf.Module()
-    module.f = tf.function(jax2tf.convert(f, with_gradient=False), autograph=False,
-                           input_signature=[tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)) for x in args])
-    tf.saved_model.save(module, "repro_savedmodel")
-    return [np.asarray(y) for y in tf.saved_model.load("repro_savedmodel").f(*args)]
-''',
-    "tflite": '''def run_tflite(f, args):  # jax2tf -> SavedModel -> TFLiteConverter -> LiteRT interpreter
-    import tempfile
-    import tensorflow as tf
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    from jax.experimental import jax2tf
-    module = tf.Module()
-    module.f = tf.function(lambda *xs: {{f"out{{i}}": y for i, y in enumerate(jax2tf.convert(f)(*xs))}},
-                           input_signature=[tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"in{{i}}")
-                                            for i, x in enumerate(args)], autograph=False)
-    with tempfile.TemporaryDirectory() as tmp:
-        tf.saved_model.save(module, tmp, signatures={{"serving_default": module.f.get_concrete_function()}})
-        model = tf.lite.TFLiteConverter.from_saved_model(tmp).convert()
-    runner = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.{resolver}
-                         ).get_signature_runner("serving_default")
-    out = runner(**{{f"in{{i}}": x for i, x in enumerate(args)}})
-    return [np.asarray(out[f"out{{i}}"]) for i in range(len(out))]
-''',
-    "onnx": '''def run_onnx(f, args):  # jax2onnx -> onnxruntime (CPU execution provider)
-    import jax2onnx
-    import onnxruntime as ort
-    model = jax2onnx.to_onnx(f, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args], opset={opset})
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, {{i.name: x for i, x in zip(session.get_inputs(), args)}})
-''',
-    "onnx-ref": '''def run_onnx_ref(f, args):  # jax2onnx -> onnx.reference.ReferenceEvaluator
-    import jax2onnx
-    from onnx.reference import ReferenceEvaluator
-    model = jax2onnx.to_onnx(f, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args], opset={opset})
-    return [np.asarray(y) for y in ReferenceEvaluator(model).run(
-        None, {{i.name: x for i, x in zip(model.graph.input, args)}})]
-''',
-    "iree": '''def run_iree(f, args):  # StableHLO -> iree-compile (llvm-cpu) -> IREE runtime
-    from iree import compiler, runtime
-    text = jax.jit(f, keep_unused=True).lower(*args).as_text(dialect="stablehlo")
-    vmfb = compiler.compile_str(text, target_backends=["llvm-cpu"], input_type="stablehlo",
-                                extra_args={flags})
-    out = runtime.load_vm_flatbuffer(vmfb, driver={driver!r}).main(*args)
-    return [np.asarray(y.to_host()) for y in (out if isinstance(out, (tuple, list)) else [out])]
-''',
-}
-RUNNABLE = frozenset(_RUNNERS) | {"declared", "f64"}
+def runnable(spec: str) -> bool:
+    """Can a reproducer compute ``spec``: a path that writes its own runner (``Path.repro_runner``), or a
+    reference whose values are written into the script?"""
+    path = make_path(spec)
+    return path.reference or path.repro_runner() is not None
+
+
+def runnable_paths() -> list[str]:
+    """The names of the paths a reproducer can compute, for messages."""
+    return sorted(name for name in PATHS if runnable(name))
 
 _REPORT = '''def report(k, e, o):  # prints the elements that differ (NaN equals NaN); returns how many
     e, o = np.ravel(e), np.ravel(o)
@@ -110,25 +56,10 @@ class Script:
 
 
 def _runner(spec: str, fix_options: dict[str, str] | None = None) -> str:
-    kind, options = parse_spec(spec)
-    if fix_options:
-        options = {**options, **fix_options}
-    lowered = {k: parse_option_value(v) for k, v in options.items() if k.islower() and not k.startswith("jax_")}
-    if kind in ("jit", "export"):
-        return _RUNNERS[kind].format(options=repr(lowered) if lowered else "None").replace("None or None", "None")
-    if kind == "tflite":
-        resolver = {"xnnpack": "AUTO", "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
-                    "reference": "BUILTIN_REF"}[options.get("kernels", "xnnpack")]
-        return _RUNNERS[kind].format(resolver=resolver)
-    if kind in ("onnx", "onnx-ref"):
-        return _RUNNERS[kind].format(opset=int(options.get("opset", "23")))
-    if kind == "iree":
-        flags = [f"--iree-llvmcpu-target-cpu={options.get('target_cpu', 'host')}", "--iree-input-demote-f64-to-f32=false"]
-        if options.get("cpu_features"):
-            flags.append(f"--iree-llvmcpu-target-cpu-features={','.join(options['cpu_features'].split())}")
-        flags += options.get("flags", "").split()
-        return _RUNNERS[kind].format(flags=repr(flags), driver=options.get("driver", "local-task"))
-    return _RUNNERS[kind]
+    text = make_path(spec).repro_runner(fix_options)
+    if text is None:
+        raise ValueError(f"{spec}: a reproducer cannot run this path")
+    return text
 
 
 def _fn_name(spec: str) -> str:
@@ -145,7 +76,8 @@ def _function(region: Region, names: list[str], model_fix: Sequence[str],
     lines += [f"    {ln}" for ln in model_fix]
     for k, i in enumerate(region.ops):
         op = prog.ops[i]
-        ins = [literal_source(r.val, r.aval.dtype) if isinstance(r, Literal) else env[r] for r in op.inputs]
+        ins = [literal_source(r.val, r.aval.dtype) if isinstance(r, Literal) else env[r]  # type: ignore[attr-defined]
+               for r in op.inputs]  # a literal's aval is a ShapedArray, typed as AbstractValue
         params = params_source(dict(op.eqn.params), fix_params if i == region.target else None)
         outs = [f"v{k}_{j}" for j in range(len(op.outputs))]
         for vid, name in zip(op.outputs, outs):
@@ -211,8 +143,8 @@ def write_script(region: Region, baseline: str, path: str, *, docstring: str, ex
         body.insert(1, f"    # with --fixed: {fix_text or 'the fix'}")
     runners = []
     for spec, flags in ((baseline, None), (path, fix_flags)):
-        kind = parse_spec(spec)[0]
-        if kind in ("declared", "f64") or (kind == "eager" and spec == baseline and not flags):
+        p = make_path(spec)
+        if p.reference or (p.has("op_by_op") and spec == baseline and not flags):
             continue  # written into the script as values / as the plain call of f
         text = _runner(spec)
         if flags:
@@ -224,12 +156,12 @@ def write_script(region: Region, baseline: str, path: str, *, docstring: str, ex
         if text not in runners:
             runners.append(text)
     expected_lines = []
-    if parse_spec(baseline)[0] in ("declared", "f64"):
+    if make_path(baseline).reference:
         expected_lines.append(f"EXPECTED = [  # {baseline}: the program's declared semantics, computed by jaxparity")
         expected_lines += [f"    {array_source(e)}," for e in expected or []]
         expected_lines.append("]")
         first = "EXPECTED"
-    elif parse_spec(baseline)[0] == "eager":
+    elif make_path(baseline).has("op_by_op"):
         first = f"[np.asarray(y) for y in f({', '.join(names)})]"  # eager: op by op, each primitive on its own
     else:
         first = f"{_fn_name(baseline)}(f, args)"
@@ -242,8 +174,9 @@ def write_script(region: Region, baseline: str, path: str, *, docstring: str, ex
     while "\n\n\n\n" in text:
         text = text.replace("\n\n\n\n", "\n\n\n")
     counted = [*code, *body, *runners, _REPORT, *main]
-    n = sum(1 for block in counted for ln in block.splitlines() if ln.strip() and not ln.strip().startswith("#"))
-    return Script(text, n, sidecar, fix_text if (uses_fixed or fix_env) else None)
+    lines_of_code = sum(1 for block in counted for ln in block.splitlines()
+                        if ln.strip() and not ln.strip().startswith("#"))
+    return Script(text, lines_of_code, sidecar, fix_text if (uses_fixed or fix_env) else None)
 
 
 def _dtype(dtype: np.dtype) -> str:
