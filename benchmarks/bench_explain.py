@@ -47,7 +47,7 @@ stages.Lowered.compile = counting
 from jaxparity.localize.program import flatten
 from jaxparity.localize.values import op_values
 from jaxparity.localize.localizer import localize
-from jaxparity.explain.hlo import compiler_evidence
+from jaxparity.explain.evidence.hlo import compiler_evidence
 from jaxparity.paths import make_path
 fn, args = getattr(transformer_bf16, sys.argv[1])()
 path = sys.argv[2]

@@ -58,7 +58,7 @@ from jaxparity.localize.values import op_values
 from jaxparity.localize.localizer import localize
 from jaxparity.localize.loops.descend import open_loops
 from jaxparity.localize.loops.structure import body_of
-from jaxparity.explain.hlo import compiler_evidence
+from jaxparity.explain.evidence.hlo import compiler_evidence
 from jaxparity.paths import make_path
 from jaxparity.paths.xla import recent_optimized_hlo
 fn, args = transformer_bf16.make_scanned()

@@ -17,7 +17,7 @@ import json, resource, sys, time
 sys.path.insert(0, 'examples')
 import jax
 import transformer_1b as m
-from jaxparity.explain.explainer import explain_path
+from jaxparity.explain.pipeline import explain_path
 from jaxparity.paths import make_path
 
 t = time.perf_counter()

@@ -43,7 +43,7 @@ import sys, time, json
 sys.path.insert(0, 'tests')
 from jaxparity.case import load_case
 from jaxparity.paths import make_path
-from jaxparity.explain.explainer import explain_path
+from jaxparity.explain.pipeline import explain_path
 import jax
 case = load_case(sys.argv[1])
 base, path = sys.argv[2], sys.argv[3]

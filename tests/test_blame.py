@@ -136,7 +136,7 @@ def test_paths_with_the_same_values_share_one_explanation():
 def test_a_rerun_is_judged_once_narrows_only_when_nothing_grows():
     """One judgement of a re-run for the cause's status and every sentence: fewer elements but a larger
     distance is no closer (ViT: 5 ULP became 6), never 'narrows'."""
-    from jaxparity.explain.explainer import NARROWS, narrowing
+    from jaxparity.explain.measure import NARROWS, narrowing
 
     assert narrowing((10, 5), (0, 0), True) == ": parity restored"
     assert narrowing((10, 5), (4, 5), True) == NARROWS

@@ -195,7 +195,7 @@ def test_a_compile_for_the_compilers_dumps_compiles_even_when_jax_has_the_progra
     script.write_text(
         "import jax, jax.numpy as jnp\n"
         "from jaxparity.cache import jax_cache\n"
-        "from jaxparity.explain.hlo import _dumps\n"
+        "from jaxparity.explain.evidence.hlo import _dumps\n"
         "assert jax_cache()\n"
         "lowered = jax.jit(lambda x: (x.astype(jnp.bfloat16) * 3).astype(jnp.float32) + 1).lower(jnp.ones(4))\n"
         "lowered.compile()\n"
@@ -210,7 +210,7 @@ def test_a_compile_for_the_compilers_dumps_compiles_even_when_jax_has_the_progra
 def test_compiler_evidence_is_kept_and_a_changed_program_or_option_compiles_again(fresh):
     """explain's per-pass compile (which pass dropped a bf16 rounding) is read from the cache the second
     time, the same evidence; another program or another compile option is another entry."""
-    from jaxparity.explain.hlo import compiler_evidence
+    from jaxparity.explain.evidence.hlo import compiler_evidence
 
     def fn(x):
         return (x.astype(jnp.bfloat16) * 3).astype(jnp.float32) + 1

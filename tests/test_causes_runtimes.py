@@ -445,7 +445,7 @@ def test_pow_of_a_negative_base_on_iree_is_exp_of_log_and_the_signed_rewrite_rem
     """IREE's pow is exp(y · log x): NaN for every negative base. The variant reproduces the NaN elements; the
     rewrite (the power of |x|, signed by the exponent's parity) removes them, and what remains is IREE's pow
     within a math library's few ULP: the fix is said to narrow, not to restore parity."""
-    from jaxparity.explain.op_evidence import MATH_LIBRARY_ULP
+    from jaxparity.explain.mechanism.op_rules import MATH_LIBRARY_ULP
 
     e = explain("make_negative_base_pow", "iree")
     v = verdict(e, "semantic-variant")

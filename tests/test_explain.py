@@ -128,7 +128,7 @@ def test_no_divergence_is_not_invented():
 
 # ------------------------------------------------------------------ one path never stops the others
 def test_a_path_whose_values_cannot_be_captured_is_explained_from_its_outputs():
-    from jaxparity.explain.explainer import explain_or_report
+    from jaxparity.explain.pipeline import explain_or_report
 
     f = lambda x: jnp.tanh(x * 0.7 - 0.25)  # noqa: E731
     x = np.linspace(-1, 1, 8, dtype=np.float32)
@@ -142,7 +142,7 @@ def test_a_path_whose_values_cannot_be_captured_is_explained_from_its_outputs():
 def test_a_path_that_cannot_be_explained_says_why_and_the_report_renders():
     import dataclasses
 
-    from jaxparity.explain.explainer import explain_or_report
+    from jaxparity.explain.pipeline import explain_or_report
 
     f = lambda x: x * 3.0  # noqa: E731
     x = np.ones(3, np.float32)
@@ -189,7 +189,7 @@ def test_compiled_baseline_replays_one_op_with_its_options():
 
 
 def test_a_large_output_difference_is_never_called_noise():
-    from jaxparity.explain.explainer import NOISE_OUTPUT_ULP
+    from jaxparity.explain.mechanism.noise import NOISE_OUTPUT_ULP
 
     result = explain("make_noise_cancelled")
     (e,) = result.explanations
@@ -286,7 +286,7 @@ def test_a_capture_that_moves_only_what_a_second_plain_run_moves_too_is_the_path
     import jax
     import jax.numpy as jnp
 
-    from jaxparity.explain.explainer import _unstable
+    from jaxparity.explain.triage import unstable as _unstable
 
     rng = np.random.default_rng()
 

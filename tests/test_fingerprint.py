@@ -1,4 +1,4 @@
-"""Tests for jaxparity.explain.fingerprint (which candidate semantics reproduces a path)."""
+"""Tests for jaxparity.explain.evidence.fingerprint (which candidate semantics reproduces a path)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from cases.seed_layer import LAYER, VARS, X
 
-from jaxparity.explain.fingerprint import CANDIDATES, CandidateMatch, Fingerprint, fingerprint
+from jaxparity.explain.evidence.fingerprint import CANDIDATES, CandidateMatch, Fingerprint, fingerprint
 from jaxparity.interpreter import Semantics
 
 BF16 = ml_dtypes.bfloat16

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from jaxparity.explain.hlo import (CompilerEvidence, compiler_evidence, lowered_stablehlo, optimized_hlo)
+from jaxparity.explain.evidence.hlo import (CompilerEvidence, compiler_evidence, lowered_stablehlo, optimized_hlo)
 
 NO_EXCESS = {"xla_allow_excess_precision": False}
 

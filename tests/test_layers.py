@@ -112,3 +112,64 @@ def test_private_jax_is_read_in_one_module_only():
                     and node.attr in ("_src", "core"):
                 offenders.append(f"{name}:{node.lineno} reads jax.{node.attr}")
     assert not offenders, offenders
+
+
+# The explanation's stages in pipeline order (explain/pipeline.py): a stage may import the data modules of
+# explain/ and the stages before it, never one after it.
+STAGES = ("triage", "localize", "blame", "evidence", "mechanism", "fix", "sentence", "pipeline")
+EXPLAIN_DATA = ("causes", "verdicts", "explanation", "measure", "context")
+
+
+def _stage(module: str) -> int | None:
+    parts = module.split(".")
+    return STAGES.index(parts[2]) if parts[:2] == ["jaxparity", "explain"] and len(parts) > 2 and \
+        parts[2] in STAGES else None
+
+
+def test_the_explanation_is_a_pipeline_of_stages_each_importing_only_those_before_it():
+    explain = SRC / "explain"
+    assert all((explain / f"{s}.py").exists() or (explain / s / "__init__.py").exists() for s in STAGES)
+    graph = _graph()
+    for name, deps in graph.items():
+        mine = _stage(name)
+        later = {d for d in deps if (theirs := _stage(d)) is not None and (mine is None or theirs > mine)}
+        if mine is None and not name.startswith(tuple(f"jaxparity.explain.{d}" for d in EXPLAIN_DATA)):
+            continue  # modules outside explain/ call the pipeline; the data modules call no stage at all
+        assert not later, f"{name} imports a later stage: {sorted(later)}"
+
+
+def test_no_module_of_the_explanation_is_over_500_lines_and_its_orchestrator_under_300():
+    sizes = {p.relative_to(SRC): len(p.read_text().splitlines()) for p in (SRC / "explain").rglob("*.py")}
+    assert max(sizes.values()) <= 500, {str(p): n for p, n in sizes.items() if n > 500}
+    assert sizes[Path("explain/pipeline.py")] < 300
+
+
+# Runtimes by name: outside paths/ (each runtime's own room, and its registry), code asks a path for a
+# capability (Path.has, Path.xla_option_kind, ...), never compares a spec or a name with a runtime's name.
+RUNTIMES = {"jit", "export", "savedmodel", "savedmodel-c", "tflite", "onnx", "onnx-ref", "iree", "eager", "observed"}
+
+
+def _runtime_names(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value.split(":", 1)[0]} & RUNTIMES
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*(_runtime_names(e) for e in node.elts))
+    return set()
+
+
+def test_no_code_outside_paths_decides_by_a_runtimes_name():
+    offenders = []
+    for name, path in _modules().items():
+        if name.startswith("jaxparity.paths"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            sides: list[ast.AST] = []
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("startswith", "endswith", "removeprefix"):
+                sides = list(node.args)
+            found = set().union(*(_runtime_names(s) for s in sides)) if sides else set()
+            if found:
+                offenders.append(f"{name}:{node.lineno} compares with {sorted(found)}")
+    assert not offenders, offenders

@@ -69,7 +69,7 @@ def test_explanation_tables_at_80_columns_keep_words_whole():
 
 # -- the words of an explanation: the fix of the cause that explains it, no sentinels ----------------
 def _explanation(causes, fixes=(), summary="why"):
-    from jaxparity.explain.explainer import PathExplanation
+    from jaxparity.explain.explanation import PathExplanation
 
     return PathExplanation("tflite", "eager", summary, None, None, None, tuple(causes), tuple(fixes))
 

@@ -131,8 +131,8 @@ def test_the_scaled_complex_magnitude_is_finite_where_the_unscaled_one_overflows
 
 def test_a_bf16_nan_is_a_nan_whatever_its_payload():
     """bfloat16 (ml_dtypes: numpy kind 'V') NaNs of other payloads are the same value, as float32's are."""
-    from jaxparity.explain.explainer import _unchanged
-    from jaxparity.explain.variant_evidence import _same_bits
+    from jaxparity.explain.measure import unchanged as _unchanged
+    from jaxparity.explain.mechanism.variants import _same_bits
 
     a = np.array([np.nan, 1.0, np.nan], ml_dtypes.bfloat16)
     b = a.copy()

@@ -124,7 +124,7 @@ class ComparisonResult:
     tolerance: Tolerance
     paths: tuple[PathResult, ...]
     environment: dict[str, Any] = field(default_factory=dict)
-    explanations: tuple[Any, ...] = ()  # explain.explainer.PathExplanation, one per explained path
+    explanations: tuple[Any, ...] = ()  # explain.explanation.PathExplanation, one per explained path
     schema_version: int = SCHEMA_VERSION
     samples: int = 1  # input sets compared (many-inputs mode: --samples / --inputs DIR)
     degenerate: tuple[Degenerate, ...] = ()  # outputs that show nothing of the model

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..localize.align import CapturedOp, first_departure
-from ..paths import spec_env
-from .explainer import PathExplanation
+from ..paths import DEFAULT_BASELINE, spec_env, with_env
+from .explanation import PathExplanation
 from .verdicts import CauseVerdict
 
 __all__ = ["explain_across"]
@@ -21,11 +21,12 @@ def explain_across(spec: str, baseline: str, path_ops: Sequence[CapturedOp] | st
                    base_ops: Sequence[CapturedOp] | str, mine: str, theirs: str) -> PathExplanation:
     """``spec`` against ``baseline`` from each side's captured ops (or the reason capturing failed); ``mine``
     and ``theirs`` say where each ran ("environment old (jax 0.4.38)")."""
-    own = f"eager@{spec_env(spec)}" if spec_env(spec) else "eager"
+    env = spec_env(spec)
+    own = with_env(DEFAULT_BASELINE, env) if env else DEFAULT_BASELINE
     mechanism = (f"to name the mechanism and test its fix, explain {spec} against a baseline of its own environment "
                  f"(--baseline {own}), whose worker replays each op")
-    failed = next((x for x in (path_ops, base_ops) if isinstance(x, str)), None)
-    if failed is not None:
+    if isinstance(path_ops, str) or isinstance(base_ops, str):
+        failed = path_ops if isinstance(path_ops, str) else base_ops
         return PathExplanation(spec, baseline, f"{spec} is not explained op by op: {failed}; its comparison above "
                                "stands", None, None, None, (), ())
     ran = f"{spec} ran in {mine}; {baseline} in {theirs}"

@@ -1,5 +1,6 @@
 """The known causes of divergence, as data: what each is, where it can happen, the experiment that
-confirms or refutes it, and the fix. ``explainer.py`` runs the experiments; nothing here guesses.
+confirms or refutes it, and the fix. The ``mechanism`` stage runs the experiments (``mechanism.rules``, a rule
+per kind); nothing here guesses.
 
 An experiment is one of a few kinds:
 - ``recompile``: re-run the diverging path with XLA options changed (a compile option for ``jit``
@@ -20,13 +21,13 @@ An experiment is one of a few kinds:
   the two paths then agree within the fixed program's own rounding noise.
 - ``option-diff``: the path is the baseline's runtime with other options (``jit:jax_threefry_partitionable=false``
   against ``jit``): those options are the difference, said first; the op's own evidence names the mechanism.
-- ``artifact``: decided on what the runtime really runs (``explain/artifact_evidence.py``): its own
+- ``artifact``: decided on what the runtime really runs (``explain/mechanism/artifact/``): its own
   artifact read back (a TFLite flatbuffer: its kernels, its constants as stored, every tensor's value in
   one run), and the op or the fused region run alone on that runtime: a constant the converter stored
   otherwise; several ops computed by one kernel of the runtime.
 - ``variants``: the known other semantics of the diverging op (``interpreter/variants.py``) run on its
   captured inputs; the one that reproduces the path's values is named, its rewrite re-run.
-- ``op-evidence``: decided on the diverging ops' own evidence only (``explain/op_evidence.py``): subnormal
+- ``op-evidence``: decided on the diverging ops' own evidence only (``explain/mechanism/op_rules.py``): subnormal
   handling reproduced on the op's inputs, implementation-defined casts, the order of equal keys, two
   accurate math libraries, amplification by a discontinuous op, wrong code.
 
@@ -40,11 +41,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..paths import CAPABILITIES
+
 __all__ = ["CAUSES", "Cause"]
 
-COMPILED = ("jit", "export", "savedmodel", "savedmodel-c")  # paths that take XLA options
-RUNTIMES = ("iree", "onnx", "onnx-ref", "tflite")  # other compilers: no XLA options to flip
-ALL = COMPILED + RUNTIMES + ("eager", "declared", "f64", "observed")
+# Where a cause can occur, named by what a path can do (``paths.CAPABILITIES``), never by a path's name: a path
+# runs a cause's experiment where it has one of them.
+XLA = ("takes_xla_options",)  # XLA compiles the whole program, and its options reach it
+CONVERTED = ("other_compiler",)  # another runtime compiles its own artifact: no XLA options to flip
+EVERY = tuple(CAPABILITIES)  # any path
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ class Cause:
     primitives: tuple[str, ...] | None  # where it shows (None: any op)
     dtypes: tuple[str, ...] | None  # declared dtypes it affects (None: any float)
     devices: tuple[str, ...]  # platforms where it happens
-    paths: tuple[str, ...]  # path kinds the experiment can run on
+    runs_on: tuple[str, ...]  # path capabilities under which the cause can occur and its experiment run
     experiment: str  # kind, see the module docstring
     options: tuple[tuple[str, str], ...] = ()  # XLA options the recompile experiment sets
     candidates: tuple[str, ...] = ()  # interpreter candidates for a fingerprint experiment
@@ -75,7 +80,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=("bfloat16", "float16"),
         devices=("cpu", "gpu"),
-        paths=COMPILED,
+        runs_on=XLA,
         experiment="recompile",
         options=(("xla_allow_excess_precision", "false"),),
         op_check="widened",
@@ -93,7 +98,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=("bfloat16", "float16"),
         devices=("cpu", "gpu", "tpu"),
-        paths=("observed",) + RUNTIMES,
+        runs_on=("observed",) + CONVERTED,
         experiment="fingerprint",
         candidates=("skip-widened", "f32-everywhere"),
         op_check="kept-wide",
@@ -113,7 +118,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("div", "rsqrt", "sqrt", "pow", "exp", "log", "sub", "add", "mul", "reduce_sum"),
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=COMPILED,
+        runs_on=XLA,
         experiment="recompile",
         options=(("xla_disable_hlo_passes", "algsimp"),),
         fix="write the cheaper form in the model (x * (1/c)) so every path computes it, or compile with "
@@ -127,7 +132,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("add", "sub", "mul", "reduce_sum", "dot_general"),
         dtypes=("float32", "float64"),
         devices=("cpu", "gpu"),
-        paths=COMPILED,
+        runs_on=XLA,
         experiment="recompile",
         options=(("xla_backend_optimization_level", "0"),),
         candidates=("fma-contraction",),
@@ -143,7 +148,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu",),
-        paths=COMPILED,
+        runs_on=XLA,
         experiment="recompile",
         options=(("xla_cpu_enable_fast_math", "false"),),
         fix="compile with xla_cpu_enable_fast_math=false",
@@ -157,7 +162,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("max", "min", "reduce_max", "reduce_min", "argmax", "argmin", "clamp"),
         dtypes=None,
         devices=("cpu",),
-        paths=COMPILED,
+        runs_on=XLA,
         experiment="recompile",
         options=(("xla_cpu_enable_fast_min_max", "false"),),
         fix="compile with xla_cpu_enable_fast_min_max=false (TensorFlow Serving: "
@@ -171,7 +176,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("dot_general", "conv_general_dilated"),
         dtypes=("float32",),
         devices=("gpu", "tpu"),
-        paths=("jit", "export"),
+        runs_on=("compiled_in_process",),
         experiment="matmul-precision",
         fix="jax.default_matmul_precision('highest'), or precision=lax.Precision.HIGHEST on the op",
     ),
@@ -183,7 +188,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"),
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=("jit", "export"),
+        runs_on=("compiled_in_process",),
         experiment="partition",
         fix="nothing is wrong where the difference is within the reduction's error bound: compare sharded and "
         "unsharded runs with a tolerance; or keep the reduced dimension unsplit (shard another dimension)",
@@ -197,7 +202,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=RUNTIMES,
+        runs_on=CONVERTED,
         experiment="artifact",
         fix="write the constant in the model as the runtime stores it (a finite fill such as "
         "jnp.finfo(jnp.float32).min in place of -jnp.inf), so every path computes with the same value",
@@ -213,7 +218,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("dot_general", "conv_general_dilated"),
         dtypes=("bfloat16", "float16"),
         devices=("cpu", "gpu", "tpu"),
-        paths=RUNTIMES,
+        runs_on=CONVERTED,
         experiment="artifact",
         fix="accumulate in float32 on every path: preferred_element_type=jnp.float32 on the dot, then cast to "
         "the narrow dtype",
@@ -226,7 +231,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=RUNTIMES,
+        runs_on=CONVERTED,
         experiment="artifact",
         fix="report the decomposition to the converter's maintainers with this report (jaxparity reduce writes a "
         "standalone reproducer); until then keep the op's inputs where the decomposition is accurate, or compute "
@@ -242,7 +247,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=RUNTIMES,
+        runs_on=CONVERTED,
         experiment="artifact",
         fix="set the attribute on the converted model's node, and report the converter's choice to its maintainers",
     ),
@@ -256,7 +261,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=RUNTIMES,
+        runs_on=CONVERTED,
         experiment="artifact",
         fix="nothing is wrong where both sides are within the bound: compare with a tolerance (the smallest "
         "passing --ulp / --atol is printed)",
@@ -269,7 +274,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"),
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=COMPILED + RUNTIMES + ("eager", "declared", "observed"),
+        runs_on=XLA + CONVERTED + ("op_by_op", "declared", "observed"),
         experiment="noise-bound",
         fix="nothing is wrong: compare with a tolerance (the smallest passing --ulp / --atol is printed)",
     ),
@@ -280,7 +285,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu"),
-        paths=COMPILED + RUNTIMES + ("eager", "observed"),
+        runs_on=XLA + CONVERTED + ("op_by_op", "observed"),
         experiment="fingerprint",
         candidates=("ftz",),
         op_check="subnormal",
@@ -295,7 +300,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="op-evidence",
         op_check="signed-zero",
         fix="where the sign of a zero decides a result, make it explicit in the model so every runtime agrees "
@@ -314,7 +319,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="variants",
         fix="rewrite the op so every implementation computes it alike (the explanation says how, verified by a "
         "re-run)",
@@ -327,7 +332,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("convert_element_type",),
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="op-evidence",
         op_check="conversion",
         fix="make the cast defined before it: jnp.nan_to_num(x) and jnp.clip(x, lo, hi) to the target range, "
@@ -341,7 +346,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=("sort", "argmax", "argmin", "top_k"),
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="op-evidence",
         op_check="ordering",
         fix="break ties explicitly (sort by (key, index)) and canonicalize -0 to +0 (x + 0.0) before sorting, or "
@@ -355,7 +360,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="op-evidence",
         op_check="math-library",
         fix="nothing is wrong: compare with a tolerance (the smallest passing --ulp is printed)",
@@ -368,7 +373,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="op-evidence",
         op_check="amplification",
         fix="make the model robust at the threshold (compare with a margin, round after a tolerance), or fix the "
@@ -384,7 +389,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=COMPILED + RUNTIMES + ("eager", "declared", "f64"),
+        runs_on=XLA + CONVERTED + ("op_by_op", "declared", "ideal"),
         experiment="well-conditioned",
         fix="compute it in its well-conditioned form: a two-pass variance (flax: use_fast_variance=False), a "
         "shifted log-sum-exp (jax.nn.logsumexp); jaxparity.fixes.well_conditioned(fn) rewrites the program so",
@@ -398,7 +403,7 @@ CAUSES: tuple[Cause, ...] = (
                                  "random_wrap", "rng_bit_generator"})),
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="op-evidence",
         op_check="rng-config",
         fix="set the same JAX RNG configuration where the model is served (e.g. "
@@ -413,7 +418,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="op-evidence",
         op_check="ieee-fold",
         fix="compile without fast math (xla_cpu_enable_fast_math=false; for a converter, its option that keeps "
@@ -429,7 +434,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="op-evidence",
         op_check="identity-rewrite",
         fix="write the identity in the model where it is meant (x instead of log(exp(x))), or compile with "
@@ -445,7 +450,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="option-diff",
         fix="run both with the same setting of that option, or choose which setting is meant",
     ),
@@ -457,7 +462,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=ALL,
+        runs_on=EVERY,
         experiment="op-evidence",
         op_check="wrong-code",
         fix="report it to the maintainers of the wrong side, with this report (jaxparity reduce writes a "
@@ -471,7 +476,7 @@ CAUSES: tuple[Cause, ...] = (
         primitives=None,
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
-        paths=("savedmodel", "savedmodel-c") + RUNTIMES,
+        runs_on=("another_xla_build",) + CONVERTED,
         experiment="same-compiler",
         fix="report it to the runtime's maintainers with this report attached",
     ),

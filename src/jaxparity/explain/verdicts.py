@@ -1,5 +1,5 @@
 """What an experiment concludes about one cause, and a fix shown to work (or not): plain values
-shared by the explainer and the op-evidence rules."""
+shared by the explanation's stages and every rule of its mechanism."""
 
 from __future__ import annotations
 

@@ -18,10 +18,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..interpreter import Semantics, evaluate_jaxpr
-from ..jaxcompat import enable_x64
-from ..metrics import ulp_distance
-from ..rounding import is_float_dtype, round_to_dtype
+from ...interpreter import Semantics, evaluate_jaxpr
+from ...jaxcompat import enable_x64
+from ...metrics import ulp_distance
+from ...rounding import is_float_dtype, round_to_dtype
 
 __all__ = ["CANDIDATES", "CandidateMatch", "Fingerprint", "fingerprint"]
 
@@ -157,7 +157,8 @@ def fingerprint(fn: Callable[..., Any], args: tuple, observed: Sequence[np.ndarr
     for sem in candidates:
         outs = [_as_observed(v, o) for v, o in zip(evaluate_jaxpr(closed, leaves, mode=sem),
                                                    observed)]
-        n_differ, max_ulp, total, count = 0, 0, 0.0, 0
+        n_differ, total, count = 0, 0.0, 0
+        max_ulp: int | None = 0
         for got, want in zip(outs, observed):
             n, u, s, c = _leaf_stats(got, want)
             n_differ, total, count = n_differ + n, total + s, count + c

@@ -96,7 +96,8 @@ class _Module:
 
 def _parse_hlo(text: str) -> _Module:
     """All instructions (fused and called computations included), indexed, with the stack frames."""
-    mod, comp, section, tables = _Module(), "", "", {t: {} for t in _TABLES}
+    mod, comp, section = _Module(), "", ""
+    tables: dict[str, dict[int, str]] = {t: {} for t in _TABLES}
     for line in text.splitlines():
         if line in _TABLES:
             section = line
@@ -107,7 +108,7 @@ def _parse_hlo(text: str) -> _Module:
             mod.entry = comp if m.group(1) else mod.entry
         elif m := _INSTR.match(line):
             rest, depth = m.group("rest"), 1
-            for end, ch in enumerate(rest):  # the operand list ends at the matching parenthesis
+            for end, ch in enumerate(rest):  # noqa: B007 - the operand list ends at the matching parenthesis: ``end``
                 depth += {"(": 1, ")": -1}.get(ch, 0)
                 if depth == 0:
                     break
@@ -120,11 +121,11 @@ def _parse_hlo(text: str) -> _Module:
                 frame and int(frame.group(1)), bool(m.group(1)), line.strip())
     fields = {t: {i: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", row)} for i, row in tables[t].items()}
               for t in ("FileLocations", "StackFrames")}
-    for i, row in fields["StackFrames"].items():
+    for fid, row in fields["StackFrames"].items():
         loc = fields["FileLocations"].get(row.get("file_location_id", 0), {})
         where = (tables["FileNames"].get(loc.get("file_name_id", 0), "").strip('"'), loc.get("line"),
                  loc.get("column"), loc.get("end_line"), loc.get("end_column"))
-        mod.frames[i] = (where, row.get("parent_frame_id", 1) - 1)  # the text prints the parent id + 1
+        mod.frames[fid] = (where, row.get("parent_frame_id", 1) - 1)  # the text prints the parent id + 1
     callers: dict[str, list[_Instr]] = {}  # ops in a computation reached by `call` are named after the call
     for i in mod.instrs.values():
         for o in dict.fromkeys(i.operands):
@@ -142,8 +143,8 @@ def _parse_hlo(text: str) -> _Module:
 
     for i in mod.instrs.values():
         if i.op_name:
-            loc = mod.frames[i.frame][0] if i.frame in mod.frames else None
-            i.keys = tuple((n, loc) for n in full_names(i))
+            at = mod.frames[i.frame][0] if i.frame is not None and i.frame in mod.frames else None
+            i.keys = tuple((n, at) for n in full_names(i))
     return mod
 
 
@@ -193,7 +194,7 @@ def _widened_in(mod: _Module, candidates: dict[Key, str]) -> dict[Key, _Instr]:
         if key is None or key in out or inst.etype not in WIDE or inst.opcode in _NOT_EXAMINED:
             continue
         for u in _users(mod, inst.name):
-            if u != _OUTPUT and (u.opcode == "convert" and u.etype in NARROW or set(u.keys) & set(inst.keys)):
+            if isinstance(u, _Instr) and (u.opcode == "convert" and u.etype in NARROW or set(u.keys) & set(inst.keys)):
                 continue  # rounded to a narrow type here, or an intermediate of the same op
             out[key] = inst
             break
@@ -220,7 +221,7 @@ def optimized_hlo(fn: Callable[..., Any], args: tuple, compiler_options: dict | 
 
 def _unoptimized_hlo(lowered: Any) -> str | None:
     """The HLO XLA receives, with metadata (no public JAX API prints that, hence the guard)."""
-    from ..jaxcompat import hlo_with_metadata
+    from ...jaxcompat import hlo_with_metadata
 
     return hlo_with_metadata(lowered)
 
@@ -230,7 +231,7 @@ def _dumps(lowered: Any, compiler_options: dict | None, per_pass: bool) -> Itera
     """Compile into a temporary dump directory: ("before_optimizations", file), then (pass, file
     after it) for each pass that changed the module, in order. The directory is deleted on exit."""
     with tempfile.TemporaryDirectory(prefix="jaxparity-hlo-") as tmp:
-        from ..jaxcompat import no_persistent_cache
+        from ...jaxcompat import no_persistent_cache
 
         extra = {"xla_dump_to": tmp, **({"xla_dump_hlo_pass_re": ".*"} if per_pass else {})}
         with no_persistent_cache():  # a program loaded from JAX's cache is not compiled: no dumps
@@ -245,9 +246,10 @@ def _dumps(lowered: Any, compiler_options: dict | None, per_pass: bool) -> Itera
 def _source(frames: list[tuple]) -> str | None:
     """The innermost frame outside libraries (else the innermost) as ``file:line``."""
     paths = sysconfig.get_paths()
-    libs = (paths["stdlib"], paths["purelib"], paths["platlib"], str(Path(__file__).parents[1]))
+    libs = (paths["stdlib"], paths["purelib"], paths["platlib"], str(Path(__file__).parents[2]))  # jaxparity itself
     user = [f for f in frames if f[0] and not f[0].startswith(libs) and not f[0].startswith("<")]
-    if not (chosen := (user or frames or [None])[0]):
+    chosen = (user or frames or [()])[0]
+    if not chosen:
         return None
     rel = os.path.relpath(chosen[0])
     return f"{os.path.basename(chosen[0]) if rel.startswith('..') else rel}:{chosen[1]}"
@@ -269,9 +271,9 @@ def compiler_evidence(fn: Callable[..., Any], args: tuple, *, compiler_options: 
     import json
     from dataclasses import asdict
 
-    from ..cache import cache, fingerprint, machine, package_versions
-    from ..jaxcompat import program_text
-    from ..paths.staging import config_key
+    from ...cache import cache, fingerprint, machine, package_versions
+    from ...jaxcompat import program_text
+    from ...paths.staging import config_key
 
     lowered = _lower(fn, args)
     store = cache()
@@ -329,7 +331,7 @@ def _evidence(lowered: Any, compiler_options: dict | None, path: str, passes: bo
         notes.append("no per-pass dumps requested (passes=False): the removing pass is not named")
     results = tuple(
         WidenedResult(primitive=key[0].rsplit("/", 1)[-1], declared_dtype=NARROW[candidates[key]],
-                      computed_dtype=WIDE[inst.etype], op_name=key[0], source=_source(_stack(optimized, inst.frame)),
+                      computed_dtype=WIDE[str(inst.etype)], op_name=key[0], source=_source(_stack(optimized, inst.frame)),
                       hlo_line=inst.line[:240], removed_by_pass=removed.get(key))
         for key, inst in widened.items())
     return CompilerEvidence(path=path, widened=results, declared_narrow_ops=len(narrow), notes=tuple(notes))

@@ -1,6 +1,6 @@
-"""An op's own captured values, read from the explainer's context, and the case with that one op computed
-otherwise: what the rules that decide a cause on the op itself (``artifact_evidence``, ``variant_evidence``)
-share. ``ctx`` is the explainer's context: its program, both sides' per-op values, its re-runs.
+"""An op's own captured values, read from the explanation's context, and the case with that one op computed
+otherwise: what the rules that decide a cause on the op itself (``artifact``, ``variants``)
+share. ``ctx`` is the explanation's context (``explain.context``): its program, both sides' per-op values, its re-runs.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .verdicts import CauseVerdict, Fix
+from ..verdicts import CauseVerdict, Fix
 
 __all__ = ["bound", "differing_output", "model_change", "named", "op_inputs", "show", "where", "with_op"]
 
@@ -27,7 +27,7 @@ def named(loc: Any) -> list[Any]:
 
 def differing_output(ctx: Any, d: Any) -> tuple[int, np.ndarray, np.ndarray] | None:
     """(value id, path value, baseline value) of the op's first output that differs."""
-    from ..localize.localizer import values_equal
+    from ...localize.localizer import values_equal
 
     op = ctx.program.ops[d.op.index]
     for vid in op.outputs:
@@ -55,7 +55,7 @@ def bound(op: Any, ins: list[Any]) -> list[Any]:
 def with_op(program: Any, index: int | set[int], instead: Callable[[Any, list[Any]], list[Any]]) -> Callable[..., tuple]:
     """The case's program with op ``index`` (or each op of a set of indices) computed by ``instead(op,
     inputs)``: the model with that change, as a function of the case's arguments (a model change the
-    explainer re-runs on every side)."""
+    explanation re-runs on every side)."""
     import jax
 
     changed_ops = {index} if isinstance(index, int) else set(index)
@@ -71,7 +71,7 @@ def with_op(program: Any, index: int | set[int], instead: Callable[[Any, list[An
 
 def op_inputs(ctx: Any, d: Any) -> list[Any]:
     """The op's inputs as the path computed them (its own captured values)."""
-    from ..localize.localizer import _read
+    from ...localize.localizer import _read
 
     args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
     args.update(ctx.path_vals.args)

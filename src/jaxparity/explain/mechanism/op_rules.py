@@ -12,16 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..localize.elements import MATH_FUNCTIONS
-from .causes import Cause
-from .verdicts import CauseVerdict
+from ...localize.elements import MATH_FUNCTIONS
+from ...paths import Path
+from ..causes import Cause
+from ..verdicts import CauseVerdict
 
-__all__ = ["OP_RULES", "decide"]
+__all__ = ["MATH", "MATH_LIBRARY_ULP", "OP_RULES", "constant_only", "decide"]
 
 # Results within this many ULP of the correctly rounded one on both sides: two accurate math
 # libraries, not a bug (XLA's own documented accuracy for f32 transcendentals is a few ULP).
 MATH_LIBRARY_ULP = 64
-_MATH = MATH_FUNCTIONS
+MATH = MATH_FUNCTIONS
 # Ops whose output jumps where the input crosses a threshold: a tiny input difference can become a
 # whole unit (floor), a sign, an index or a boolean.
 _DISCONTINUOUS = {"floor", "ceil", "round", "sign", "argmax", "argmin", "lt", "le", "gt", "ge", "eq", "ne",
@@ -68,7 +69,7 @@ def subnormal_wrong(d: Any) -> str | None:
 FAR_ULP = 2**10  # as ``localize.elements``: beyond this a rounded result is wrong, not rounded otherwise
 
 
-def _subnormal(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _subnormal(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     for d in _real(loc):
         ev = d.elements
         if ev is not None and not ev.flushes and (wrong := subnormal_wrong(d)):
@@ -90,12 +91,12 @@ def _subnormal(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict
     return None
 
 
-def _signed_zero(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _signed_zero(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     """Every differing element of the divergence that carries the output difference is a zero of the
     other sign: the side whose zero has not the sign the op declares on these inputs drops it."""
     import math
 
-    from ..localize.elements import SIGNED_ZERO, _fmt
+    from ...localize.elements import SIGNED_ZERO, _fmt
 
     blame = getattr(loc, "blame", None) if loc is not None else None
     named = ([loc.local[c.divergence] for c in blame.carriers] if blame is not None and blame.carriers
@@ -127,7 +128,7 @@ def _signed_zero(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdi
     return None
 
 
-def _conversion(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _conversion(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     for d in _real(loc):
         ev = d.elements
         if d.op.primitive != "convert_element_type" or ev is None or not ev.implementation_defined:
@@ -154,7 +155,7 @@ def stable_order_broken(d: Any) -> str | None:
     return wrong if wrong in ("path", "baseline") else None
 
 
-def _ordering(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _ordering(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     for d in _real(loc):
         ev = d.elements
         if (wrong := stable_order_broken(d)) is not None:
@@ -176,13 +177,13 @@ def _ordering(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict 
     return None
 
 
-def _math_library(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _math_library(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     real = _real(loc)
     if not real:
         return None
     d = real[0]
     ev = d.elements
-    if d.op.primitive not in _MATH or ev is None or ev.path_ulp is None or ev.baseline_ulp is None:
+    if d.op.primitive not in MATH or ev is None or ev.path_ulp is None or ev.baseline_ulp is None:
         return None
     if ev.flushes or ev.implementation_defined:
         return None  # subnormals or undefined elements: another cause
@@ -198,7 +199,7 @@ def _math_library(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerd
                         f"library is allowed a few ULP; up to {MATH_LIBRARY_ULP} is taken as one)", cause.fix)
 
 
-def _amplified(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _amplified(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     """A discontinuous op downstream of the first local divergence whose output difference is far
     larger than its inputs' (drift is the path-vs-baseline difference at each op's output)."""
     if loc is None or not loc.local or not loc.program:
@@ -244,7 +245,7 @@ def _nonfinite_declared(d: Any, kind: str) -> bool:
 def overflow_ignored(d: Any) -> bool:
     """The op's declared result is ±inf (its computation overflows) where the path returns a finite
     value: what an identity rewrite (log(exp(x)) -> x) that ignores overflow does. Not where the op takes
-    no input of the case: a constant stored otherwise (``artifact_evidence``) is no rewritten expression."""
+    no input of the case: a constant stored otherwise (``artifact.constants``) is no rewritten expression."""
     return _nonfinite_declared(d, "inf") and not constant_only(d)
 
 
@@ -264,7 +265,7 @@ def nan_ignored(d: Any) -> bool:
     return _nonfinite_declared(d, "nan") and nan_in
 
 
-def _ieee_fold(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _ieee_fold(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     for d in _real(loc):
         if nan_ignored(d):
             ex = d.elements.example
@@ -283,7 +284,7 @@ def _ieee_fold(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict
     return None
 
 
-def _identity(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _identity(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     for d in _real(loc):
         if overflow_ignored(d):
             ex = d.elements.example
@@ -295,7 +296,7 @@ def _identity(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict 
     return None
 
 
-def _wrong_code(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _wrong_code(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     for d in _real(loc):
         if overflow_ignored(d) or nan_ignored(d) or subnormal_wrong(d) or stable_order_broken(d) or constant_only(d):
             continue  # an identity rewrite, NaN ignored, subnormals, broken stable order, a stored constant: their own
@@ -355,13 +356,11 @@ _RANDOM = {"random_bits", "threefry2x32", "random_split", "random_fold_in", "ran
            "random_unwrap", "rng_bit_generator"}
 
 
-def _jax_options(spec: str) -> dict[str, str]:
-    from ..paths import parse_spec
-
-    return {k: v for k, v in parse_spec(spec)[1].items() if k.startswith("jax_")}
+def _jax_options(path: Path) -> dict[str, str]:
+    return {k: v for k, v in path.options.items() if k.startswith("jax_")}
 
 
-def _rng(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def _rng(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     """Random bits that differ for the same key: the RNG's configuration (per-path JAX config) or its
     implementation (another JAX version) differs."""
     d = next((d for d in _real(loc) if d.op.primitive in _RANDOM), None)
@@ -373,7 +372,7 @@ def _rng(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | Non
     if differ:
         what = "; ".join(f"{k}={p} on {path}, {b} on {baseline}" for k, (p, b) in sorted(differ.items()))
         seen = f"the same key gives other random bits at {_where(d)}: the RNG is configured differently ({what})"
-    elif "@" in path.split(":", 1)[0] or "@" in baseline.split(":", 1)[0]:
+    elif path.env or baseline.env:
         seen = (f"the same key gives other random bits at {_where(d)}: another JAX version's RNG implementation "
                 "(its defaults, e.g. jax_threefry_partitionable, changed across versions)")
     else:
@@ -382,7 +381,7 @@ def _rng(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | Non
                         cause.fix)
 
 
-OP_RULES: dict[str, Callable[[Cause, Any, str, str], CauseVerdict | None]] = {
+OP_RULES: dict[str, Callable[[Cause, Any, Path, Path], CauseVerdict | None]] = {
     "subnormal": _subnormal,
     "signed-zero": _signed_zero,
     "conversion": _conversion,
@@ -396,7 +395,7 @@ OP_RULES: dict[str, Callable[[Cause, Any, str, str], CauseVerdict | None]] = {
 }
 
 
-def decide(cause: Cause, loc: Any, path: str, baseline: str) -> CauseVerdict | None:
+def decide(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     """The verdict of ``cause``'s op rule on this localization, or None where no op shows evidence."""
     rule = OP_RULES.get(cause.op_check or "")
     return rule(cause, loc, path, baseline) if rule else None

@@ -11,20 +11,21 @@ from typing import Any
 
 import numpy as np
 
-from ..rounding import is_float_dtype
+from ...rounding import is_float_dtype
+from ..causes import Cause
+from ..context import Context, first_line
+from ..verdicts import CauseVerdict
 from .captured import differing_output, model_change, named, op_inputs, show, where, with_op
-from .causes import Cause
-from .op_evidence import MATH_LIBRARY_ULP
-from .verdicts import CauseVerdict
+from .op_rules import MATH_LIBRARY_ULP
 
-__all__ = ["decide_variant"]
+__all__ = ["decide_variant", "known_variants"]
 
 
 def _departs(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
     """Where the path departs from the baseline by more than rounding: every differing element of an integer
     or boolean, beyond a math library's few ULP for floats."""
-    from ..localize.localizer import values_equal
-    from ..metrics import ulp_distance
+    from ...localize.localizer import values_equal
+    from ...metrics import ulp_distance
 
     if values_equal(mine, theirs):
         return np.zeros(mine.shape, bool)
@@ -43,8 +44,8 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def decide_variant(cause: Cause, ctx: Any) -> CauseVerdict | None:
-    from ..interpreter import evaluate_eqn
-    from ..interpreter.variants import VARIANTS
+    from ...interpreter import evaluate_eqn
+    from ...interpreter.variants import VARIANTS
 
     if ctx.path_vals is None or ctx.base_vals is None or ctx.localization is None:
         return None
@@ -71,9 +72,10 @@ def decide_variant(cause: Cause, ctx: Any) -> CauseVerdict | None:
                 continue
             unknown = np.zeros(mine.shape, bool)
             if v.undetermined is not None:
-                unknown = v.undetermined(params, ins, declared)
-                if unknown is None or not (far & unknown).any():
+                undetermined = v.undetermined(params, ins, declared)
+                if undetermined is None or not (far & undetermined).any():
                     continue  # the variant's own elements are not where the path departs
+                unknown = undetermined
             known = far & ~unknown
             if not _same_bits(got[known], mine[known]):
                 continue
@@ -112,3 +114,16 @@ def _verified(cause: Cause, ctx: Any, d: Any, variant: Any, what: str, seen: str
 
     return model_change(cause, ctx, what, seen, remedy, with_op(ctx.program, d.op.index, instead),
                         f"{variant.name} rewritten", "with the rewrite")
+
+
+def known_variants(cause: Cause, ctx: Context) -> CauseVerdict:
+    """Decided by the op's known variants on its own inputs (``decide_variant``)."""
+    try:
+        verdict = decide_variant(cause, ctx)
+    except Exception as e:  # evidence, never the end of the explanation
+        return CauseVerdict(cause.id, cause.title, "not run", "the diverging op's known variants",
+                            f"the variants could not be run ({first_line(e)})")
+    if verdict is None:
+        return CauseVerdict(cause.id, cause.title, "not run", "the diverging op's known variants",
+                            "no diverging op has a known variant that reproduces its values")
+    return verdict

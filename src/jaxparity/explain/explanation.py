@@ -1,0 +1,33 @@
+"""What the explanation of one path says: the result every stage contributes to and every reporter renders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..localize.localizer import Localization
+from .verdicts import CauseVerdict, Fix
+
+__all__ = ["PathExplanation"]
+
+
+@dataclass(frozen=True)
+class PathExplanation:
+    path: str
+    baseline: str
+    summary: str
+    localization: Localization | None
+    evidence: Any  # explain.evidence.compiler.CompilerEvidence | None
+    fingerprint: Any  # explain.evidence.fingerprint.Fingerprint | None
+    causes: tuple[CauseVerdict, ...]
+    fixes: tuple[Fix, ...]
+    notes: tuple[str, ...] = ()
+    # When the closest fix restores parity only partly: that fix applied, and what remains explained
+    # the same way (a chain: cause 1 -> remainder -> cause 2 ...).
+    remainder: PathExplanation | None = None
+    # Another explained path whose outputs are bit for bit this path's: they share the mechanism.
+    same_values: str | None = None
+
+    @property
+    def confirmed(self) -> tuple[CauseVerdict, ...]:
+        return tuple(c for c in self.causes if c.status in ("confirmed", "partly", "noise"))

@@ -1,0 +1,63 @@
+"""How far apart two sets of outputs are, and what a re-run did to that distance: one judgement that every
+verdict and every sentence about a re-run reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from ..metrics import ulp_distance
+from ..rounding import is_float_dtype
+
+__all__ = ["NARROWS", "OUTCOMES", "Outcome", "distance", "identical", "narrowing", "unchanged"]
+
+Outcome = Literal["parity", "narrows", "no change", "no closer"]
+
+
+def distance(outs: Sequence[Any], base: Sequence[Any]) -> tuple[int, int]:
+    """(elements that differ, max ULP) between two flat output lists."""
+    n = worst = 0
+    for a, b in zip(outs, base):
+        u = ulp_distance(np.asarray(a), np.asarray(b))
+        n += int(np.count_nonzero(u))
+        worst = max(worst, int(np.where(u < 0, np.iinfo(np.int64).max, u).max(initial=0)))
+    return n, worst
+
+
+NARROWS = ": narrows, not parity"  # the words of a re-run that moved closer without restoring parity
+
+
+def narrowing(before: tuple[int | float, ...], after: tuple[int | float, ...], changed: bool) -> str:
+    """What a re-run did to the difference, from (elements that differ, max ULP[, max abs]) before and
+    after: one judgement for the cause's status and every sentence that reports it. Narrower means no
+    more elements and no larger a distance, in ULP or in absolute terms, and less in one of them (a
+    re-run can move the worst element to a larger value: fewer ULP, yet a larger difference)."""
+    if after[0] == 0:
+        return ": parity restored"
+    if all(a <= b for a, b in zip(after, before)) and after != before:
+        return NARROWS
+    return ": no change" if not changed else ": no closer"
+
+
+OUTCOMES: dict[str, Outcome] = {": parity restored": "parity", NARROWS: "narrows", ": no change": "no change",
+                                ": no closer": "no closer"}
+
+
+def unchanged(a: Any, b: Any) -> np.ndarray:
+    """Where two results of one output are the same (NaN against NaN the same, whatever its bits)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return np.zeros(a.shape, bool)
+    same = a == b
+    if a.dtype.kind == "c" or is_float_dtype(a.dtype):  # bfloat16, float8: numpy kind 'V'
+        same |= np.isnan(a) & np.isnan(b)
+    return np.asarray(same)
+
+
+def identical(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Two flat output lists the same bit for bit (dtype, shape and bytes)."""
+    return len(a) == len(b) and all(np.asarray(x).dtype == np.asarray(y).dtype and np.asarray(x).shape ==
+                                    np.asarray(y).shape and np.asarray(x).tobytes() == np.asarray(y).tobytes()
+                                    for x, y in zip(a, b))

@@ -1,0 +1,142 @@
+"""The explanation of a diverging path, as a pipeline of stages, each a module of its own:
+
+    triage → localize → blame → evidence → mechanism → fix → sentence
+
+``localize`` captures both sides' per-op values and finds where the path departs; ``blame`` says which
+departures carry the output difference and whether the values are the program's (reading ``triage``'s
+output-level facts); ``evidence`` reads the compiler's and the runtime's own words and the candidate
+semantics of the outputs; ``mechanism`` decides each known cause by its rule and names the layer at fault;
+``fix`` verifies and costs the fixes; ``sentence`` writes the summary. This module only wires them: where
+the closest fix restores parity only partly, what remains after it goes through the pipeline again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..localize.program import flatten
+from ..paths import Path, as_path
+from .blame import blame_path
+from .context import Context, first_line
+from .evidence import gather_evidence
+from .explanation import PathExplanation
+from .fix import closest_partial, verify_fixes
+from .localize import localize_path
+from .measure import identical
+from .mechanism import find_mechanism
+from .mechanism.artifact.fused import with_kernels
+from .sentence import summarize
+from .verdicts import CauseVerdict
+
+__all__ = ["explain_or_report", "explain_path", "explain_paths", "share_across"]
+
+
+def explain_path(
+    fn: Callable[..., Any],
+    args: tuple,
+    path: Path | str,
+    baseline: Path | str,
+    path_out: Sequence[np.ndarray],
+    base_out: Sequence[np.ndarray],
+    *,
+    evidence: bool = True,
+    depth: int = 0,
+    keep: dict | None = None,
+) -> PathExplanation:
+    """Explain why ``path`` gave ``path_out`` where ``baseline`` gave ``base_out`` (flat output leaves).
+    Where the closest fix restores parity only partly, what remains after it is explained too
+    (``remainder``), up to ``fix.MAX_PEEL`` causes deep. ``keep``, when given, receives the program and
+    both sides' per-op values of the case (key ``()``) and of every loop body opened (see
+    ``localize.loops.frame_key``): what ``jaxparity reduce`` cuts its reproducer from."""
+    import jax
+
+    from ..paths.staging import reused, signature
+
+    mine, theirs = as_path(path), as_path(baseline)
+    # Made once per function, shapes and configuration while compile_once() is active (a sweep worker
+    # explaining input set after input set): the program does not depend on the inputs' values.
+    program = reused("flat program", (id(fn), signature(args)), fn, lambda: flatten(fn, args))
+    flat_args = jax.tree_util.tree_leaves(args)
+    keep = {} if keep is None else keep
+    notes: list[str] = []
+    view = localize_path(program, flat_args, mine, theirs, path_out, notes, keep)
+    view = blame_path(view, fn, args, mine, theirs, path_out, base_out, notes)
+    seen = gather_evidence(fn, args, mine, path_out, notes, compiler=evidence)
+    # Causes read the per-op view only where it is the program's (or reproduces its outputs); the runtime's
+    # own artifact and whole-program re-runs still decide where it is not.
+    dtypes = {str(a.dtype) for a in program.avals.values() if hasattr(a, "dtype")}
+    ctx = Context(fn, tuple(args), mine, theirs, list(path_out), list(base_out), mine.device(), program, dtypes,
+                  None if view.unsound else view.localization, seen.fingerprint, {}, view.base_vals, flat_args,
+                  path_vals=None if view.unsound else view.path_vals, notes=list(notes), memo=view.memo)
+    causes = find_mechanism(ctx, keep)
+    fixes = verify_fixes(ctx, causes)
+    notes.extend(n for n in ctx.notes if n not in notes)
+    partial = closest_partial(ctx, causes, fixes, depth)
+    remainder = _remainder(ctx, partial, evidence, depth) if partial is not None else None
+    found = PathExplanation(str(path), str(baseline), "", with_kernels(view.localization, ctx.memo.get("kernels", {})),
+                            seen.hlo, seen.fingerprint, tuple(causes), tuple(fixes), tuple(notes), remainder)
+    return summarize(found)
+
+
+def _remainder(ctx: Context, partial: tuple[str, list[np.ndarray]], evidence: bool,
+               depth: int) -> PathExplanation | None:
+    """What remains once the closest partial fix is applied, explained the same way; None where that fails."""
+    spec, outs = partial
+    try:
+        return explain_path(ctx.fn, ctx.args, spec, ctx.baseline, outs, ctx.base_out, evidence=evidence,
+                            depth=depth + 1)
+    except Exception:
+        return None
+
+
+def explain_paths(fn: Callable[..., Any], args: tuple, paths: Sequence[tuple[str, Sequence[np.ndarray]]],
+                  baseline: str, base_out: Sequence[np.ndarray]) -> list[PathExplanation]:
+    """Each path of ``paths`` ((spec, flat outputs)) explained against ``baseline``, then reasoned across:
+    paths whose outputs are the same bit for bit say so, and one whose own experiments found no cause
+    takes the cause another such path confirmed ("iree gives jit's values: FMA contraction, as jit")."""
+    found = [explain_or_report(fn, args, spec, baseline, outs, base_out) for spec, outs in paths]
+    return share_across(found, [outs for _, outs in paths])
+
+
+def share_across(found: Sequence[PathExplanation], outputs: Sequence[Sequence[np.ndarray]]) -> list[PathExplanation]:
+    """``found`` with ``same_values`` set where two paths' outputs are identical, and a path left
+    without a cause (unknown, or only the catch-all of another lowering) given the other's."""
+    from ..report.format import explaining_cause
+
+    out = list(found)
+    for j, e in enumerate(out):
+        first = next((i for i in range(j) if identical(outputs[i], outputs[j])), None)
+        if first is None:
+            continue
+        other = out[first]
+        shared = dataclasses.replace(e, same_values=other.path)
+        mine = explaining_cause(e.causes, e.localization.lead if e.localization is not None else None)
+        theirs = explaining_cause(other.causes, other.localization.lead if other.localization is not None else None)
+        catch_all = mine is None or mine.cause in ("unknown", "other-lowering")
+        if catch_all and theirs is not None and theirs.cause not in ("unknown", "other-lowering"):
+            adopted = CauseVerdict(theirs.cause, theirs.title, "confirmed", f"{other.path}'s explanation",
+                                   f"{e.path} gives {other.path}'s values bit for bit, and on {other.path}: "
+                                   f"{theirs.evidence}", theirs.fix)
+            shared = dataclasses.replace(shared, causes=(adopted,) + tuple(c for c in e.causes if c.cause != "unknown"))
+        out[j] = shared
+    return out
+
+
+def explain_or_report(fn: Callable[..., Any], args: tuple, path: str, baseline: str, path_out: Sequence[np.ndarray],
+                      base_out: Sequence[np.ndarray]) -> PathExplanation:
+    """``explain_path``, or, where explaining this path fails, an explanation that says why: one path
+    never stops the explanation of the others."""
+    try:
+        return explain_path(fn, args, path, baseline, path_out, base_out)
+    except Exception as e:
+        import traceback
+
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        return PathExplanation(path, baseline, f"{path} could not be explained: {type(e).__name__}: {first_line(e)}",
+                               None, None, None, (), (),
+                               (f"explaining failed in {where.name} ({where.filename.rsplit('/', 1)[-1]}:"
+                                f"{where.lineno}); its comparison above stands",))
