@@ -116,7 +116,7 @@ def test_private_jax_is_read_in_one_module_only():
 
 # The explanation's stages in pipeline order (explain/pipeline.py): a stage may import the data modules of
 # explain/ and the stages before it, never one after it.
-STAGES = ("triage", "localize", "blame", "evidence", "mechanism", "fix", "sentence", "pipeline")
+STAGES = ("triage", "localize", "blame", "evidence", "mechanism", "fix", "search", "sentence", "pipeline")
 EXPLAIN_DATA = ("causes", "verdicts", "explanation", "measure", "context")
 
 

@@ -111,7 +111,26 @@ def test_every_float_width_that_shows_nothing_is_found(dtype):
     samples = [[("out", np.arange(3).astype(dt))]] * 2
     assert [d.kind for d in find_degenerate(samples[0], samples)] == ["independent of the inputs"]
     assert find_degenerate([("out", np.arange(6).reshape(2, 3).astype(dt))], batch=2) == ()  # shows the model
-    assert find_degenerate([("out", np.zeros(3, ml_dtypes.int4))])[0].text == "out: every one of its 3 elements is 0"
+    assert find_degenerate([("out", np.zeros(16, ml_dtypes.int4))])[0].text == "out: every one of its 16 elements is 0"
+
+
+def test_discrete_outputs_are_judged_by_whether_they_could_differ():
+    """Equal bools or small integers are often the right answer: flagged only where enough elements coincide
+    that chance cannot explain it (issue 37: lax.min([True, False], [False, False]) is [False, False])."""
+    import jax
+
+    import jaxparity
+    from jaxparity.degenerate import find_degenerate
+
+    result = jaxparity.compare(jax.lax.min, np.array([True, False]), np.array([False, False]),
+                               paths=["eager", "declared"])
+    assert result.passed and result.degenerate == ()
+    assert find_degenerate([("out", np.zeros((2, 1), bool))], batch=2) == ()  # 1 bit: chance
+    assert find_degenerate([("out", np.zeros(4, np.int32))]) == ()  # 3 labels alike: chance
+    assert [d.kind for d in find_degenerate([("out", np.zeros((2, 16), bool))], batch=2)] == ["constant"]
+    rows = np.tile(np.array([True, False] * 8), (2, 1))
+    assert [d.kind for d in find_degenerate([("out", rows)], batch=2)] == ["independent of the inputs"]
+    assert find_degenerate([("out", np.zeros((2, 16), np.float32))], batch=2)[0].kind == "constant"  # floats as before
 
 
 def test_the_batch_of_bf16_data_is_seen():

@@ -5,6 +5,11 @@ path; outputs that do not move when the inputs do are a function of the weights 
 agree with the baseline on such outputs bit for bit and still compute every layer differently. Each
 finding names the output and what is degenerate about it; where every output is degenerate the
 comparison hides the model (``hides``) and never passes.
+
+A discrete output (bool, integers) takes few values, so equal elements are often the right answer
+(``lax.min([True, False], [False, False])`` is ``[False, False]``): it is judged by whether its elements
+could have differed by chance, each at least one bit, and flagged only where at least
+``DISCRETE_BITS`` elements coincide beyond the first.
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ import numpy as np
 from .metrics import UnsupportedDtype, as_wide, dtype_class
 from .result import Degenerate
 
-__all__ = ["find_degenerate"]
+__all__ = ["DISCRETE_BITS", "find_degenerate"]
+
+# Elements of a discrete output that must coincide, beyond the first, before equality says the output does
+# not depend on the inputs: by chance, at one bit each, 2**-10 < 0.1%.
+DISCRETE_BITS = 10
 
 def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
                     samples: Sequence[Sequence[tuple[str, np.ndarray]]] = (),
@@ -38,7 +47,8 @@ def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
                 what = "all NaN" if np.isnan(wide).all() else "NaN or inf"
                 found.append(Degenerate(name, "non-finite", f"{name}: 0 of {a.size} outputs finite ({what})"))
                 continue
-        if a.size > 1 and varied_inputs and _constant(a):
+        discrete = kind in ("bool", "int", "uint")
+        if a.size > 1 and varied_inputs and _constant(a) and (not discrete or a.size - 1 >= DISCRETE_BITS):
             value = a.reshape(-1)[0]
             value = (value.item() if kind == "bool" else int(value) if kind in ("int", "uint") else complex(value)
                      if kind == "complex" else float(value))
@@ -46,12 +56,15 @@ def find_degenerate(outputs: Sequence[tuple[str, np.ndarray]],
                                     if isinstance(value, float) else f"{name}: every one of its {a.size} elements is "
                                     f"{value}"))
             continue
-        if batch and a.ndim >= 1 and a.shape[0] == batch and _rows_same(a):
+        coincide = (batch - 1) * (a.size // batch) if batch else 0
+        if (batch and a.ndim >= 1 and a.shape[0] == batch and _rows_same(a)
+                and (not discrete or coincide >= DISCRETE_BITS)):
             found.append(Degenerate(name, "independent of the inputs",
                                     f"{name}: the same for each of the {batch} examples of the batch, whose inputs "
                                     "differ (it does not depend on them)"))
             continue
-        if len(samples) > 1 and varied and all(_same(dict(s).get(name), a) for s in samples):
+        if (len(samples) > 1 and varied and all(_same(dict(s).get(name), a) for s in samples)
+                and (not discrete or (len(samples) - 1) * a.size >= DISCRETE_BITS)):
             found.append(Degenerate(name, "independent of the inputs",
                                     f"{name}: the same on all {len(samples)} samples (it does not depend on the "
                                     "varied inputs)"))

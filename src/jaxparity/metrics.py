@@ -31,6 +31,7 @@ from numpy.typing import DTypeLike
 from .rounding import is_float_dtype, round_to_dtype
 
 __all__ = [
+    "ROUNDING_SHARE",
     "ComplexParts",
     "DtypeClass",
     "LeafDiff",
@@ -384,6 +385,12 @@ def _complex_parts(got: np.ndarray, expected: np.ndarray) -> ComplexParts:
 
 
 # -- one output array against the float64 ideal ---------------------------------------------------
+# The share of an output's largest value beyond which a baseline's distance from the f64 ideal is no rounding
+# but an error (a flipped decision, a wrong value): bf16's unit roundoff is 2**-9, and a few roundings of it
+# stay well below 1/16. Such a distance is no noise floor to judge another path by.
+ROUNDING_SHARE = 1 / 16
+
+
 @dataclass(frozen=True)
 class ReferenceError:
     """Error of one output array against the float64 ideal (the ``f64`` reference)."""

@@ -27,6 +27,9 @@ class PathExplanation:
     remainder: PathExplanation | None = None
     # Another explained path whose outputs are bit for bit this path's: they share the mechanism.
     same_values: str | None = None
+    # The changes the fix search (``explain.search``) tried at the carrying op that did not restore parity,
+    # each with why: what "no fix verified" was tried against.
+    searched: tuple[Fix, ...] = ()
 
     @property
     def confirmed(self) -> tuple[CauseVerdict, ...]:

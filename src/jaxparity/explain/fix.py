@@ -17,7 +17,7 @@ from .measure import OUTCOMES, distance
 from .mechanism.widened import widened_side
 from .verdicts import CauseVerdict, Fix
 
-__all__ = ["MAX_PEEL", "closest_partial", "verify_fixes"]
+__all__ = ["MAX_PEEL", "closest_partial", "verify_fixes", "with_cost"]
 
 MAX_PEEL = 2  # causes peeled after the first: a fix that only partly restores parity is applied, the rest explained
 
@@ -60,7 +60,7 @@ def verify_fixes(ctx: Context, causes: list[CauseVerdict]) -> list[Fix]:
                              None, False, f"{ctx.path} cannot be re-run from here: set the flag on the system that "
                              "produced it and compare again"))
         fixes.append(_rounded_like_declared(ctx))
-    return [_with_cost(ctx, f) for f in fixes]
+    return [with_cost(ctx, f) for f in fixes]
 
 
 def _rounded_like_declared(ctx: Context) -> Fix:
@@ -98,7 +98,7 @@ def _rounded_like_declared(ctx: Context) -> Fix:
                rerun=rerun)
 
 
-def _with_cost(ctx: Context, fix: Fix) -> Fix:
+def with_cost(ctx: Context, fix: Fix) -> Fix:
     """A verified fix with its run-time cost: the fixed path (or fixed model) against the path as it was,
     each warm, timed interleaved (``execution.timing``), where the path can time a call apart from
     compiling it (jit, export). A cost within the timing's own spread is reported as 0."""

@@ -1,12 +1,13 @@
 """The explanation of a diverging path, as a pipeline of stages, each a module of its own:
 
-    triage → localize → blame → evidence → mechanism → fix → sentence
+    triage → localize → blame → evidence → mechanism → fix → search → sentence
 
 ``localize`` captures both sides' per-op values and finds where the path departs; ``blame`` says which
 departures carry the output difference and whether the values are the program's (reading ``triage``'s
 output-level facts); ``evidence`` reads the compiler's and the runtime's own words and the candidate
 semantics of the outputs; ``mechanism`` decides each known cause by its rule and names the layer at fault;
-``fix`` verifies and costs the fixes; ``sentence`` writes the summary. This module only wires them: where
+``fix`` verifies and costs the fixes; ``search``, where none restores parity, searches the changes at the
+carrying op (formulations, a wider dtype, guards) and re-runs each; ``sentence`` writes the summary. This module only wires them: where
 the closest fix restores parity only partly, what remains after it goes through the pipeline again.
 """
 
@@ -27,6 +28,7 @@ from .explanation import PathExplanation
 from .fix import closest_partial, verify_fixes
 from .localize import localize_path
 from .measure import identical
+from .search import placed, search_fixes
 from .mechanism import find_mechanism
 from .mechanism.artifact.fused import with_kernels
 from .sentence import summarize
@@ -74,11 +76,15 @@ def explain_path(
                   path_vals=None if view.unsound else view.path_vals, notes=list(notes), memo=view.memo)
     causes = find_mechanism(ctx, keep)
     fixes = verify_fixes(ctx, causes)
+    searched_fixes, searched = search_fixes(ctx, causes, fixes)
+    fixes += searched_fixes
+    causes = placed(causes, searched_fixes, ctx)
     notes.extend(n for n in ctx.notes if n not in notes)
     partial = closest_partial(ctx, causes, fixes, depth)
     remainder = _remainder(ctx, partial, evidence, depth) if partial is not None else None
     found = PathExplanation(str(path), str(baseline), "", with_kernels(view.localization, ctx.memo.get("kernels", {})),
-                            seen.hlo, seen.fingerprint, tuple(causes), tuple(fixes), tuple(notes), remainder)
+                            seen.hlo, seen.fingerprint, tuple(causes), tuple(fixes), tuple(notes), remainder,
+                            searched=tuple(searched))
     return summarize(found)
 
 

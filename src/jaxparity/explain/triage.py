@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..localize.program import FlatProgram
-from ..metrics import max_gaps
+from ..metrics import ROUNDING_SHARE, max_gaps
 from ..paths import Path
 from .measure import unchanged
 
@@ -27,7 +27,17 @@ def within_own_noise(path_out: Sequence[np.ndarray], base_out: Sequence[np.ndarr
         ideal = program_values(program, "f64", flat_args).outputs
     except Exception:  # the interpreter cannot run it: not established
         return False
-    return all(g <= 2 * f for g, f in zip(max_gaps(path_out, base_out), max_gaps(base_out, ideal)))
+    def scale(x: Any) -> float:
+        w = np.abs(np.asarray(x, np.float64)) if np.asarray(x).dtype.kind in "fiub" or \
+            np.asarray(x).dtype.name == "bfloat16" else np.zeros(1)
+        w = w[np.isfinite(w)]
+        return float(w.max(initial=0.0))
+
+    floors = max_gaps(base_out, ideal)
+    # a baseline as far from the ideal as a share of the values is wrong there, not noisy: no floor
+    if any(f > ROUNDING_SHARE * scale(i) for f, i in zip(floors, ideal)):
+        return False
+    return all(g <= 2 * f for g, f in zip(max_gaps(path_out, base_out), floors))
 
 
 def unstable(fn: Callable[..., Any], args: tuple, path: Path | str, path_out: Sequence[np.ndarray],

@@ -21,6 +21,9 @@ class CauseVerdict:
     fix: str | None = None
     proof: Fix | None = None  # the whole-program re-run that shows the fix working (or not)
     rerun: Rerun | None = None  # where the experiment was a whole-program re-run: what it did
+    # The layer at fault where two executions tell it ("compiler", "converter", "kernel", "device"): two
+    # runtimes of one converted model that agree put it in the conversion, that disagree in a kernel.
+    layer: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics import as_wide, dtype_class, signed_zero_flips, ulp_distance
+from .trigger import Trigger, align, find_trigger
 
 __all__ = ["ElementClass", "ElementEvidence", "ElementExample", "element_evidence"]
 
@@ -79,6 +80,9 @@ class ElementEvidence:
     path_error: float | None = None
     baseline_error: float | None = None
     math: bool = False  # an elementary function (``MATH_FUNCTIONS``): a few ULP is its math library's own
+    # The predicate over the op's inputs (and exact result) that separates the differing elements from the
+    # agreeing ones (``localize.trigger``); None where none does, or every element differs.
+    trigger: Trigger | None = None
 
     def describe(self, path: str, baseline: str, within_bound: bool = False, unrounded: str | None = None,
                  variant: bool = False) -> str:
@@ -140,6 +144,8 @@ class ElementEvidence:
             who = path if side == "path" else baseline
             parts.append(f"where a subnormal is involved, {who}'s values are reproduced with subnormal {what} "
                          f"flushed to zero ({'DAZ' if what == 'inputs' else 'FTZ'})")
+        if self.trigger is not None:
+            parts.append(self.trigger.words())
         if self.classes:
             parts.append("the differing elements have " + ", ".join(f"{c.count} × {c.name}" for c in self.classes))
         ex = self.example
@@ -455,8 +461,15 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
         if finite.any():
             path_error = float(np.max(np.abs(p.astype(np.float64) - e)[finite]))
             base_error = float(np.max(np.abs(b.astype(np.float64) - e)[finite]))
+    trigger = None
+    if not composite and name not in _ORDERING:  # an ordering's element i comes from anywhere in its input
+        try:
+            trigger = find_trigger([align(a, shape) for a in arrays], differ,
+                                   exact if exact is not None and np.shape(exact) == shape else None, p.dtype)
+        except Exception:  # evidence, never the end of the explanation
+            trigger = None
     return ElementEvidence(ordered, example, path_ulp, base_ulp, exact_op, int(np.count_nonzero(differ & undefined)),
-                           flushes, composite, path_error, base_error, name in MATH_FUNCTIONS)
+                           flushes, composite, path_error, base_error, name in MATH_FUNCTIONS, trigger)
 
 
 def _flush(x: np.ndarray) -> np.ndarray:

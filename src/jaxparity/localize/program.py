@@ -109,6 +109,22 @@ def _sources(eqn: Any, outer: tuple[str | None, str | None] = (None, None)) -> t
     return inner, fmt(user) if user else outer[1]
 
 
+def lines_calling(program: FlatProgram, name: str) -> list[str]:
+    """The user's lines ("model.py:42") whose ops come from a call of ``name`` (a function's short name, as
+    ``log_sigmoid`` of ``jax.nn.log_sigmoid``): read from the equations' own frames and the source text."""
+    import linecache
+
+    found: dict[str, None] = {}
+    for op in program.ops:
+        user = next((f for f in user_frames(op.eqn.source_info) if not f.file_name.startswith(_NOT_USER)), None)
+        if user is None:
+            continue
+        text = linecache.getline(user.file_name, user.start_line)
+        if f"{name}(" in text:
+            found[f"{_relative(user.file_name)}:{user.start_line}"] = None
+    return list(found)
+
+
 def _aval_str(aval: Any) -> str:
     return f"{aval.dtype}[{','.join(map(str, getattr(aval, 'shape', ())))}]"
 

@@ -237,6 +237,12 @@ class Path(ABC):
         experiment). By default the flags of an ``XLA_FLAGS`` option."""
         return parse_xla_flags(self.options.get("XLA_FLAGS", ""))
 
+    def alternatives(self) -> tuple[tuple[Path, str], ...]:
+        """Other settings of this runtime that compute the same program another way (kernel sets,
+        optimization levels), each with the words of the change: what the fix search tries first, as no
+        change to the model is needed. None by default."""
+        return ()
+
     def with_option(self, key: str, value: str) -> Path:
         """The same path, in this environment, with one more option (``jit:jax_default_matmul_precision=...``)."""
         return type(self)({**self.options, key: value})

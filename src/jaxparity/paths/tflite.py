@@ -145,6 +145,15 @@ class TFLitePath(Path):
         the conversion (or TFLite's own op), not XNNPACK's or the optimized kernel, is at fault."""
         return None if self.options.get("kernels") == "reference" else "tflite:kernels=reference"
 
+    def alternatives(self) -> tuple[tuple[Path, str], ...]:
+        """TFLite's other kernel sets: the built-in optimized kernels without XNNPACK, and the reference ones."""
+        mine = self.options.get("kernels", "xnnpack")
+        words = {"builtin": "run the interpreter with the built-in kernels, without the XNNPACK delegate "
+                 "(experimental_op_resolver_type=BUILTIN_WITHOUT_DEFAULT_DELEGATES)",
+                 "reference": "run the interpreter with the reference kernels (experimental_op_resolver_type="
+                 "BUILTIN_REF; slower)"}
+        return tuple((self.with_option("kernels", k), w) for k, w in words.items() if k != mine)
+
     def same_artifact_agrees(self, primitive: str, how: str) -> str:
         """Both of TFLite's kernel sets are TFLite's: agreeing, they show the op the converter chose, as TFLite
         defines it, not one kernel's bug."""

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..metrics import ROUNDING_SHARE
 from .format import advice, explaining_cause, fmt, is_rerun, narrows, readable, short_title
 
 __all__ = ["blame_line", "brief", "fix_lines", "group_sizes", "sentences", "triage"]
@@ -59,6 +60,12 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
     departs = None if lead is None else (lead.unrounded_by(p.spec, baseline) or
                                          (p.spec if lead.declared_side == "baseline" else None))
     measured += _digits_lost(lf, floor, baseline) if amplified else ""
+    scale = lf.baseline_error_vs_f64.ideal_scale if lf.baseline_error_vs_f64 is not None else None
+    if r < 2 and scale and floor > ROUNDING_SHARE * scale:
+        # The baseline's own distance from the ideal is no rounding: a flipped decision, a wrong value. It is no
+        # noise floor to judge the path by, whatever the ratio.
+        return (f"a real divergence: {baseline} is itself {fmt(floor)} from the f64 ideal where the values reach "
+                f"{fmt(scale)}, an error rather than rounding, so it is no noise floor; {measured}")
     if 1 < r < 2:
         size = f"about the size of the model's own rounding noise ({r:.2f}×)"
         if departs:
@@ -119,6 +126,25 @@ def _where(d: Any) -> str:
     loops = "".join(f"{f.describe()}: " for f in d.within)
     stack = f" in {op.name_stack}" if op.name_stack else ""
     return f"{loops}#{op.index} {op.primitive}{stack} ({op.user_source or op.source or 'unknown line'})"
+
+
+_LAYERS = {"converter": "the conversion", "kernel": "the runtime's kernel", "compiler": "the compiler",
+           "device": "the device's arithmetic"}
+
+
+def span(ops: Sequence[Any]) -> str:
+    """The user's source that a run of ops covers, smallest first: "the call at model.py:42: convert_element_type,
+    mul, reduce_sum", or each line with its ops; where no op has a line of the user's, their library lines."""
+    by_line: dict[str, list[str]] = {}
+    for op in ops:
+        where = op.user_source or op.source or "an unknown line"
+        by_line.setdefault(where, [])
+        if op.primitive not in by_line[where]:
+            by_line[where].append(op.primitive)
+    if len(by_line) == 1:
+        (where, prims), = by_line.items()
+        return f"the call at {where}: {', '.join(prims)}"
+    return "; ".join(f"{where}: {', '.join(prims)}" for where, prims in by_line.items())
 
 
 def _pct(x: float) -> str:
@@ -313,9 +339,9 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines.append(("where", f"no op-level view: returning every intermediate changes {e.path}'s outputs, and the "
                       f"divergences seen that way reproduce {together:.0%} of its output difference"))
     elif loc is not None and loc.perturbed and loc.cone:
-        lines.append(("where", f"ops #{loc.cone[0].index}..#{loc.cone[-1].index} show no difference one by one, yet "
-                      f"observing them changes {e.path}'s outputs: the difference arises where {e.path} computes them "
-                      "together"))
+        lines.append(("where", f"ops #{loc.cone[0].index}..#{loc.cone[-1].index} ({span(loc.cone)}) show no "
+                      f"difference one by one, yet observing them changes {e.path}'s outputs: the difference arises "
+                      f"where {e.path} computes them together"))
     tested = any(c.cause == "ill-conditioned" and c.status != "not run" for c in e.causes)
     where = [] if unseen else blame_line(loc, e.notes, tested)
     noise = [x for x in where if x.endswith("(noise)") or " more were not replayed alone" in x]  # what carries none
@@ -348,7 +374,8 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
             evidence = evidence[:cut] if cut > 0 else evidence
         title = re.sub(r" \(e\.g\. .*\)$", "", main.title)
         title = title.removesuffix(" (expected rounding noise)") if main.status == "noise" else title
-        lines.append(("cause", f"{title} ({state}): {readable(evidence)}"))
+        at = f"; at fault: {_LAYERS.get(main.layer, main.layer)}" if main.layer else ""
+        lines.append(("cause", f"{title} ({state}{at}): {readable(evidence)}"))
     if main is not None and main.fix and any(f.verified for f in e.fixes) and not main.fix.startswith("nothing") \
             and not is_rerun(main) and not any(f.kind in ("model change", "runtime option") and f.verified
                                                for f in e.fixes):

@@ -423,7 +423,11 @@ def advice(e: Any) -> list[str]:
               and not is_rerun(c) and c.cause not in ("unknown", "path-option")
               and not (c.status == "noise" and main.status != "noise")]
     lines = []
+    # Reporting to a runtime's maintainers is the advice only where no change of the model verifies.
+    changed = any(f.verified and f.kind == "model change" for f in e.fixes)
     for c in [main, *others]:
+        if changed and c.fix and c.fix.startswith("report"):
+            continue
         if not c.fix or c.fix in shown or (c.proof is not None and (c.proof in e.fixes or c is main) and
                                            c.proof.spec and "[" in c.proof.spec):
             continue  # a model change that was run: its re-run's line says it

@@ -1,0 +1,464 @@
+"""Stage 7, search: where no confirmed cause's fix restores parity, search the changes at the op that carries
+the difference (``candidates``: other formulations of its math, the op computed wider, guards built from its
+trigger), each applied at that equation by rewriting the program, so nothing in the user's file changes to
+test it.
+
+Each candidate is first run on the op's own captured inputs (in JAX, here): a formulation must give JAX's
+values for the op there, a guard may change them only where the two sides disagree. Those that pass are
+re-run, as the whole program, on the path and on the baseline; the first that makes them agree is the fix,
+said as the change at the user's line with its measured cost. Every candidate tried is kept with why it
+failed (``PathExplanation.searched``), so "nothing verifies" lists what was tried.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..context import Context, first_line
+from ..fix import with_cost
+from ..mechanism.captured import differing_output, named, op_inputs, with_op
+from ..mechanism.op_rules import MATH_LIBRARY_ULP
+from ..verdicts import CauseVerdict, Fix
+from .candidates import FORMULATIONS, Candidate, candidates
+from .remap import input_trigger, op_remaps, remaps
+
+__all__ = ["FORMULATIONS", "Candidate", "MAX_RERUNS", "candidates", "placed", "search_fixes"]
+
+NEAR_ULP = 4  # ULP apart that any two roundings of the same math may be, whatever the baseline's own error
+MAX_RERUNS = 4  # candidates re-run as the whole program, per path explained (each a run on both sides)
+_CARRIERS = 2  # the ops searched: those that carry the most of the output difference
+
+
+def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> tuple[list[Fix], list[Fix]]:
+    """(the fix found, if one restores parity; every candidate tried that did not, with why)."""
+    if any(f.verified for f in fixes) or ctx.path.has("observed"):
+        return [], []
+    if causes and all(c.status in ("noise", "refuted", "not run") for c in causes) \
+            and any(c.status == "noise" for c in causes):
+        return [], []  # rounding noise: nothing to fix
+    from ..triage import within_own_noise
+
+    if within_own_noise(ctx.path_out, ctx.base_out, ctx.program, ctx.flat_args):
+        return [], []  # the outputs are as far apart as the model's own rounding: no change is owed
+    tried: list[Fix] = []
+    for alternative, words in ctx.path.alternatives():
+        fix = _other_setting(ctx, alternative, words)
+        if fix.verified:
+            return [with_cost(ctx, fix)], tried
+        tried.append(fix)
+    reruns = 0
+    for target in _targets(ctx):
+        index, op, ins, position, mine, theirs, trigger = target
+        info = op.info
+        line = info.user_source or info.source or "the op"
+        cands = list(candidates(op, trigger.predicate if trigger is not None else None))
+        if ins is not None and mine is not None:
+            try:
+                remapped = op_remaps(op, ins, mine, theirs)
+            except Exception:  # noqa: BLE001 - the remaps are candidates, never the end of the search
+                remapped = []
+            k = sum(c.kind == "formulation" for c in cands)
+            cands[k:k] = remapped
+        for cand in cands:
+            label = f"{cand.name} rewritten"
+            why = _on_captured(cand, op, ins, position, mine, theirs) if ins is not None else (
+                None if cand.kind == "wider" else "no captured inputs to check it on")
+            if why is not None:
+                tried.append(Fix("model change", f"{cand.code} (at {line})", None, False,
+                                 f"#{index} {info.primitive}: {cand.name}: {why}"))
+                continue
+            if reruns >= MAX_RERUNS:
+                tried.append(Fix("model change", f"{cand.code} (at {line})", None, False,
+                                 f"#{index} {info.primitive}: {cand.name}: not re-run ({MAX_RERUNS} re-runs "
+                                 "tried first)"))
+                continue
+            reruns += 1
+            fix = _rerun(ctx, cand, index, label, line, trigger)
+            if fix.verified:
+                return [with_cost(ctx, fix)], tried
+            tried.append(fix)
+    last = _whole_calls(ctx, tried) or _by_primitive(ctx, tried, MAX_RERUNS - reruns) or _input_remaps(ctx, tried)
+    return ([with_cost(ctx, last)] if last is not None else []), tried
+
+
+_WHOLE = " from its primitives rewritten]"
+_CATCH_ALL = ("other-lowering", "unknown")
+
+
+def placed(causes: list[CauseVerdict], found: list[Fix], ctx: Context) -> list[CauseVerdict]:
+    """``causes`` with the catch-all cause (another lowering, unknown) said from what the search found where
+    that names the mechanism: a call the converter replaced whole, whose primitives convert right."""
+    fix = next((f for f in found if f.verified), None)
+    target = next((c for c in causes if c.cause in _CATCH_ALL and c.status == "confirmed"), None)
+    if fix is None or target is None or fix.spec is None:
+        return causes
+    label = fix.spec.split(" [", 1)[1].removesuffix("]") if " [" in fix.spec else ""
+    converter = ctx.path.converter or "the converter"
+    if fix.spec.endswith(_WHOLE):
+        qual = label.removesuffix(_WHOLE.removesuffix("]"))
+        at = fix.description.split(" from JAX's", 1)[0].removeprefix(f"compute {qual}")
+        said = (f"{converter} converts {qual}{at} whole, into its own lowering of the call, and that computes it "
+                f"otherwise: with the call computed from JAX's own primitives, {ctx.path} agrees with {ctx.baseline}")
+        return [dataclasses.replace(target, title="a call the converter lowers whole, otherwise", evidence=said,
+                                    layer="converter", fix=f"report {converter}'s lowering of {qual} to its "
+                                    "maintainers") if c is target else c for c in causes]
+    if fix.kind == "model change":
+        change = label.removesuffix(" rewritten")
+        said = f"{target.evidence}; with {change}, {ctx.path} agrees with {ctx.baseline} (the fix below)"
+        return [dataclasses.replace(target, evidence=said) if c is target else c for c in causes]
+    return causes
+
+
+def _by_primitive(ctx: Context, tried: list[Fix], budget: int) -> Fix | None:
+    """Where no op could be singled out (the per-op view is not the program's, or changing one op did not
+    do): each formulation of a primitive applied at every op of that primitive at once, judged first on the
+    baseline's own inputs of each (the same math there), then re-run. The rewritten model is the program
+    bound primitive by primitive, so a converter sees no whole call either."""
+    from ...localize.localizer import _read
+
+    if ctx.base_vals is None or budget <= 0:
+        return None
+    args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
+    present = list(dict.fromkeys(op.info.primitive for op in ctx.program.ops if op.info.primitive in FORMULATIONS))
+    for primitive in present:
+        ops = [op for op in ctx.program.ops if op.info.primitive == primitive]
+        lines = sorted({op.info.user_source or op.info.source or "?" for op in ops})
+        for cand in (c for c in candidates(ops[0], None) if c.kind == "formulation"):
+            why = None
+            for op in ops:
+                try:
+                    ins = [np.asarray(_read(ctx.program, ref, ctx.base_vals.values, args)) for ref in op.inputs]
+                except Exception:  # noqa: BLE001 - a value not captured: judged by the re-run alone
+                    continue
+                why = _on_captured(cand, op, ins, 0, None, None)
+                if why is not None:
+                    break
+            description = f"{cand.code} (at {', '.join(lines)}: every {primitive}){_flattened(ctx)}"
+            if why is not None:
+                tried.append(Fix("model change", description, None, False, f"{primitive}: {cand.name}: {why}"))
+                continue
+            if budget <= 0:
+                return None
+            budget -= 1
+            fix = _rerun(ctx, cand, {op.info.index for op in ops}, f"{cand.name} at every {primitive} rewritten",
+                         ", ".join(lines), None)
+            if fix.verified:
+                return dataclasses.replace(fix, description=description)
+            tried.append(fix)
+    return None
+
+
+def _flattened(ctx: Context) -> str:
+    """What a rewrite bound primitive by primitive also changes for a converter that lowers calls whole: said,
+    as the user must write those calls out too."""
+    artifact = ctx.memo.get("artifact")
+    whole = list(dict.fromkeys(name for name, _ in getattr(artifact, "converted", ()) or ()))
+    if not whole:
+        return ""
+    converter = ctx.path.converter or "the converter"
+    return (f"; with {', '.join(whole)} computed from JAX's own primitives too ({converter} lowers "
+            f"{'it' if len(whole) == 1 else 'them'} whole otherwise): write {'it' if len(whole) == 1 else 'them'} "
+            "out in the model")
+
+
+def _whole_calls(ctx: Context, tried: list[Fix]) -> Fix | None:
+    """The calls the path's converter replaced whole by its own lowering (``Artifact.converted``: jax2onnx's
+    plugins for ``jax.nn.log_sigmoid``...), each computed from JAX's own primitives instead: the call hidden
+    from the converter while the model is converted, so it converts the primitives one by one."""
+    import importlib
+
+    from ...localize.program import lines_calling
+
+    artifact = ctx.artifact()
+    converted = list(dict.fromkeys(name for name, _ in getattr(artifact, "converted", ()) or ()))
+    converter = ctx.path.converter or "the converter"
+    for qual in converted:
+        module, _, attr = qual.rpartition(".")
+        try:
+            owner = importlib.import_module(module)
+            original = getattr(owner, attr)
+        except Exception:  # noqa: BLE001 - a call this environment cannot name
+            continue
+        lines = lines_calling(ctx.program, attr)
+        at = f" (at {', '.join(lines)})" if lines else ""
+        label = f"{qual} from its primitives rewritten"
+        fixed = _hidden(ctx.fn, owner, attr, original)
+        description = (f"compute {qual}{at} from JAX's own primitives, not {converter}'s lowering of the whole call: "
+                       f"bind it before the model is converted ({attr} = {qual} at import, then call {attr}(...)), "
+                       "or write it out")
+        outs = _both(ctx, fixed, label)
+        if isinstance(outs, str):
+            tried.append(Fix("model change", description, None, False, f"{qual} from its primitives: {outs}"))
+            continue
+        rerun = ctx.compare(outs[0], outs[1])
+        said = (f"{converter} converted {qual} whole; computed from its primitives, {ctx.path} and {ctx.baseline} "
+                f"were re-run")
+        if rerun.outcome == "parity" or _as_accurate(ctx, rerun, outs[0], outs[1]):
+            words = (f"{said}: they agree (were {rerun.before[0]} elements apart)" if rerun.outcome == "parity" else
+                     f"{said}: {rerun.before[0]} → {rerun.after[0]} elements differ, within the rewritten program's "
+                     "own rounding noise")
+            return Fix("model change", description, f"{ctx.path} [{label}]", True, words, rerun=rerun)
+        tried.append(Fix("model change", description, None, False,
+                         f"{said}: they still differ in {rerun.after[0]} elements (were {rerun.before[0]})",
+                         rerun=rerun))
+    return None
+
+
+def _hidden(fn: Any, owner: Any, attr: str, original: Any) -> Any:
+    """``fn`` with ``owner.attr`` replaced, while it runs, by a plain function that calls the original: a
+    converter that intercepts the attribute sees a function it does not know, and traces through it."""
+
+    def plain(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **kwargs)
+
+    def fixed(*args: Any) -> Any:
+        saved = getattr(owner, attr)
+        setattr(owner, attr, plain)
+        try:
+            return fn(*args)
+        finally:
+            setattr(owner, attr, saved)
+
+    return fixed
+
+
+def _input_remaps(ctx: Context, tried: list[Fix]) -> Fix | None:
+    """The program's input that the trigger reads, remapped (``remap``) where JAX's outputs stay the same bit
+    for bit: the baseline re-run first, the path only for a remap that keeps them."""
+    from ..measure import identical
+
+    try:
+        found = input_trigger(ctx.flat_args, ctx.path_out, ctx.base_out)
+    except Exception:  # noqa: BLE001 - no trigger over the inputs: nothing to remap
+        return None
+    if found is None:
+        return None
+    trigger, i, test = found
+    name = _arg_name(ctx, i)
+    predicate = trigger.predicate.replace("the input", name)
+    where = (f"{ctx.path} departs {'exactly' if trigger.exact else 'mostly'} where {predicate} ({trigger.hits} of the "
+             f"{trigger.differing + trigger.agreeing} elements of {name})")
+    sizes = sorted({d for a in ctx.flat_args for d in np.shape(a)} | {d for o in ctx.base_out for d in np.shape(o)})
+    for what, code, f in remaps(np.asarray(ctx.flat_args[i]), test, sizes, name, predicate):
+        label = f"{what} rewritten"
+        fixed = _with_input(ctx, i, f)
+        description = (f"{code.replace(f'<{predicate}>', predicate)}, first thing in the model: {where}, and with it "
+                       f"{ctx.baseline}'s outputs are the same bit for bit")
+        base = ctx.run(ctx.baseline, fixed, label)
+        if isinstance(base, str) or not identical(base, ctx.base_out):
+            why = base if isinstance(base, str) else f"it changes {ctx.baseline}'s outputs (not the same model)"
+            tried.append(Fix("model change", description, None, False, f"{what}: {why}"))
+            continue
+        mine = ctx.run(ctx.path, fixed, label)
+        if isinstance(mine, str):
+            tried.append(Fix("model change", description, None, False, f"{what}: failed on {ctx.path}: {mine}"))
+            continue
+        rerun = ctx.compare(mine, base)
+        if rerun.outcome == "parity":
+            return Fix("model change", description, f"{ctx.path} [{label}]", True,
+                       f"re-ran {ctx.path} and {ctx.baseline} with {what}: they agree (were {rerun.before[0]} "
+                       f"elements apart), and {ctx.baseline}'s outputs are the same bit for bit with it (the model "
+                       f"means the same)", rerun=rerun)
+        tried.append(Fix("model change", description, None, False,
+                         f"{what}: {ctx.path} still differs in {rerun.after[0]} elements (were {rerun.before[0]})",
+                         rerun=rerun))
+    return None
+
+
+def _arg_name(ctx: Context, i: int) -> str:
+    """The name of the case's flat input ``i`` as the user wrote the function (its parameter), else its path."""
+    import inspect
+
+    import jax
+
+    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(ctx.args)[0]]
+    try:
+        params = list(inspect.signature(ctx.fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    p = paths[i] if i < len(paths) else ()
+    if len(p) == 1 and hasattr(p[0], "idx") and p[0].idx < len(params):
+        return params[p[0].idx]
+    return f"args{jax.tree_util.keystr(p)}" if p else f"input {i + 1}"
+
+
+def _with_input(ctx: Context, i: int, f: Any) -> Any:
+    """The case's function with its flat input ``i`` passed through ``f`` first (inside the model)."""
+    import jax
+
+    fn = ctx.fn
+
+    def fixed(*args: Any) -> Any:
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        leaves[i] = f(leaves[i])
+        return fn(*jax.tree_util.tree_unflatten(tree, leaves))
+
+    return fixed
+
+
+Target = tuple[int, Any, "list[np.ndarray] | None", int, Any, Any, Any]
+
+
+def _targets(ctx: Context) -> list[Target]:
+    """The ops to change: those that carry the output difference, with the path's captured inputs and both
+    sides' values of the differing output; where the per-op view is not the program's (observing the ops
+    perturbs the runtime), the ops of the output's cone, last first, with the baseline's inputs."""
+    from ...localize.localizer import _read
+
+    loc = ctx.localization
+    found: list[Target] = []
+    if ctx.path_vals is not None and ctx.base_vals is not None:
+        for d in named(loc)[:_CARRIERS]:
+            out = differing_output(ctx, d)
+            if out is None:
+                continue
+            op = ctx.program.ops[d.op.index]
+            try:
+                ins: list[np.ndarray] | None = [np.asarray(x) for x in op_inputs(ctx, d)]
+            except Exception:  # noqa: BLE001 - no captured inputs: the candidate is judged by its re-run alone
+                ins = None
+            position = [v for v in op.outputs if v is not None].index(out[0])
+            found.append((d.op.index, op, ins, position, out[1], out[2],
+                          d.elements.trigger if d.elements is not None else None))
+    if found or loc is None or not loc.cone:
+        return found
+    args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
+    for info in reversed(loc.cone):
+        op = ctx.program.ops[info.index]
+        base = ctx.base_vals.values if ctx.base_vals is not None else {}
+        try:
+            cone_ins: list[np.ndarray] | None = [np.asarray(_read(ctx.program, ref, base, args)) for ref in op.inputs]
+        except Exception:  # noqa: BLE001
+            cone_ins = None
+        if cone_ins is not None and any(x is None or x.dtype == object for x in cone_ins):
+            cone_ins = None
+        found.append((info.index, op, cone_ins, 0, None, None, None))
+    return found
+
+
+def _on_captured(cand: Candidate, op: Any, ins: list[np.ndarray], position: int, mine: np.ndarray | None,
+                 theirs: np.ndarray | None) -> str | None:
+    """Why the candidate cannot be the fix, judged on the op's own captured inputs; None where it may be."""
+    import jax
+    import jax.numpy as jnp
+
+    from ...metrics import ulp_distance
+    from ..mechanism.captured import bound
+
+    with jax.default_device(jax.devices("cpu")[0]):
+        try:
+            ref = np.asarray(bound(op, [jnp.asarray(x) for x in ins])[position])
+            got = np.asarray(cand.instead(op, [jnp.asarray(x) for x in ins])[position])
+        except Exception as e:  # noqa: BLE001 - a candidate that does not apply to this op
+            return f"does not apply ({first_line(e)})"
+    if got.shape != ref.shape or got.dtype != ref.dtype:
+        return f"gives {got.dtype}{list(got.shape)} where the op gives {ref.dtype}{list(ref.shape)}"
+    exact = ref.dtype.kind in "iub"
+    with np.errstate(invalid="ignore"):
+        u = ulp_distance(got, ref)
+    nan_same = np.isnan(got.astype(np.float64)) & np.isnan(ref.astype(np.float64)) if not exact else \
+        np.zeros(ref.shape, bool)
+    off = ((u != 0) if exact else ((u < 0) | (u > MATH_LIBRARY_ULP))) & ~nan_same
+    if cand.kind == "guard":
+        differ = (ulp_distance(np.asarray(mine), np.asarray(theirs)) != 0
+                  if mine is not None and theirs is not None and np.shape(mine) == ref.shape else None)
+        if differ is not None and (off & ~differ).any():
+            return (f"changes the op's result on {int((off & ~differ).sum())} element(s) where the two sides "
+                    "agree")
+        return None
+    if cand.kind == "wider":
+        return None  # rounds less: the re-run says whether it is the fix
+    if off.any():
+        n = int(off.sum())
+        return f"not the op's math on its captured inputs ({n} of {ref.size} elements differ from JAX's result)"
+    return None
+
+
+def _other_setting(ctx: Context, alternative: Any, words: str) -> Fix:
+    """The unchanged model on another setting of the path's runtime (``Path.alternatives``)."""
+    outs = ctx.run(alternative)
+    if isinstance(outs, str):
+        return Fix("runtime option", words, None, False, f"{alternative}: failed: {outs}")
+    rerun, _ = ctx.measured(outs)
+    (n0, u0, _), (n1, u1, _) = rerun.before, rerun.after
+    if rerun.outcome == "parity":
+        return Fix("runtime option", words, str(alternative), True,
+                   f"{alternative} agrees with {ctx.baseline} (were {n0} elements apart)", rerun=rerun)
+    if _as_accurate(ctx, rerun, outs, ctx.base_out):
+        p0, p1, _, b1 = rerun.ideal or (0.0, 0.0, 0.0, 0.0)
+        return Fix("runtime option", words, str(alternative), True,
+                   f"{alternative}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, within the model's own "
+                   f"rounding noise of {b1:.3g} ({ctx.baseline}'s error against the f64 ideal; {ctx.path}'s "
+                   f"{p0:.3g} → {p1:.3g})", rerun=rerun)
+    return Fix("runtime option", words, None, False,
+               f"{alternative}: still differs from {ctx.baseline} in {n1} elements, max {u1} ULP (were {n0}, max "
+               f"{u0} ULP)", rerun=rerun)
+
+
+def _both(ctx: Context, fixed: Any, label: str) -> tuple[Any, Any] | str:
+    """The changed model's outputs on the path and on the baseline, or where and why it failed."""
+    mine = ctx.run(ctx.path, fixed, label)
+    if isinstance(mine, str):
+        return f"on {ctx.path}: {mine}"
+    theirs = ctx.run(ctx.baseline, fixed, label)
+    if isinstance(theirs, str):
+        return f"on {ctx.baseline}: {theirs}"
+    return mine, theirs
+
+
+def _rerun(ctx: Context, cand: Candidate, index: int | set[int], label: str, line: str, trigger: Any) -> Fix:
+    """The candidate in place of op ``index``, re-run as the whole program on the path and the baseline."""
+    fixed = with_op(ctx.program, index, cand.instead)
+    description = f"{cand.code} (at {line})"
+    outs = _both(ctx, fixed, label)
+    if isinstance(outs, str):
+        return Fix("model change", description, None, False, f"{cand.name}: the rewritten model failed {outs}")
+    rerun = ctx.compare(outs[0], outs[1])
+    (n0, u0, _), (n1, u1, _) = rerun.before, rerun.after
+    said = f"re-ran {ctx.path} and {ctx.baseline} with {cand.name}"
+    guard = (f"; it changes the result where {trigger.predicate} ({trigger.differing} elements), by design"
+             if cand.kind == "guard" and trigger is not None else "")
+    if rerun.outcome == "parity":
+        return Fix("model change", description, f"{ctx.path} [{label}]", True,
+                   f"{said}: they agree (were {n0} elements apart){guard}", rerun=rerun)
+    if _as_accurate(ctx, rerun, outs[0], outs[1]):
+        p0, p1, _, b1 = rerun.ideal or (0.0, 0.0, 0.0, 0.0)
+        return Fix("model change", description, f"{ctx.path} [{label}]", True,
+                   f"{said}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, within the rewritten program's own "
+                   f"rounding noise: {ctx.path}'s max abs error against the f64 ideal {p0:.3g} → {p1:.3g}, "
+                   f"{ctx.baseline}'s {b1:.3g}{guard}", rerun=rerun)
+    return Fix("model change", description, None, False,
+               f"{cand.name}: {said}: they still differ in {n1} elements, max {u1} ULP (were {n0}, max {u0} ULP)",
+               rerun=rerun)
+
+
+def _as_accurate(ctx: Context, rerun: Any, mine: Any, theirs: Any) -> bool:
+    """A change after which the paths stay apart only by rounding: the difference narrowed, and at every element
+    where they still differ, the path is no further from the baseline than twice the baseline's own distance to
+    the f64 ideal there, or a few ULP (``NEAR_ULP``): one implementation's error, element by element, not a
+    maximum over the output that a large value's rounding would let a small value's wrong result hide under."""
+    from ...metrics import ulp_distance
+
+    if rerun.outcome != "narrows":
+        return False
+    ideal = ctx.run("f64")
+    if isinstance(ideal, str) or len(ideal) != len(mine):
+        return False
+    for m, t, f in zip(mine, theirs, ideal):
+        m, t, f = np.asarray(m), np.asarray(t), np.asarray(f)
+        if m.shape != t.shape or t.shape != f.shape or m.dtype.kind not in "fV" or t.dtype != m.dtype:
+            if not (m.shape == t.shape and m.tobytes() == t.tobytes()):
+                return False
+            continue
+        with np.errstate(invalid="ignore", over="ignore"):
+            u = ulp_distance(m, t)
+            wm, wt, wf = (x.astype(np.float64) for x in (m, t, f))
+            own = np.abs(wt - wf)
+            near = (u >= 0) & (u <= NEAR_ULP)
+            within = np.abs(wm - wt) <= 2 * np.where(np.isnan(own), 0.0, own)
+        if not np.all(near | within):
+            return False
+    return True
