@@ -128,3 +128,13 @@ def test_paths_that_differ_only_by_rounding_get_no_fix(cases):
     (e,) = result.explanations
     assert e.searched == () and not any(f.kind == "model change" and f.verified for f in e.fixes)
     assert np.isfinite(result.paths[-1].leaves[0].diff.max_abs)
+
+
+def test_nan_among_ranked_keys_is_not_blamed_on_the_order_of_equal_keys(cases):
+    """TFLite's top_k skips the NaN that JAX ranks first; the row also holds equal keys, which every side orders
+    alike. The cause is the NaN, and ranking NaN first explicitly is verified on the runtime."""
+    result = explained(cases, "make_topk_nan", ["eager", "tflite"])
+    (e,) = result.explanations
+    assert main_cause(e).cause != "tie-ordering", main_cause(e)
+    (fix,) = verified(e)
+    assert fix.description.startswith("rank NaN keys first yourself: top_k(jnp.where(jnp.isnan(x), jnp.inf, x))")

@@ -60,3 +60,14 @@ def make_subnormal_mask():
     scores = np.linspace(-1, 1, 8, dtype=np.float32)
     mask = np.array([1.0, 0.0, -0.0, 1.0, 0.5, 1e-40, -1.0, 1.0], np.float32)
     return fn, (jnp.asarray(scores), jnp.asarray(mask))  # JAX arrays: eager's astype is then JAX's, not numpy's
+
+
+def make_topk_nan():
+    """Top-k retrieval scores with a failed (NaN) score: lax.top_k ranks NaN first; TFLite's TopKV2 never
+    picks it. Equal scores are present too, but come out in the same order everywhere."""
+
+    def fn(scores):
+        return jax.lax.top_k(scores, 3)
+
+    s = np.array([[0.5, np.nan, 0.9, 0.9, 0.1, 0.3], [1.0, 0.2, 0.2, 0.7, 0.4, 0.0]], np.float32)
+    return fn, (jnp.asarray(s),)

@@ -76,7 +76,11 @@ def explain_path(
                   path_vals=None if view.unsound else view.path_vals, notes=list(notes), memo=view.memo)
     causes = find_mechanism(ctx, keep)
     fixes = verify_fixes(ctx, causes)
-    searched_fixes, searched = search_fixes(ctx, causes, fixes)
+    try:
+        searched_fixes, searched = search_fixes(ctx, causes, fixes)
+    except Exception as e:  # the search adds fixes; it never ends the explanation
+        searched_fixes, searched = [], []
+        notes.append(f"the fix search stopped: {first_line(e)}")
     fixes += searched_fixes
     causes = placed(causes, searched_fixes, ctx)
     notes.extend(n for n in ctx.notes if n not in notes)

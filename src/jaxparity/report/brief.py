@@ -336,8 +336,12 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines.append(("triage", t))
     if unseen:
         together = loc.blame.together if loc.blame is not None else 0.0
+        whole = next((m for n in e.notes if (m := re.search(r"^(\S+) converted \d+ of the \d+ calls it recorded "
+                                                              r"whole \(([^)]*)\)", n))), None)
+        why = (f": {whole.group(1)} converts {whole.group(2)} whole, and the program that returns every "
+               "intermediate is converted primitive by primitive, another graph" if whole else "")
         lines.append(("where", f"no op-level view: returning every intermediate changes {e.path}'s outputs, and the "
-                      f"divergences seen that way reproduce {together:.0%} of its output difference"))
+                      f"divergences seen that way reproduce {together:.0%} of its output difference{why}"))
     elif loc is not None and loc.perturbed and loc.cone:
         lines.append(("where", f"ops #{loc.cone[0].index}..#{loc.cone[-1].index} ({span(loc.cone)}) show no "
                       f"difference one by one, yet observing them changes {e.path}'s outputs: the difference arises "

@@ -424,10 +424,13 @@ def advice(e: Any) -> list[str]:
               and not (c.status == "noise" and main.status != "noise")]
     lines = []
     # Reporting to a runtime's maintainers is the advice only where no change of the model verifies.
-    changed = any(f.verified and f.kind == "model change" for f in e.fixes)
+    # (a change found by the fix search: no cause's own proof, nor the model-wide transforms of jaxparity.fixes)
+    proofs = [c.proof for c in e.causes if c.proof is not None]
+    changed = any(f.verified and f.kind == "model change" and f not in proofs and not (f.spec or "").endswith(
+        ("[fixed model]", "[well-conditioned model]")) for f in e.fixes)
     for c in [main, *others]:
-        if changed and c.fix and c.fix.startswith("report"):
-            continue
+        if changed and c.fix and (c.fix.startswith("report") or c is main):
+            continue  # a verified change of the model is the fix shown; an unverified one beside it is not
         if not c.fix or c.fix in shown or (c.proof is not None and (c.proof in e.fixes or c is main) and
                                            c.proof.spec and "[" in c.proof.spec):
             continue  # a model change that was run: its re-run's line says it

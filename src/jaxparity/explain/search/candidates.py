@@ -143,6 +143,28 @@ def _expm1_kahan(e: Any, x: Any) -> Any:
     return jnp.where(jnp.isinf(u), u, out)
 
 
+def _nan_first(prim: str) -> Callable[[Any, list[Any]], list[Any]]:
+    """An ordering op whose NaN keys rank first, as JAX declares, made explicit: NaN keys ranked as +inf for
+    argmax and top_k (-inf for argmin), the values read back from the input by the indices found."""
+
+    def instead(op: Any, ins: list[Any]) -> list[Any]:
+        import jax.numpy as jnp
+
+        from ..mechanism.captured import bound
+
+        x = ins[0]
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return bound(op, ins)
+        big = jnp.asarray(-jnp.inf if prim == "argmin" else jnp.inf, x.dtype)
+        keys = jnp.where(jnp.isnan(x), big, x)
+        outs = bound(op, [keys, *ins[1:]])
+        if prim == "top_k":
+            return [jnp.take_along_axis(x, outs[1], axis=-1), outs[1]]
+        return outs
+
+    return instead
+
+
 def _integer_pow(e: Any, x: Any) -> Any:
     y = int(e.params["y"])
     out = None
@@ -276,6 +298,11 @@ def candidates(op: Any, trigger: str | None) -> Iterator[Candidate]:
     name = op.eqn.primitive.name
     for fname, code, f in FORMULATIONS.get(name, ()):
         yield Candidate(fname, code, "formulation", _one(f))
+    if name in ("top_k", "argmax", "argmin"):
+        yield Candidate(f"{name} with NaN keys ranked first explicitly", f"rank NaN keys first yourself: "
+                        f"{name}(jnp.where(jnp.isnan(x), {'-' if name == 'argmin' else ''}jnp.inf, x))"
+                        + (", values read back with jnp.take_along_axis(x, indices, -1)" if name == "top_k" else ""),
+                        "formulation", _nan_first(name))
     in_dtypes = [str(getattr(v.aval, "dtype", "")) for v in op.eqn.invars if hasattr(v, "aval")]
     if name in _ACCUMULATING and any(d in _NARROW for d in in_dtypes):
         narrow = next(d for d in in_dtypes if d in _NARROW)
