@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -428,8 +428,13 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     os.environ.setdefault("JAXPARITY_SERVE_IDLE", "600")
     ensure_host_devices([p for p in (getattr(args, "paths", None) or []) if isinstance(p, str)]
                         if not isinstance(getattr(args, "paths", None), str) else [args.paths])
-    if args.command in ("compare", "explain"):
-        return _compare(args, parser)
+    if args.command in ("compare", "explain", "snapshot", "check"):
+        from .execution.runners import host_only
+
+        # The workers hold the accelerator; this process checks and reports on the host (unless it runs the
+        # paths itself).
+        with host_only() if not getattr(args, "in_process", False) else nullcontext():
+            return _compare(args, parser) if args.command in ("compare", "explain") else _baseline(args)
     if args.command == "cache":
         return _cache(args)
     if args.command == "paths":

@@ -59,6 +59,26 @@ def plan_paths(paths: Sequence[str] | str | None, baseline: str) -> tuple[list[s
     return list(dict.fromkeys(ordered)), requested
 
 
+# On an accelerator, the host's run of the same program: eager there computes each op with the device's own
+# kernels, as jit does, so only the host sees what the device changed.
+HOST_PATH = "jit:device=cpu"
+
+
+def with_host(specs: list[str], backend: str | None) -> list[str]:
+    """``specs`` (default paths, baseline first) with the host's run of the program after the baseline where
+    the paths compute on an accelerator (``backend``) and no path runs on the host already."""
+    if backend in (None, "cpu") or any(make_path(s).options.get("device") == "cpu" for s in specs):
+        return specs
+    return specs[:1] + [HOST_PATH] + specs[1:]
+
+
+def _host_note(backend: str | None, baseline: str) -> tuple[str, ...]:
+    if backend in (None, "cpu"):
+        return ()
+    return (f"{baseline} ran on {backend}: there each op runs the device's own kernels, as jit's do, so it shares "
+            f"the device's arithmetic; {HOST_PATH} is the same program on the host",)
+
+
 def _split_paths(text: str) -> list[str]:
     """``'eager,jit:a=1,b=2,export'`` -> ``['eager', 'jit:a=1,b=2', 'export']``.
 
@@ -108,7 +128,11 @@ def compare_loaded(
     progress: Progress | None = None,
 ) -> Comparison:
     """``compare`` for a ``Case`` already loaded in this process (``load_case``)."""
+    import jax
+
     specs, requested = plan_paths(paths, baseline)
+    backend = jax.default_backend()
+    specs = with_host(specs, backend) if paths is None else specs
     if any(spec_env(s) for s in specs):
         raise ValueError("paths in other environments (NAME@ENV) run the case in another Python: give a case "
                          "file to compare_case() or `jaxparity compare`")
@@ -118,6 +142,7 @@ def compare_loaded(
         except Exception:  # noqa: BLE001 - a head start, never a failure
             pass
     runs = _run_each(specs, lambda s: run_in_process(make_path(s), case.fn, case.args, timeout), progress)
+    runs[specs[0]] = dataclasses.replace(runs[specs[0]], notes=runs[specs[0]].notes + _host_note(backend, specs[0]))
     result = build_result(case_info(case), runs, specs[0], tolerance or Tolerance(), requested)
     return dataclasses.replace(result, _source={"case": case, "runs": runs})
 
@@ -153,6 +178,10 @@ def compare_case(
     with Runners(case, inputs, envs, inputs_from, log) as runners:
         runners.check(specs)
         runners.build(specs)
+        backend = None
+        if paths is None:  # the default comparison: on an accelerator, the host's run too
+            backend = runners.load().environment.get("backend")
+            specs = with_host(specs, backend)
         lanes = runners.lanes(specs, jobs if jobs is not None else (os.cpu_count() or 1))
         if len(lanes) == 1:
             info = runners.load()
@@ -162,6 +191,7 @@ def compare_case(
             runs |= _run_each(specs[1:], lambda s: runners.run(s, timeout), progress)
         else:
             info, runs = _run_lanes(runners, specs, lanes, timeout, progress)
+        runs[specs[0]] = dataclasses.replace(runs[specs[0]], notes=runs[specs[0]].notes + _host_note(backend, specs[0]))
         result = build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
         source = {"case": None, "runs": runs, "inputs": runners.home.arrays() if keep_inputs else None, "info": info}
         result = dataclasses.replace(result, _source=source)
@@ -445,6 +475,7 @@ def build_result(
                 seconds=run.seconds,
                 notes=run.notes,
                 leaves=tuple(leaves),
+                device=run.device,
             )
         )
     output_info = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))

@@ -79,6 +79,11 @@ def dtype_class(dtype: DTypeLike) -> DtypeClass:
                            "bool, integer, float (f16, bf16, f32, f64, float8...) and complex arrays")
 
 
+# Results within this many ULP of the correctly rounded one on both sides: two accurate math libraries, not a
+# bug (XLA's own documented accuracy for f32 transcendentals is a few ULP).
+MATH_LIBRARY_ULP = 64
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """When two arrays count as agreeing. The default is exact: every value equal."""
@@ -389,6 +394,9 @@ def _complex_parts(got: np.ndarray, expected: np.ndarray) -> ComplexParts:
 # but an error (a flipped decision, a wrong value): bf16's unit roundoff is 2**-9, and a few roundings of it
 # stay well below 1/16. Such a distance is no noise floor to judge another path by.
 ROUNDING_SHARE = 1 / 16
+# A baseline this many times farther from the f64 ideal than the path has an error of its own (another device's
+# arithmetic, a less accurate function): no noise floor to judge the path by.
+LESS_ACCURATE = 16
 
 
 @dataclass(frozen=True)

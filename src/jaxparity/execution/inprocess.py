@@ -52,7 +52,14 @@ def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: flo
         return _with_hint(_error_run(path.spec, e, time.perf_counter() - start), path, fn, args)
     outputs = tuple(named_leaves(out, "out"))
     return PathRun(path.spec, "ok", outputs, time.perf_counter() - start, notes=tuple(path.notes),
-                   output_rules=_output_rules(path, fn, args))
+                   output_rules=_output_rules(path, fn, args), device=_device(path))
+
+
+def _device(path: Path) -> str | None:
+    try:
+        return path.device()
+    except Exception:  # naming the device never fails a run
+        return None
 
 
 # Per (function, argument structure, shapes and dtypes) in this process; each entry holds its function,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ..arrayio import save_arrays
@@ -21,6 +22,44 @@ from ..paths import make_path, spec_env
 
 __all__ = ["Runners"]
 
+
+
+# The JAX_PLATFORMS the command was started with, where the command's own process runs on the host only
+# (``host_only``): its workers get it back.
+_WORKER_PLATFORMS = "JAXPARITY_WORKER_JAX_PLATFORMS"
+
+
+@contextmanager
+def host_only() -> Iterator[None]:
+    """The command's own process computes on the host (``JAX_PLATFORMS=cpu``) while its workers get the
+    platforms it was started with: one process at a time can hold a TPU, and the worker that runs the paths
+    must be the one. Checking options, validating compile options and the references then never take the
+    chip. Where JAX already started its backends in this process (``main`` called from a program that uses
+    the chip), nothing changes for it, and the workers still get the platforms."""
+    before = {k: os.environ.get(k) for k in ("JAX_PLATFORMS", _WORKER_PLATFORMS)}
+    if before[_WORKER_PLATFORMS] is None:
+        os.environ[_WORKER_PLATFORMS] = before["JAX_PLATFORMS"] if before["JAX_PLATFORMS"] is not None else "<unset>"
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def worker_platforms(variables: dict[str, str]) -> dict[str, str]:
+    """``variables`` (a worker's environment) with the JAX_PLATFORMS the command was started with."""
+    wanted = variables.pop(_WORKER_PLATFORMS, None)
+    if wanted is None:
+        return variables
+    if wanted == "<unset>":
+        variables.pop("JAX_PLATFORMS", None)
+    else:
+        variables["JAX_PLATFORMS"] = wanted
+    return variables
 
 
 class Runners:
@@ -74,9 +113,9 @@ class Runners:
 
     def _runner(self, env: str | None) -> IsolatedRunner:
         if env not in self._runners:
-            python, variables = None, dict(os.environ) | self._vars
+            python, variables = None, worker_platforms(dict(os.environ)) | self._vars
             if env is not None:
-                python, variables = str(self.envs[env].python), worker_environment(self._vars)
+                python, variables = str(self.envs[env].python), worker_platforms(worker_environment(self._vars))
             inputs = self.user_inputs if env == self.inputs_from else self._shared
             self._runners[env] = IsolatedRunner(self.case, inputs, python=python, env=variables)
         return self._runners[env]
@@ -131,7 +170,10 @@ class Runners:
         """Another worker of this environment for lane ``lane``: it loads the case itself (at the same time
         as the first) and is used only if its inputs are the first worker's bit for bit."""
         if lane not in self._extra:
-            self._extra[lane] = IsolatedRunner(self.case, self.user_inputs, env=dict(os.environ) | self._vars)
+            # Heavy paths only (converted into another runtime): JAX there traces and converts, on the host; the
+            # accelerator stays the first worker's (one process at a time can hold a TPU).
+            variables = worker_platforms(dict(os.environ)) | {"JAX_PLATFORMS": "cpu"} | self._vars
+            self._extra[lane] = IsolatedRunner(self.case, self.user_inputs, env=variables)
         return self._extra[lane]
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ class PathRun:
     # Outputs whose values are defined only up to sign, phase or order (eigenvectors...), by leaf name:
     # read from the function's trace after a path that traces it ran (see ``run_in_process``).
     output_rules: dict[str, OutputRule] = field(default_factory=dict)
+    device: str | None = None  # the platform it computed on ("cpu", "tpu", "gpu"; ``Path.device``)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ def environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "cpu_features": flags,
         "devices": [str(d) for d in jax.devices()],
+        "backend": jax.default_backend(),
         "packages": versions,
     }
 

@@ -12,13 +12,11 @@ An experiment is one of a few kinds:
 - ``fingerprint``: a candidate semantics of the interpreter reproduces the path bit for bit.
 - ``same-compiler``: ``jit`` with the same XLA settings agrees with the baseline while this runtime
   does not: it lowers or runs the program differently.
-- ``partition``: a path sharded over a mesh (``jit:mesh=8``) diverges at a reduction whose partial sums
-  the compiled program combines with a collective (all-reduce, reduce-scatter): named from the
-  optimized HLO, and judged against the reduction's error bound.
-- ``well-conditioned``: blame found many small divergences amplified by an op of a recognised
-  ill-conditioned form (a one-pass variance): that form is rewritten in its well-conditioned one
-  (``jaxparity.fixes.well_conditioned``) and the path, the baseline and f64 re-run on it; confirmed when
-  the two paths then agree within the fixed program's own rounding noise.
+- ``partition``: a sharded path (``jit:mesh=8``) diverges at a reduction whose partial sums a collective
+  combines (from the optimized HLO), judged against the reduction's error bound.
+- ``well-conditioned``: an ill-conditioned form (a one-pass variance) amplifies small divergences: rewritten
+  (``jaxparity.fixes.well_conditioned``) and re-run; confirmed when the paths then agree within its noise.
+- ``device-arithmetic``: one side on an accelerator: the carrying op alone on it, against host emulations.
 - ``option-diff``: the path is the baseline's runtime with other options (``jit:jax_threefry_partitionable=false``
   against ``jit``): those options are the difference, said first; the op's own evidence names the mechanism.
 - ``artifact``: decided on what the runtime really runs (``explain/mechanism/artifact/``): its own
@@ -68,6 +66,9 @@ class Cause:
     op_check: str | None = None  # candidate semantics checked on the diverging op's inputs ("fma")
     # The fix where the path is another runtime (TFLite, ONNX, IREE): XLA's flags do nothing there.
     runtime_fix: str = ""
+    # Correct implementations may show it (a sum's order, an FMA, an accurate math library): within the ops'
+    # error bounds it is rounding noise (``explain.noise``), not a fault.
+    rounding: bool = False
 
 
 CAUSES: tuple[Cause, ...] = (
@@ -79,7 +80,7 @@ CAUSES: tuple[Cause, ...] = (
         "as bf16 carry float32 precision into the next op.",
         primitives=None,
         dtypes=("bfloat16", "float16"),
-        devices=("cpu", "gpu"),
+        devices=("cpu", "gpu", "tpu"),
         runs_on=XLA,
         experiment="recompile",
         options=(("xla_allow_excess_precision", "false"),),
@@ -123,6 +124,7 @@ CAUSES: tuple[Cause, ...] = (
         options=(("xla_disable_hlo_passes", "algsimp"),),
         fix="write the cheaper form in the model (x * (1/c)) so every path computes it, or compile with "
         "xla_disable_hlo_passes=algsimp (slower)",
+        rounding=True,
     ),
     Cause(
         id="fma-contraction",
@@ -139,6 +141,7 @@ CAUSES: tuple[Cause, ...] = (
         op_check="fma",
         fix="compile with xla_backend_optimization_level=0 (much slower), or, where the path is the side nearer "
         "the f64 ideal (a fused multiply-add rounds once), accept it within a tolerance",
+        rounding=True,
     ),
     Cause(
         id="fast-math",
@@ -169,6 +172,16 @@ CAUSES: tuple[Cause, ...] = (
         "XLA_FLAGS=--xla_cpu_enable_fast_min_max=false in the server's environment), or keep NaN out of max/min",
     ),
     Cause(
+        id="device-arithmetic",
+        title="the accelerator's own arithmetic (float32 products as bfloat16 passes, approximate functions)",
+        description="A TPU computes float32 matrix products from bfloat16 products (1 pass by default, 3 at HIGH, "
+        "6 at HIGHEST) and tanh, log, expm1... to hundreds of ULP (BENCHMARKS.md); the host to a few. Decided on "
+        "the carrying op alone on the device, against host emulations of the passes and the exact result.",
+        primitives=None, dtypes=None, devices=("cpu", "gpu", "tpu"), runs_on=EVERY,  # the experiment finds the side
+        experiment="device-arithmetic",
+        fix="set the matmul precision to highest on the accelerator's side; compute the function another way",
+    ),
+    Cause(
         id="matmul-precision",
         title="reduced matmul precision (TF32 or bf16 passes)",
         description="On GPUs and TPUs, float32 matmuls and convolutions run by default with TF32 or "
@@ -192,6 +205,7 @@ CAUSES: tuple[Cause, ...] = (
         experiment="partition",
         fix="nothing is wrong where the difference is within the reduction's error bound: compare sharded and "
         "unsharded runs with a tolerance; or keep the reduced dimension unsplit (shard another dimension)",
+        rounding=True,
     ),
     Cause(
         id="stored-constant",
@@ -265,6 +279,7 @@ CAUSES: tuple[Cause, ...] = (
         experiment="artifact",
         fix="nothing is wrong where both sides are within the bound: compare with a tolerance (the smallest "
         "passing --ulp / --atol is printed)",
+        rounding=True,
     ),
     Cause(
         id="reduction-order",
@@ -277,6 +292,7 @@ CAUSES: tuple[Cause, ...] = (
         runs_on=XLA + CONVERTED + ("op_by_op", "declared", "observed"),
         experiment="noise-bound",
         fix="nothing is wrong: compare with a tolerance (the smallest passing --ulp / --atol is printed)",
+        rounding=True,
     ),
     Cause(
         id="denormal-flush",
@@ -364,6 +380,7 @@ CAUSES: tuple[Cause, ...] = (
         experiment="op-evidence",
         op_check="math-library",
         fix="nothing is wrong: compare with a tolerance (the smallest passing --ulp is printed)",
+        rounding=True,
     ),
     Cause(
         id="amplification",

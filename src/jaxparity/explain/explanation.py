@@ -30,6 +30,9 @@ class PathExplanation:
     # The changes the fix search (``explain.search``) tried at the carrying op that did not restore parity,
     # each with why: what "no fix verified" was tried against.
     searched: tuple[Fix, ...] = ()
+    # Where the path is no farther from the baseline than correct implementations of the program's ops
+    # may be (``explain.noise``): rounding noise, which the default gate passes.
+    rounding: Any = None  # explain.noise.Rounding | None
 
     @property
     def confirmed(self) -> tuple[CauseVerdict, ...]:

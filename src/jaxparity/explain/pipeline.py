@@ -75,21 +75,34 @@ def explain_path(
                   None if view.unsound else view.localization, seen.fingerprint, {}, view.base_vals, flat_args,
                   path_vals=None if view.unsound else view.path_vals, notes=list(notes), memo=view.memo)
     causes = find_mechanism(ctx, keep)
+    rounding = _rounding(ctx, causes, view.localization, notes)
     fixes = verify_fixes(ctx, causes)
     try:
-        searched_fixes, searched = search_fixes(ctx, causes, fixes)
+        searched_fixes, searched = ([], []) if rounding is not None else search_fixes(ctx, causes, fixes)
     except Exception as e:  # the search adds fixes; it never ends the explanation
         searched_fixes, searched = [], []
         notes.append(f"the fix search stopped: {first_line(e)}")
     fixes += searched_fixes
     causes = placed(causes, searched_fixes, ctx)
     notes.extend(n for n in ctx.notes if n not in notes)
-    partial = closest_partial(ctx, causes, fixes, depth)
+    partial = closest_partial(ctx, causes, fixes, depth) if rounding is None else None  # noise: nothing to peel
     remainder = _remainder(ctx, partial, evidence, depth) if partial is not None else None
     found = PathExplanation(str(path), str(baseline), "", with_kernels(view.localization, ctx.memo.get("kernels", {})),
                             seen.hlo, seen.fingerprint, tuple(causes), tuple(fixes), tuple(notes), remainder,
-                            searched=tuple(searched))
+                            searched=tuple(searched), rounding=rounding)
     return summarize(found)
+
+
+def _rounding(ctx: Context, causes: list[CauseVerdict], localization: Any, notes: list[str]) -> Any:
+    """``noise.rounding_only`` for this path; it only relaxes the default gate, so where it fails the
+    tolerance decides (said in the notes)."""
+    from .noise import rounding_only
+
+    try:
+        return rounding_only(ctx.program, ctx.flat_args, causes, localization, ctx.path_out, ctx.base_out)
+    except Exception as e:
+        notes.append(f"whether the difference is only rounding could not be judged ({first_line(e)})")
+        return None
 
 
 def _remainder(ctx: Context, partial: tuple[str, list[np.ndarray]], evidence: bool,

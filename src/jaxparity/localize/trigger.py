@@ -185,6 +185,9 @@ def _on_finite(test: Test, magnitude: bool) -> Test:
     return lambda v: _finite(v) & test(v)
 
 
+MIN_CUT = 3  # the fewest elements on each side for a threshold or an interval to name a class of them
+
+
 def _candidates(ins: Sequence[np.ndarray | None], exact: np.ndarray | None, out_dtype: np.dtype,
                 differ: np.ndarray) -> Iterator[tuple[str, np.ndarray, int | None, Test | None]]:
     """(words, mask over the output, the input it reads, the predicate over that input's values) for each
@@ -249,6 +252,8 @@ def _candidates(ins: Sequence[np.ndarray | None], exact: np.ndarray | None, out_
                 yield f"the exact result is beyond {out_dtype}'s largest value", np.abs(e) > big, None, None
     # thresholds last: they can always fit something, so a named property wins a tie
     cuts = [(i, name, w, kd) for i, name, w, kd in wides if kd != "bool" and w.shape == shape]
+    if min(int(differ.sum()), int((~differ).sum())) < MIN_CUT:
+        return  # a threshold or an interval around one or two elements says nothing about them
     # (a row per output element has no single value to cut); one side of a threshold on the value, then on
     # its magnitude, then an interval of the value
     for intervals, magnitude in ((False, False), (False, True), (True, False)):

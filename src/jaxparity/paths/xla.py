@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from .base import Path, PathError, PathOptionError, PathUnavailable, jax_config, parse_option_value
+from .devices import DEVICE_HELP, device_of, on_device, placed_on
 from .staging import reused, reusing, signature
 
 # The executables of the last few runs, keyed by (path spec, function, arguments): explaining a
@@ -63,13 +64,14 @@ def recent_optimized_hlo(spec: str, fn: Callable[..., Any], args: tuple) -> str 
 
 
 # Path options that are not XLA compile options: the device mesh a path runs sharded over.
-_MESH_OPTIONS = ("mesh", "dim")
+_MESH_OPTIONS = ("mesh", "dim", "device")
 _XLA_OPTIONS_HELP = {"*": "any XLA compile option, e.g. xla_allow_excess_precision=false",
                      "mesh": "N: run sharded over N devices (data-parallel: inputs split on dimension `dim`, "
                      "model variables replicated); on CPU the CLI starts JAX with N host devices",
                      "dim": "the input dimension mesh=N splits (default 0); inputs it does not divide are "
                      "replicated",
-                     "jax_*": "any JAX config option while tracing and running, e.g. jax_threefry_partitionable=false"}
+                     "jax_*": "any JAX config option while tracing and running, e.g. jax_threefry_partitionable=false",
+                     "device": DEVICE_HELP}
 
 
 # How a reproducer runs a function on each path (``Path.repro_runner``); ``{options}``: its compile options.
@@ -93,9 +95,7 @@ class _CompiledPath(Path):
     xla_option_kind = "compile option"
 
     def device(self) -> str:
-        import jax
-
-        return jax.default_backend()
+        return device_of(self.options)
 
     def xla_settings(self) -> dict[str, str]:
         return {k: v for k, v in self.options.items() if k != "load_env"}
@@ -107,9 +107,14 @@ class _CompiledPath(Path):
         return lowered.compile(compiler_options=self.compiler_options()).as_text()  # type: ignore[arg-type]  # ints too
 
     def repro_runner(self, extra: Mapping[str, str] | None = None) -> str | None:
-        lowered = {k: parse_option_value(v) for k, v in self.repro_options(extra).items()
-                   if k.islower() and not k.startswith("jax_")}
-        return _RUNNERS[self.name].format(options=repr(lowered) if lowered else "None")
+        options = self.repro_options(extra)
+        lowered = {k: parse_option_value(v) for k, v in options.items()
+                   if k.islower() and not k.startswith("jax_") and k not in _MESH_OPTIONS}
+        runner = _RUNNERS[self.name].format(options=repr(lowered) if lowered else "None")
+        if options.get("device"):  # the inputs on that device: JAX compiles and runs there
+            head, body = runner.split("\n", 1)
+            runner = f"{head}\n    args = jax.device_put(args, jax.devices({options['device']!r})[0])\n{body}"
+        return runner
 
     def check_options(self) -> None:
         """Each XLA compile option set on a trivial program, each JAX option looked up in ``jax.config``:
@@ -134,6 +139,8 @@ class _CompiledPath(Path):
                                               f"{str(e).splitlines()[0]}") from None
                     continue  # the option exists; whatever else failed is the path's to say when it runs
                 near = difflib.get_close_matches(key, xla_option_names(), 3, 0.7)
+                if not near and os.environ.get("JAXPARITY_WORKER_JAX_PLATFORMS", "cpu") != "cpu":
+                    continue  # checked on the host for a worker that may compile for an accelerator: its XLA says
                 raise PathOptionError(f"{self.spec}: XLA has no compile option {key!r}"
                                       + (f"; did you mean {' or '.join(near)}?" if near else
                                          " (XLA_FLAGS=--help lists them)")) from None
@@ -146,7 +153,7 @@ class _CompiledPath(Path):
         """``args`` on the path's devices: with ``mesh=N``, each input split over N devices on dimension
         ``dim`` where N divides it, and model variables (a ``params`` collection) replicated."""
         if "mesh" not in self.options:
-            return args
+            return placed_on(self.options, args)
         import jax
         import numpy as np
         from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -204,7 +211,9 @@ class _CompiledPath(Path):
         """``fn`` compiled with this path's options, run once: a blocking call for timing a fix's cost."""
         import jax
 
-        compiled = jax.jit(fn).trace(*args).lower().compile(compiler_options=self.compiler_options())
+        args = self.placed(args)
+        with on_device(self.options):
+            compiled = jax.jit(fn).trace(*args).lower().compile(compiler_options=self.compiler_options())
         call = lambda: jax.block_until_ready(compiled(*args))  # noqa: E731
         call()  # warm
         return call
@@ -219,7 +228,7 @@ class JitPath(_CompiledPath):
 
         from .staging import staged
 
-        with jax_config(self.options):
+        with jax_config(self.options), on_device(self.options):
             stage, leaves = staged(fn, self.placed(args))  # the trace export and savedmodel share
             flat = self._compile_and_call(stage.jitted, tuple(leaves), key=fn, args_key=args)
             return jax.tree_util.tree_unflatten(stage.out_tree(leaves), flat)
@@ -245,7 +254,7 @@ class ExportPath(_CompiledPath):
                 if k != "load_env" and not k.startswith("jax_") and k not in _MESH_OPTIONS} or None
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
-        with jax_config(self.options):
+        with jax_config(self.options), on_device(self.options):
             return self._run(fn, self.placed(args), timeout)
 
     def _run(self, fn: Callable[..., Any], args: tuple, timeout: float | None) -> Any:
@@ -259,7 +268,8 @@ class ExportPath(_CompiledPath):
             # The artifact is a function of the flat leaves: it holds arrays, not Python pytrees (an NNX
             # module or a dataclass argument cannot be serialized); the structure is restored here. The
             # trace is jit's, and the lowering the one savedmodel's jax2tf gets from JAX's cache.
-            blob = export.export(stage.jitted)(*leaves).serialize()
+            platforms = (self.options["device"],) if self.options.get("device") else None
+            blob = export.export(stage.jitted, platforms=platforms)(*leaves).serialize()
             restored = export.deserialize(blob)
             artifact = (f"calling convention v{restored.calling_convention_version}, "
                         f"platforms {', '.join(restored.platforms)}")

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..metrics import ROUNDING_SHARE
+from ..metrics import LESS_ACCURATE, MATH_LIBRARY_ULP, ROUNDING_SHARE
 from .format import advice, explaining_cause, fmt, is_rerun, narrows, readable, short_title
 
 __all__ = ["blame_line", "brief", "fix_lines", "group_sizes", "sentences", "triage"]
@@ -66,6 +66,15 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
         # noise floor to judge the path by, whatever the ratio.
         return (f"a real divergence: {baseline} is itself {fmt(floor)} from the f64 ideal where the values reach "
                 f"{fmt(scale)}, an error rather than rounding, so it is no noise floor; {measured}")
+    mine = lf.error_vs_f64
+    if r < 2 and mine is not None and floor > LESS_ACCURATE * mine.max_abs and \
+            (lf.baseline_error_vs_f64.max_ulp or 0) > MATH_LIBRARY_ULP:
+        # The baseline's distance from the ideal is its own error, not rounding the path may share: the path is
+        # far nearer the ideal (another device's arithmetic, a less accurate function), so that error is the
+        # divergence, not a floor to judge it by.
+        times = floor / mine.max_abs if mine.max_abs > 0 else float("inf")
+        return (f"a real divergence: {baseline} is {times:,.0f}× farther from the f64 ideal than {p.spec} "
+                f"({fmt(floor)} against {fmt(mine.max_abs)}, max abs), so its error is no noise floor; {measured}")
     if 1 < r < 2:
         size = f"about the size of the model's own rounding noise ({r:.2f}×)"
         if departs:
@@ -332,6 +341,10 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     # an op of a perturbed capture says nothing about the program the path runs: the triage names none
     lead = loc.lead if loc is not None and not unseen else None
     t = triage(p, e.baseline, lead, amplified) if p is not None else None
+    if getattr(e, "rounding", None) is not None:
+        leaves = [lf.name for lf in getattr(p, "leaves", ())] if p is not None else []
+        name = leaves[e.rounding.output] if e.rounding.output < len(leaves) else "out"
+        t = e.rounding.words(e.baseline, name)
     if t:
         lines.append(("triage", t))
     if unseen:
@@ -388,6 +401,11 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines.append(("same", f"{e.path} gives {e.same_values}'s values bit for bit"))
     for text in fix_lines(e, main):
         lines.append(("fix", text))
+    if e.searched and not any(f.verified for f in e.fixes):
+        n = len(e.searched)
+        lines.append(("searched", f"{n} change{'s' if n != 1 else ''} at the carrying op (other formulations, "
+                      "guards, wider dtypes, the runtime's settings), each re-run; none restored parity "
+                      "(--verbose lists each and why)"))
     real = t is not None and t.startswith("a real divergence")
     for line in advice(e):  # the fix or workaround of a cause that no re-run above shows
         head, _, rest = line.partition(": ")
@@ -405,6 +423,8 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
                     "compare with a tolerance only once the divergence that carries it is understood")
         label, _, which = head.partition(" for ")
         lines.append((label.lower(), f"(for {which}) {rest}" if which else rest))
+    if getattr(e, "rounding", None) is not None:  # noise: nothing to report to anyone
+        lines = [(k, v) for k, v in lines if not (k == "what to do" and v.startswith("report"))]
     return lines
 
 

@@ -330,6 +330,15 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
     for line in advice(e):  # the fix or workaround of the cause that explains it, where no re-run shows it
         head, _, rest = line.partition(": ")
         parts.append(Text.assemble((f"{head}: ", "bold"), rest))
+    if e.searched:
+        s = Table(title=f"the fix search: {len(e.searched)} change{'s' if len(e.searched) != 1 else ''} tried that "
+                  "did not restore parity, and why", title_justify="left", show_edge=False, header_style="bold",
+                  pad_edge=False)
+        for col in ("change", "why not"):
+            s.add_column(col, overflow="fold")
+        for fix in e.searched:
+            s.add_row(Text(readable(fix.description)), Text(readable(fix.evidence)))
+        parts.append(_Fit(s))
     for o in same:
         for fix in o.fixes:
             mark = _fix_mark(fix)

@@ -229,7 +229,10 @@ def summary_line(r: ComparisonResult) -> str:
                 f"{', '.join(others)} ran but could not be compared: choose one of them as --baseline")
     gated = [p for p in r.paths if p.gated]
     broken = [p.spec for p in gated if p.status != "ok"]  # did not run: they fail the gate, but differ in nothing
-    failing = [p.spec for p in gated if not p.passed and p.status == "ok"]
+    failing = [p.spec for p in gated if not p.passed and p.status == "ok" and not r.rounding_only(p.spec)]
+    noise = [p.spec for p in gated if not p.passed and p.status == "ok" and r.rounding_only(p.spec)]
+    noisy = (f"; {', '.join(noise)} {'differs' if len(noise) == 1 else 'differ'} from {r.baseline} by rounding noise "
+             "only (within what correct implementations of its ops may differ by), which passes") if noise else ""
     compared = len(gated) - len(broken)
     over = f" on all {r.samples} samples" if r.samples > 1 else ""
     did_not_run = (f"{len(broken)} {_paths(len(broken))} could not run: {', '.join(broken)}" if broken else "")
@@ -249,13 +252,33 @@ def summary_line(r: ComparisonResult) -> str:
             return (f"no path was compared with {r.baseline}" + (f" ({', '.join(refs)}: "
                     f"{'references' if len(refs) > 1 else 'a reference'}, shown and never judged)" if refs else "")
                     + ": name one to compare (jit, export, savedmodel...)")
+        if noise:
+            n_agree = len(gated) - len(noise)
+            head = (f"{', '.join(noise)} {'differs' if len(noise) == 1 else 'differ'} from {r.baseline}{over} by "
+                    "rounding noise only: within what correct implementations of the program's ops may differ by, "
+                    "which passes (--ulp 0 asks for bit for bit)")
+            return head + (f"; the other {n_agree} agree ({r.tolerance.describe()})" if n_agree else "")
         if len(gated) == 1:
             return f"the 1 compared path agrees with {r.baseline}{over} ({r.tolerance.describe()})"
         return f"all {len(gated)} compared paths agree with {r.baseline}{over} ({r.tolerance.describe()})"
     verb = "does" if len(failing) == 1 else "do"
     line = (f"{len(failing)} of {compared} compared {_paths(compared)} {verb} not agree with {r.baseline}{over} "
             f"({r.tolerance.describe()}): {', '.join(failing)}")
-    return line + (f"; {did_not_run}" if broken else "")
+    return line + noisy + (f"; {did_not_run}" if broken else "")
+
+
+def devices_line(r: Any) -> str | None:
+    """Where each path computed: 'cpu (every path)', or 'tpu: eager, jit; cpu: jit:device=cpu, f64'; None where
+    no path says (an older result)."""
+    by: dict[str, list[str]] = {}
+    for p in r.paths:
+        if getattr(p, "device", None):
+            by.setdefault(p.device, []).append(p.spec)
+    if not by:
+        return None
+    if len(by) == 1:
+        return f"{next(iter(by))} (every path that ran)"
+    return "; ".join(f"{d}: {', '.join(specs)}" for d, specs in by.items())
 
 
 def _paths(n: int) -> str:

@@ -25,7 +25,7 @@ from ..metrics import dtype_class
 from ..result import ComparisonResult, LeafResult, PathResult
 from .explanation import (blame_legend, blame_needed_shown, group_explanations, iteration_growth, layer_growth,
                           local_distance)
-from .format import (HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, fmt, leaf_line, path_line, producer, readable, summary_line,
+from .format import (HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, devices_line, fmt, leaf_line, path_line, producer, readable, summary_line,
                      ulp_text, values_text)
 
 __all__ = ["render_html_report", "write_html"]
@@ -123,6 +123,7 @@ def _header(r: ComparisonResult) -> str:
         ("outputs", outputs or "—"),
         ("baseline", f"<code>{_e(r.baseline)}</code>"),
         ("tolerance", _e(r.tolerance.describe())),
+        *((("devices", _e(devices)),) if (devices := devices_line(r)) is not None else ()),
         *((("warning", "<br>".join(_e(f"{d.text}: paths agree on it without computing the model")
                                    for d in r.degenerate)),) if r.degenerate else ()),
         ("environment", _e("; ".join(env_bits)) or "—"),

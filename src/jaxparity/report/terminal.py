@@ -13,7 +13,7 @@ from rich.text import Text
 from ..metrics import dtype_class
 from ..result import ComparisonResult, PathResult
 from .explanation import fit_columns, stacked
-from .format import NAN_ULP, arrays_line, fmt, path_line, summary_line, values_text
+from .format import NAN_ULP, arrays_line, devices_line, fmt, path_line, summary_line, values_text
 
 __all__ = ["print_result", "render", "render_text"]
 
@@ -161,6 +161,8 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
     head.append(f"\ninputs   {arrays_line(result.inputs)} ({result.input_source})")
     head.append(f"\noutputs  {', '.join(f'{a.name} {_shape(a)}' for a in result.outputs)}")
     head.append(f"\nbaseline {result.baseline}, tolerance {result.tolerance.describe()}")
+    if (devices := devices_line(result)) is not None:
+        head.append(f"\ndevices  {devices}")
     for d in result.degenerate:
         head.append(f"\nwarning  {d.text}: paths agree on it without computing the model", style="bold yellow")
 

@@ -65,8 +65,8 @@ def decide_causes(ctx: Context) -> list[CauseVerdict]:
         # op evidence names a cause, not a full fix; a variant or the artifact that reproduces the values is the
         # mechanism whether or not its fix held
         # (a highest-precision re-run that leaves only another summation order is the mechanism too)
-        restores = verdict.proof is None or verdict.proof.verified or cause.experiment in ("variants", "artifact",
-                                                                                           "matmul-precision")
+        restores = verdict.proof is None or verdict.proof.verified or cause.experiment in (
+            "variants", "artifact", "matmul-precision", "device-arithmetic")
         # A fingerprint of subnormal flushing and an amplifier downstream do not explain the divergence alone.
         partial = verdict.cause == "amplification" or (verdict.cause == "denormal-flush"
                                                        and verdict.experiment.startswith("candidate"))

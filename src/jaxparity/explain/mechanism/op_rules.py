@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...metrics import MATH_LIBRARY_ULP
 from ...localize.elements import MATH_FUNCTIONS
 from ...paths import Path
 from ..causes import Cause
@@ -19,9 +20,6 @@ from ..verdicts import CauseVerdict
 
 __all__ = ["MATH", "MATH_LIBRARY_ULP", "OP_RULES", "constant_only", "decide"]
 
-# Results within this many ULP of the correctly rounded one on both sides: two accurate math
-# libraries, not a bug (XLA's own documented accuracy for f32 transcendentals is a few ULP).
-MATH_LIBRARY_ULP = 64
 MATH = MATH_FUNCTIONS
 # Ops whose output jumps where the input crosses a threshold: a tiny input difference can become a
 # whole unit (floor), a sign, an index or a boolean.

@@ -41,7 +41,8 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
         return [], []  # rounding noise: nothing to fix
     from ..triage import within_own_noise
 
-    if within_own_noise(ctx.path_out, ctx.base_out, ctx.program, ctx.flat_args):
+    wrong = _one_side_wrong(ctx)
+    if not wrong and within_own_noise(ctx.path_out, ctx.base_out, ctx.program, ctx.flat_args):
         return [], []  # the outputs are as far apart as the model's own rounding: no change is owed
     tried: list[Fix] = []
     for alternative, words in ctx.path.alternatives():
@@ -82,6 +83,16 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
             tried.append(fix)
     last = _whole_calls(ctx, tried) or _by_primitive(ctx, tried, MAX_RERUNS - reruns) or _input_remaps(ctx, tried)
     return ([with_cost(ctx, last)] if last is not None else []), tried
+
+
+def _one_side_wrong(ctx: Context) -> bool:
+    """The carrying op shows one side far from the correctly rounded result on its own inputs (a wrong small
+    value is small in absolute terms: the outputs' sizes alone would call it noise)."""
+    loc = ctx.localization
+    ev = loc.lead.elements if loc is not None and loc.lead is not None else None
+    if ev is None or ev.path_ulp is None or ev.baseline_ulp is None or ev.flushes:
+        return False  # (subnormals flushed: a flush's ULP count is huge and its values tiny)
+    return max(ev.path_ulp, ev.baseline_ulp) > MATH_LIBRARY_ULP >= min(ev.path_ulp, ev.baseline_ulp)
 
 
 _WHOLE = " from its primitives rewritten]"

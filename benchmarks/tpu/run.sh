@@ -1,0 +1,24 @@
+#!/bin/bash
+# The TPU experiment of issue 38, in one command on the device machine (it has no network: packages come
+# from its own index). Usage there: bash benchmarks/tpu/run.sh [STEP ...]  (default: every step; writes under $OUT)
+export PYTHONUNBUFFERED=1 COLUMNS=100
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --only-binary=:all: \
+  --index-url file:///opt/pypi/simple --target /tmp/site rich safetensors flatbuffers flax > "$OUT/pip.txt" 2>&1
+export PYTHONPATH=$PYTHONPATH:/tmp/site:$PWD/src
+python3 -c "import jax, jaxparity, flax; print(jax.__version__, flax.__version__, jax.devices())" 2>&1 | tail -1
+t0=$(date +%s)
+WANT="$*"
+step() {
+  local name=$1; shift
+  if [ -n "$WANT" ] && [[ " $WANT " != *" $name "* ]]; then return; fi
+  local s=$(date +%s); timeout "$@" > "$OUT/$name.txt" 2>&1; echo "$name rc=$? $(( $(date +%s) - s ))s"
+}
+step arith 120 python3 benchmarks/tpu/arith.py
+step attention 150 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_attention --json "$OUT/attention.json"
+step tanh 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_tanh --paths eager,jit,jit:device=cpu
+step flag 60 python3 -m jaxparity compare examples/conv_bf16.py --paths eager,jit:xla_allow_excess_precision=false
+step seed 120 python3 -m jaxparity explain examples/conv_bf16.py
+step mlp 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp
+step reverse 120 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp --baseline jit:device=cpu --paths jit:device=cpu,jit,eager
+echo "total $(( $(date +%s) - t0 ))s"

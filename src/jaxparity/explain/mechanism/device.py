@@ -1,0 +1,185 @@
+"""``device-arithmetic``: where one side computes on an accelerator and the other on the host, the
+accelerator's own arithmetic, decided on the carrying op's captured inputs:
+
+- a float32 dot product or convolution: the op alone on the accelerator's side, on those inputs, against
+  host emulations of its matmul unit (each input split into 1, 2 or 3 bfloat16 parts, the products of
+  1, 3 or 6 pairs of parts summed exactly: DEFAULT, HIGH, HIGHEST on a TPU) and the exact result; the
+  emulation it is nearest to, by far, is how the device computed it;
+- an elementary function (tanh, log, exp...): each side's distance from the correctly rounded result on
+  the op's inputs; the accelerator's far beyond the host's is its own approximation.
+
+The fix is set where the device computes: the matmul precision of the accelerator's side, re-run there
+against the other side; a function computed another way is the fix search's (formulations re-run on both).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...paths import Path
+from ..causes import Cause
+from ..context import Context
+from ..verdicts import CauseVerdict, Fix
+from .captured import op_inputs
+from .op_rules import MATH
+
+__all__ = ["PASSES", "device_arithmetic", "emulated_passes"]
+
+PASSES = {"DEFAULT": 1, "HIGH": 3, "HIGHEST": 6}  # bf16 products a float32 product is made of, per precision
+NEARER = 0.1  # the device's values are reproduced when an emulation is this much nearer to them than exact
+_MATMUL = ("dot_general", "conv_general_dilated")
+_FAR = 16  # an accelerator's function this many ULP or more from the correctly rounded result...
+_TIMES = 4  # ...and this many times the host's distance: the device's own approximation
+
+
+def _split(x: np.ndarray, parts: int) -> list[np.ndarray]:
+    """``x`` (float32) as ``parts`` bfloat16 values whose sum approximates it, largest first."""
+    import ml_dtypes
+
+    out, rest = [], np.asarray(x, np.float32)
+    for _ in range(parts):
+        hi = rest.astype(ml_dtypes.bfloat16).astype(np.float32)
+        out.append(hi)
+        rest = rest - hi
+    return out
+
+
+def emulated_passes(op: Any, ins: list[np.ndarray], passes: int) -> np.ndarray:
+    """The op (a dot product or convolution of float32 inputs) as a matmul unit of bfloat16 products
+    computes it with ``passes`` products of parts (1, 3 or 6), each product exact and their sum in float64."""
+    from ...interpreter import evaluate_eqn
+
+    lhs, rhs = (_split(x, 3) for x in ins[:2])
+    pairs = [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2), (2, 0)][:passes]
+    total = None
+    for i, j in pairs:
+        term = np.asarray(evaluate_eqn(op.eqn, [lhs[i], rhs[j], *ins[2:]], mode="f64")[0], np.float64)
+        total = term if total is None else total + term
+    return np.asarray(total)
+
+
+def _alone(path: Path, op: Any, ins: list[np.ndarray]) -> np.ndarray:
+    """The op alone, on ``ins``, computed where and how ``path`` computes it (its device, its JAX options)."""
+    import jax
+
+    from ...paths.base import jax_config
+    from ...paths.devices import on_device
+
+    def one(*xs: Any) -> Any:
+        return op.eqn.primitive.bind(*xs, **op.eqn.params)
+
+    with jax_config(path.options), on_device(path.options):
+        return np.asarray(jax.jit(one)(*ins))
+
+
+def _sides(ctx: Context) -> tuple[Path, Path] | None:
+    """(the side on an accelerator, the side on the host), or None where both compute on one device."""
+    dev_path, dev_base = ctx.path.device(), ctx.baseline.device()
+    if dev_path == dev_base or "cpu" not in (dev_path, dev_base):
+        return None
+    return (ctx.path, ctx.baseline) if dev_base == "cpu" else (ctx.baseline, ctx.path)
+
+
+def device_arithmetic(cause: Cause, ctx: Context) -> CauseVerdict:
+    sides = _sides(ctx)
+    if sides is None:
+        return CauseVerdict(cause.id, cause.title, "not run", "the devices of the two sides",
+                            f"{ctx.path} and {ctx.baseline} compute on the same kind of device")
+    acc, host = sides
+    loc = ctx.localization
+    d = loc.lead if loc is not None else None
+    if d is None:
+        return CauseVerdict(cause.id, cause.title, "not run", "the carrying op's captured inputs",
+                            "no per-op view of this path: no op to check")
+    where = f"#{d.op.index} {d.op.primitive} ({d.op.user_source or d.op.source or 'unknown line'})"
+    if d.op.primitive in MATH and d.elements is not None:
+        return _function(cause, ctx, d, acc, host, where)
+    if d.op.primitive in _MATMUL and ctx.path_vals is not None and not d.within:
+        return _matmul(cause, ctx, d, acc, host, where)
+    return CauseVerdict(cause.id, cause.title, "not run", f"{where} on its captured inputs",
+                        "the carrying op is neither a matrix product nor an elementary function")
+
+
+def _function(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: str) -> CauseVerdict:
+    ev = d.elements
+    if ev.path_ulp is None or ev.baseline_ulp is None:
+        return CauseVerdict(cause.id, cause.title, "not run", f"{where} on its captured inputs",
+                            "no correctly rounded reference for it")
+    mine, theirs = (ev.path_ulp, ev.baseline_ulp) if acc is ctx.path else (ev.baseline_ulp, ev.path_ulp)
+    what = f"each side of {where} against the correctly rounded result on the op's captured inputs"
+    seen = (f"{acc} (on {acc.device()}) is up to {mine:,} ULP from it, {host} (on the host) up to {theirs:,}")
+    if mine >= _FAR and mine >= _TIMES * max(theirs, 1):
+        return CauseVerdict(cause.id, cause.title, "confirmed", what,
+                            f"{seen}: {acc.device()}'s {d.op.primitive} is an approximation of its own, the host's "
+                            "is accurate", f"compute {d.op.primitive} another way at that line where it matters "
+                            "(the fix search below tries formulations on both devices), or compare with a tolerance")
+    return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: not the device's own approximation")
+
+
+def _matmul(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: str) -> CauseVerdict:
+    op = ctx.program.ops[d.op.index]
+    ins = [np.asarray(x) for x in op_inputs(ctx, d)]
+    if len(ins) < 2 or any(x.dtype != np.float32 for x in ins[:2]):
+        return CauseVerdict(cause.id, cause.title, "not run", f"{where} on its captured inputs",
+                            "its inputs are not float32: no reduced precision to find")
+    got = _alone(acc, op, ins).astype(np.float64)
+    exact = np.asarray(_exact(op, ins), np.float64)
+    far = float(np.abs(got - exact).max())
+    gaps = {name: float(np.abs(got - emulated_passes(op, ins, k)).max()) for name, k in PASSES.items()}
+    name = min(gaps, key=lambda k: gaps[k])
+    what = (f"{where} alone on {acc.device()} on its captured inputs, against host emulations of 1, 3 and 6 "
+            "bfloat16 passes and the exact result")
+    if far == 0 or gaps[name] > NEARER * far:
+        return CauseVerdict(cause.id, cause.title, "refuted", what,
+                            f"{acc.device()} computes it within {far:.3g} of the exact result; no emulation of "
+                            f"bfloat16 passes is much nearer (nearest: {PASSES[name]} passes, {gaps[name]:.3g})")
+    host_far = float(np.abs(_alone(host, op, ins).astype(np.float64) - exact).max())
+    seen = (f"{acc} computes {where} on {acc.device()} as {PASSES[name]} bfloat16 pass"
+            f"{'es' if PASSES[name] > 1 else ''} of its float32 inputs (matmul precision {name}): within "
+            f"{gaps[name]:.3g} of the host's emulation of that, {far:.3g} from the exact result; {host} computes "
+            f"it within {host_far:.3g} of exact")
+    if name == "HIGHEST":
+        return CauseVerdict(cause.id, cause.title, "refuted", what, seen + ": already the highest precision")
+    fix = (f"set the matmul precision to highest where {acc} computes (jax.default_matmul_precision('highest'), or "
+           f"precision=lax.Precision.HIGHEST at {d.op.user_source or 'that call'})")
+    return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, fix, _precision_proof(ctx, acc, fix))
+
+
+def _exact(op: Any, ins: list[np.ndarray]) -> np.ndarray:
+    from ...interpreter import evaluate_eqn
+
+    return np.asarray(evaluate_eqn(op.eqn, ins, mode="f64")[0])
+
+
+def _precision_proof(ctx: Context, acc: Path, fix: str) -> Fix:
+    """The accelerator's side re-run at the highest matmul precision, against the other side's outputs: it
+    holds where they then agree, or differ by no more than correct implementations of the program's ops may
+    (each op's error bound propagated: ``explain.noise``), as float32 sums in two orders do."""
+    from ...metrics import max_gaps
+    from ..measure import OUTCOMES, distance, narrowing
+    from ..noise import within_rounding
+    from ..verdicts import Rerun
+
+    if "jax_*" not in acc.options_help:
+        return Fix("compile option", fix, None, False, f"{acc} takes no JAX options to re-run it with")
+    spec = acc.with_option("jax_default_matmul_precision", "highest").spec
+    outs = ctx.run(spec)
+    if isinstance(outs, str):
+        return Fix("compile option", fix, spec, False, f"the re-run failed ({outs})")
+    other = ctx.path_out if acc is ctx.baseline else ctx.base_out
+    before = (*distance(ctx.path_out, ctx.base_out), max(max_gaps(ctx.path_out, ctx.base_out), default=0.0))
+    after = (*distance(other, outs), max(max_gaps(other, outs), default=0.0))
+    result = narrowing(before, after, distance(outs, ctx.path_out if acc is ctx.path else ctx.base_out)[0] > 0)
+    rerun = Rerun(before, after, OUTCOMES[result])
+    seen = (f"{ctx.path} and {ctx.baseline} differ by up to {before[2]:.3g} (max abs); with {spec}, by "
+            f"{after[2]:.3g}")
+    if after[0] == 0:
+        return Fix("compile option", fix, spec, True, seen + ": parity restored", rerun=rerun)
+    noise = within_rounding(ctx.program, ctx.flat_args, other, outs)
+    if noise is not None:
+        return Fix("compile option", fix, spec, True,
+                   f"{seen}, within the own rounding noise of the program's ops (correct implementations may "
+                   f"differ by {noise.bound:.3g} there): the rest is float32 summed in another order", rerun=rerun)
+    return Fix("compile option", fix, spec, False, seen + result, rerun=rerun)
