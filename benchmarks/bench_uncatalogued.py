@@ -8,6 +8,8 @@ eager on some of tflite, onnx, onnx-ref and iree. Every differing path's explana
   layer    it names the layer at fault ("at fault: the conversion / the runtime's kernel / ...")
   fix      it prints a fix verified by a re-run (✓)
   catch    its cause is a catch-all ("a different lowering or kernel", "unknown")
+  noise    it is judged rounding noise (within what correct implementations of the ops may differ by): no
+           fix is owed, and the default gate passes it
 
 These are counts of what the text says, not of whether it is right: read the reports (written to
 --out) before quoting a count as accuracy. Each program runs in a fresh `jaxparity explain` process.
@@ -45,6 +47,7 @@ def score(block: str) -> dict[str, bool]:
         "layer": "at fault:" in flat,
         "fix": "✓" in flat,
         "catch": "a different lowering or kernel" in flat or "cause unknown" in flat,
+        "noise": flat.startswith("triage rounding noise:") or " triage rounding noise:" in flat[:40],
     }
 
 
@@ -61,7 +64,7 @@ def main() -> None:
     env = dict(os.environ, PYTHONPATH=args.src, COLUMNS="80")
     totals: dict[str, int] = {}
     n = 0
-    print(f"{'program':<22} {'paths':<26} line trigger layer fix catch  seconds")
+    print(f"{'program':<22} {'paths':<26} line trigger layer fix catch noise  seconds")
     for name in names if not args.only else [x for x in names if x in args.only]:
         t = time.perf_counter()
         if args.score:
@@ -77,7 +80,7 @@ def main() -> None:
             n += 1
             for k, v in s.items():
                 totals[k] = totals.get(k, 0) + int(v)
-            marks = "  ".join("y" if s[k] else "-" for k in ("line", "trigger", "layer", "fix", "catch"))
+            marks = "  ".join("y" if s[k] else "-" for k in ("line", "trigger", "layer", "fix", "catch", "noise"))
             print(f"{name:<22} {paths:<26} {marks}    {seconds:6.1f}")
     print(f"\n{n} explanations: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
 

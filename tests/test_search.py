@@ -138,3 +138,20 @@ def test_nan_among_ranked_keys_is_not_blamed_on_the_order_of_equal_keys(cases):
     assert main_cause(e).cause != "tie-ordering", main_cause(e)
     (fix,) = verified(e)
     assert fix.description.startswith("rank NaN keys first yourself: top_k(jnp.where(jnp.isnan(x), jnp.inf, x))")
+
+
+def test_a_searched_fix_is_written_into_a_case_that_then_passes(cases, tmp_path):
+    """--write-fixed writes the change the search verified (log1p from log alone, at the op the converter
+    decomposed) as a case file; explaining that case on the same paths then passes, and the fix's evidence
+    says it was re-run on the other path of the comparison too."""
+    from conftest import run_cli
+
+    out = tmp_path / "fixed.py"
+    r = run_cli("explain", f"{cases / 'search.py'}:make_log1p_rates", "--paths", "eager,tflite,onnx",
+                "--write-fixed", str(out))
+    assert r.returncode == 1, r.stderr
+    flat = " ".join(r.stdout.split())
+    assert "log1p from log alone" in flat and "re-run on onnx too" in flat, flat
+    assert out.exists() and "apply_recipe" in out.read_text()
+    again = run_cli("explain", str(out), "--paths", "eager,tflite,onnx")
+    assert again.returncode == 0, again.stdout[-2000:]

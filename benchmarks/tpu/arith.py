@@ -2,6 +2,7 @@
 on 100,001 points, and float32 dot products at each matmul precision against emulations of k bf16 passes
 computed on the host. Prints one line per measurement; run on the TPU machine (benchmarks/tpu/run.sh)."""
 
+import math
 import time
 
 import jax
@@ -28,7 +29,6 @@ def ulps(got, exact):
 x = np.linspace(-10, 10, 100_001).astype(np.float32)
 pos = np.linspace(1e-6, 100, 100_001).astype(np.float32)
 unit = np.linspace(-0.999, 0.999, 100_001).astype(np.float32)
-import math
 ops = {
     "tanh": (jnp.tanh, np.tanh, x), "exp": (jnp.exp, np.exp, np.clip(x, -80, 80)),
     "log": (jnp.log, np.log, pos), "logistic": (jax.nn.sigmoid, lambda v: 1 / (1 + np.exp(-v)), x),

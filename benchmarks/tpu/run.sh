@@ -21,4 +21,6 @@ step flag 60 python3 -m jaxparity compare examples/conv_bf16.py --paths eager,ji
 step seed 120 python3 -m jaxparity explain examples/conv_bf16.py
 step mlp 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp
 step reverse 120 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp --baseline jit:device=cpu --paths jit:device=cpu,jit,eager
+step capture 120 bash -c "for c in attention mlp tanh; do python3 -m jaxparity capture benchmarks/tpu/cases.py:make_\$c --path jit -o $OUT/\$c-tpu.npz; done"
+step tanhjson 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_tanh --paths eager,jit,jit:device=cpu -v --json "$OUT/tanh.json"
 echo "total $(( $(date +%s) - t0 ))s"

@@ -231,6 +231,10 @@ def override_inputs(case: Case, file: str | os.PathLike) -> Case:
         arrays = load_arrays(file)
     except ArrayFileError as e:
         raise CaseError(str(e)) from e
+    from .bundle import META, is_bundle_entry
+
+    if META in arrays:  # a `jaxparity capture` bundle: its inputs, not its outputs and per-op values
+        arrays = {k: v for k, v in arrays.items() if not is_bundle_entry(k)}
     leaves = argument_leaves(case.args)
     names = [n for n, _ in leaves]
     if arrays and all(k.startswith("arr_") for k in arrays) and not set(arrays) & set(names):

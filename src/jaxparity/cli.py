@@ -152,6 +152,22 @@ def _parser() -> _Parser:
     red.add_argument("--inputs", metavar="FILE", help="replace inputs by the arrays of an .npz or .safetensors file")
     red.add_argument("-q", "--quiet", action="store_true", help="print only the result line")
 
+    cap = sub.add_parser("capture", help="run one path here (on this machine's device) and write its inputs, outputs "
+                         "and every op's values to one file, to explain on another machine",
+                         description="Run CASE along one path in this process, on the device it computes on (a "
+                         "TPU VM's chip), and write a bundle: the inputs, the outputs, every op's values, the device "
+                         "and the versions. On a machine without that device: jaxparity explain CASE --paths "
+                         "observed:FILE --inputs FILE localizes and explains it against the host's baseline.",
+                         epilog="example:\n  jaxparity capture model.py --path jit -o tpu-run.npz   (on the TPU VM)\n"
+                         "  jaxparity explain model.py --paths observed:tpu-run.npz --inputs tpu-run.npz   "
+                         "(anywhere)\n\nexit status: 0 written, 2 usage error or the path failed",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    cap.add_argument("case", metavar="CASE", help="FILE.py[:FACTORY] whose factory returns (fn, args)")
+    cap.add_argument("--path", default="jit", metavar="SPEC", help="the path to run (default jit; eager, export, "
+                     "jit:OPTIONS...)")
+    cap.add_argument("-o", "--out", required=True, metavar="FILE", help="the bundle (.npz or .safetensors)")
+    cap.add_argument("--inputs", metavar="FILE", help="replace inputs by the arrays of an .npz or .safetensors file")
+
     sw = sub.add_parser("sweep", help="run a matrix of cases x input sets x paths, locally or on a Ray cluster",
                         description=SWEEP_HELP, epilog=SWEEP_EXAMPLES,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -447,6 +463,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _baseline(args)
     if args.command == "hunt":
         return _hunt(args)
+    if args.command == "capture":
+        return _capture(args)
     parser.print_help()
     return 2
 
@@ -727,6 +745,15 @@ def _write_fixed(args: argparse.Namespace, result: Any, out: Console) -> None:
     verified = [f for e in result.explanations for f in e.fixes if f.kind == "model change" and f.verified
                 and (f.spec or "").endswith("[fixed model]")]
     if not verified:
+        searched = [f for e in result.explanations for f in e.fixes if f.kind == "model change" and f.verified
+                    and getattr(f, "recipe", None)]
+        if searched:  # a change the fix search found: the case with that change, applied where it was verified
+            from .fixes.searched import write_searched_case
+
+            write_searched_case(args.case, args.write_fixed, searched[0])
+            out.print(f"wrote {args.write_fixed}: the case with {searched[0].description} (verified: "
+                      f"{searched[0].evidence})", markup=False)
+            return
         out.print(f"[yellow]--write-fixed: no verified model-side fix for this case; {args.write_fixed} not "
                   "written[/]")
         return
@@ -869,6 +896,29 @@ def _sweep(args: argparse.Namespace) -> int:
     print_summary(summary, Console(highlight=False))
     store.close()
     return 1 if summary.diverging or summary.failed or summary.hidden else 0
+
+
+def _capture(args: argparse.Namespace) -> int:
+    from .execution.capture import write_bundle
+    from .case import CaseError, load_case
+    from .paths import PathOptionError, make_path
+
+    try:
+        path = make_path(args.path)
+        if path.env is not None or not path.replayable:
+            return _error(f"--path {args.path}: capture runs a path of this process that computes op by op or "
+                          "compiles with JAX (eager, jit, export); other runtimes run their own artifact")
+        case = load_case(args.case, args.inputs)
+    except (CaseError, PathOptionError, ValueError) as e:
+        return _error(str(e))
+    try:
+        found = write_bundle(case, path.spec, args.out)
+    except Exception as e:  # the path failed on this case: said, exit 2
+        return _error(f"{args.path} failed on {case.name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    print(f"wrote {args.out}: {case.name} along {found.path} on {found.device} (jax {found.versions.get('jax')}): "
+          f"{len(found.primitives)} ops, {len(found.values)} values captured; explain it anywhere with\n"
+          f"  jaxparity explain {args.case} --paths observed:{args.out} --inputs {args.out}")
+    return 0
 
 
 def _hunt(args: argparse.Namespace) -> int:

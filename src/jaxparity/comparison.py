@@ -236,7 +236,8 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
     found: dict[str, Any] = {}
     if here:
         explained = runners.worker(env).explain([(without_env(p), runs[p].outputs) for p in here],
-                                                without_env(result.baseline), runs[result.baseline].outputs)
+                                                without_env(result.baseline), runs[result.baseline].outputs,
+                                                [without_env(p) for p in _agreeing(result, here)])
         if isinstance(explained, str):  # the worker died outside any re-run: the comparison stands, said per path
             from .explain.explanation import PathExplanation
 
@@ -303,6 +304,14 @@ def _to_explain(result: ComparisonResult, paths: Sequence[str] | None = None) ->
     return [p.spec for p in result.paths if p.verdict in ("differs", "within tolerance") and not p.reference]
 
 
+def _agreeing(result: ComparisonResult, explained: Sequence[str]) -> list[str]:
+    """The compared paths that ran and are not explained, in the baseline's environment: a fix found for one
+    path is re-run on them too (it must not move them away from the baseline)."""
+    env = spec_env(result.baseline)
+    return [p.spec for p in result.paths if p.gated and not p.reference and p.status == "ok" and p.spec != result.baseline
+            and p.spec not in explained and spec_env(p.spec) == env]
+
+
 _Result = TypeVar("_Result", bound=ComparisonResult)
 
 
@@ -315,8 +324,9 @@ def explain_result(result: _Result, paths: Sequence[str] | None = None) -> _Resu
                          "`jaxparity explain` / compare_case(..., explain=True)")
     case, runs = result._source["case"], result._source["runs"]
     base = [a for _, a in runs[result.baseline].outputs]
-    found = explain_paths(case.fn, case.args, [(p, [a for _, a in runs[p].outputs]) for p in _to_explain(result, paths)],
-                          result.baseline, base)
+    explained = _to_explain(result, paths)
+    found = explain_paths(case.fn, case.args, [(p, [a for _, a in runs[p].outputs]) for p in explained],
+                          result.baseline, base, _agreeing(result, explained))
     return dataclasses.replace(result, explanations=tuple(found))
 
 

@@ -71,3 +71,12 @@ def make_topk_nan():
 
     s = np.array([[0.5, np.nan, 0.9, 0.9, 0.1, 0.3], [1.0, 0.2, 0.2, 0.7, 0.4, 0.0]], np.float32)
     return fn, (jnp.asarray(s),)
+
+
+def make_log1p_rates():
+    """log1p of tiny rates: TFLite's converter writes log1p as ADD then LOG, which loses them."""
+
+    def fn(x):
+        return jnp.log1p(x)
+
+    return fn, (jnp.asarray(np.array([1e-10, 1e-7, 3e-5, -1e-9, 0.5, 10.0, 0.0], np.float32)),)

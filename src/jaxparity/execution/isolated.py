@@ -211,7 +211,8 @@ class IsolatedRunner:
             self._proc = None
             return None  # slow, not failing: the paths' own messages stand
 
-    def explain(self, paths: list[tuple[str, Any]], baseline: str, base_out: Any) -> list | str:
+    def explain(self, paths: list[tuple[str, Any]], baseline: str, base_out: Any,
+                agreeing: Sequence[str] = ()) -> list | str:
         """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed. A re-run that
         kills the worker (a compiler crash under one flag) or runs past ``crashes.rerun_timeout()`` (a hang) is
         skipped in a new worker, and said as that experiment's outcome (``execution.crashes``); a crash
@@ -225,7 +226,7 @@ class IsolatedRunner:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
             assert self._conn is not None and self._proc is not None
-            self._conn.send(("explain", paths, baseline, base_out, breadcrumb, crashed))
+            self._conn.send(("explain", paths, baseline, base_out, breadcrumb, crashed, list(agreeing)))
             try:
                 while not self._conn.poll(1.0):  # a re-run past its time is stopped, the rest explained again
                     key, seconds = running_for(breadcrumb)

@@ -102,13 +102,13 @@ def main(fd: int) -> None:
             assert case is not None, "explain before load"
             from .crashes import configure
 
-            _, paths, baseline, base_out, breadcrumb, crashed = message
+            _, paths, baseline, base_out, breadcrumb, crashed, agreeing = message
             configure(breadcrumb, crashed)
             base = [a for _, a in base_out]
             found: list[Any] | str
             try:
                 found = explain_paths(case.fn, case.args, [(spec, [a for _, a in outs]) for spec, outs in paths],
-                                      baseline, base)
+                                      baseline, base, agreeing)
             except Exception as e:  # report, keep the comparison
                 import traceback
 

@@ -42,9 +42,21 @@ def localize_path(program: FlatProgram, flat_args: Sequence[Any], path: Path, ba
     """Capture both sides' per-op values and localize the path's departures, loops opened. ``keep`` receives
     the program and both sides' values of the case (key ``()``) and of every loop body opened."""
     if path.has("observed"):
-        notes.append("outputs read from a file have no per-op values: explained by fingerprint only")
-        return OpView(program, flat_args)
-    base_vals, path_vals = (capture(program, p, flat_args, notes) for p in (baseline, path))
+        try:
+            found = path.captured_values(program)  # type: ignore[attr-defined]
+        except Exception as e:  # a bundle of another program: said, explained from the outputs
+            notes.append(f"{first_line(e)}; explained by fingerprint only")
+            return OpView(program, flat_args)
+        path_vals = None if found is None else OpValues(
+            path.spec, dict(found.values), list(found.outputs), [f"captured by `jaxparity capture` on {found.device}"],
+            {vid: np.asarray(a) for vid, a in zip(program.arg_ids, flat_args)})
+        if path_vals is None:
+            notes.append("outputs read from a file have no per-op values: explained by fingerprint only "
+                         "(`jaxparity capture` writes a file that has them)")
+            return OpView(program, flat_args)
+        base_vals = capture(program, baseline, flat_args, notes)
+    else:
+        base_vals, path_vals = (capture(program, p, flat_args, notes) for p in (baseline, path))
     if base_vals is None or path_vals is None:
         return OpView(program, flat_args)
     localization = localize(program, path_vals, base_vals, flat_args, baseline.spec)

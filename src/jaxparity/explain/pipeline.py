@@ -48,6 +48,7 @@ def explain_path(
     evidence: bool = True,
     depth: int = 0,
     keep: dict | None = None,
+    models: dict[str, Any] | None = None,
 ) -> PathExplanation:
     """Explain why ``path`` gave ``path_out`` where ``baseline`` gave ``base_out`` (flat output leaves).
     Where the closest fix restores parity only partly, what remains after it is explained too
@@ -74,6 +75,8 @@ def explain_path(
     ctx = Context(fn, tuple(args), mine, theirs, list(path_out), list(base_out), mine.device(), program, dtypes,
                   None if view.unsound else view.localization, seen.fingerprint, {}, view.base_vals, flat_args,
                   path_vals=None if view.unsound else view.path_vals, notes=list(notes), memo=view.memo)
+    if models is not None:
+        ctx.models = models  # the caller sees every model change tried (to re-run them on other paths)
     causes = find_mechanism(ctx, keep)
     rounding = _rounding(ctx, causes, view.localization, notes)
     fixes = verify_fixes(ctx, causes)
@@ -117,12 +120,25 @@ def _remainder(ctx: Context, partial: tuple[str, list[np.ndarray]], evidence: bo
 
 
 def explain_paths(fn: Callable[..., Any], args: tuple, paths: Sequence[tuple[str, Sequence[np.ndarray]]],
-                  baseline: str, base_out: Sequence[np.ndarray]) -> list[PathExplanation]:
+                  baseline: str, base_out: Sequence[np.ndarray], agreeing: Sequence[str] = ()) -> list[PathExplanation]:
     """Each path of ``paths`` ((spec, flat outputs)) explained against ``baseline``, then reasoned across:
     paths whose outputs are the same bit for bit say so, and one whose own experiments found no cause
     takes the cause another such path confirmed ("iree gives jit's values: FMA contraction, as jit")."""
-    found = [explain_or_report(fn, args, spec, baseline, outs, base_out) for spec, outs in paths]
-    return share_across(found, [outs for _, outs in paths])
+    import jax
+
+    from ..paths.staging import reused, signature
+    from .every_path import on_every_path
+
+    models: list[dict[str, Any]] = [{} for _ in paths]
+    found = [explain_or_report(fn, args, spec, baseline, outs, base_out, models[i])
+             for i, (spec, outs) in enumerate(paths)]
+    found = share_across(found, [outs for _, outs in paths])
+    try:  # a model change the search verified, re-run on every other path of the comparison
+        program = reused("flat program", (id(fn), signature(args)), fn, lambda: flatten(fn, args))
+        return on_every_path(args, program, jax.tree_util.tree_leaves(args), found, models,
+                             [spec for spec, _ in paths], agreeing, baseline)
+    except Exception:  # noqa: BLE001 - the check adds to the fixes' evidence; the explanations stand without it
+        return found
 
 
 def share_across(found: Sequence[PathExplanation], outputs: Sequence[Sequence[np.ndarray]]) -> list[PathExplanation]:
@@ -150,11 +166,11 @@ def share_across(found: Sequence[PathExplanation], outputs: Sequence[Sequence[np
 
 
 def explain_or_report(fn: Callable[..., Any], args: tuple, path: str, baseline: str, path_out: Sequence[np.ndarray],
-                      base_out: Sequence[np.ndarray]) -> PathExplanation:
+                      base_out: Sequence[np.ndarray], models: dict[str, Any] | None = None) -> PathExplanation:
     """``explain_path``, or, where explaining this path fails, an explanation that says why: one path
-    never stops the explanation of the others."""
+    never stops the explanation of the others. ``models`` receives the model changes its re-runs tried."""
     try:
-        return explain_path(fn, args, path, baseline, path_out, base_out)
+        return explain_path(fn, args, path, baseline, path_out, base_out, models=models)
     except Exception as e:
         import traceback
 

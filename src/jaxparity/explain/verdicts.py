@@ -56,5 +56,8 @@ class Fix:
     # spread (execution.timing), no measurable cost.
     cost: float | None = None
     rerun: Rerun | None = None  # the re-run's numbers, where one ran
+    # A change the fix search found, as ``--write-fixed`` applies it again (``fixes.searched``): {"ops": [op
+    # indices of the flat program], "candidate": its name, "trigger": the trigger's words or None}.
+    recipe: dict | None = None
 
 

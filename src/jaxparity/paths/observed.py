@@ -61,5 +61,35 @@ class ObservedPath(Path):
                 raise PathError(f"{self.file}: {name} is {got.dtype}{list(got.shape)}, "
                                 f"the function returns {aval.dtype}{list(aval.shape)}")
             leaves.append(got)
-        self.notes.append(f"read from {self.file}")
+        found = self.bundle()
+        self.notes.append(f"read from {self.file}" + (f" (captured along {found.path} on {found.device}, jax "
+                                                      f"{found.versions.get('jax', '?')}: `jaxparity capture`)"
+                                                      if found is not None else ""))
         return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), leaves)
+
+    def bundle(self) -> Any:
+        """The file's ``jaxparity capture`` bundle (``bundle.Bundle``), or None where it holds outputs only."""
+        from ..arrayio import ArrayFileError
+        from ..bundle import read_bundle
+
+        try:
+            return read_bundle(self.file)
+        except (ArrayFileError, ValueError, KeyError):
+            return None
+
+    def device(self) -> str:
+        found = self.bundle() if "file" in self.options else None
+        return found.device if found is not None else "cpu"
+
+    def captured_values(self, program: Any) -> Any:
+        """The bundle (``bundle.Bundle``) whose per-op values are ``program``'s; None where the file holds
+        outputs only. A bundle of another program (its ops differ) is an error that says so."""
+        found = self.bundle()
+        if found is None:
+            return None
+        mine = tuple(op.info.primitive for op in program.ops)
+        if mine != found.primitives:
+            raise PathError(f"{self.file} was captured from another program ({len(found.primitives)} ops; this one has "
+                            f"{len(mine)}{'' if len(mine) != len(found.primitives) else ', in another order'}): "
+                            "capture it again from this case")
+        return found

@@ -141,7 +141,7 @@ _LAYERS = {"converter": "the conversion", "kernel": "the runtime's kernel", "com
            "device": "the device's arithmetic"}
 
 
-def span(ops: Sequence[Any]) -> str:
+def span(ops: Sequence[Any], limit: int | None = None) -> str:
     """The user's source that a run of ops covers, smallest first: "the call at model.py:42: convert_element_type,
     mul, reduce_sum", or each line with its ops; where no op has a line of the user's, their library lines."""
     by_line: dict[str, list[str]] = {}
@@ -153,7 +153,9 @@ def span(ops: Sequence[Any]) -> str:
     if len(by_line) == 1:
         (where, prims), = by_line.items()
         return f"the call at {where}: {', '.join(prims)}"
-    return "; ".join(f"{where}: {', '.join(prims)}" for where, prims in by_line.items())
+    items = list(by_line.items())
+    more = f"; and {len(items) - limit} more lines" if limit is not None and len(items) > limit else ""
+    return "; ".join(f"{where}: {', '.join(prims)}" for where, prims in items[:limit]) + more
 
 
 def _pct(x: float) -> str:
@@ -353,8 +355,10 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
                                                               r"whole \(([^)]*)\)", n))), None)
         why = (f": {whole.group(1)} converts {whole.group(2)} whole, and the program that returns every "
                "intermediate is converted primitive by primitive, another graph" if whole else "")
+        ops = list(loc.cone) or [d.op for d in loc.local] or list(loc.program)
+        at = f"; the ops it covers: {span(ops, limit=3)}" if ops else ""
         lines.append(("where", f"no op-level view: returning every intermediate changes {e.path}'s outputs, and the "
-                      f"divergences seen that way reproduce {together:.0%} of its output difference{why}"))
+                      f"divergences seen that way reproduce {together:.0%} of its output difference{why}{at}"))
     elif loc is not None and loc.perturbed and loc.cone:
         lines.append(("where", f"ops #{loc.cone[0].index}..#{loc.cone[-1].index} ({span(loc.cone)}) show no "
                       f"difference one by one, yet observing them changes {e.path}'s outputs: the difference arises "
@@ -392,7 +396,12 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         title = re.sub(r" \(e\.g\. .*\)$", "", main.title)
         title = title.removesuffix(" (expected rounding noise)") if main.status == "noise" else title
         at = f"; at fault: {_LAYERS.get(main.layer, main.layer)}" if main.layer else ""
-        lines.append(("cause", f"{title} ({state}{at}): {readable(evidence)}"))
+        if getattr(e, "rounding", None) is not None and main.cause in ("other-lowering", "unknown"):
+            # within the ops' error bounds (triage): another lowering of the same math, not a fault
+            lines.append(("cause", f"{e.path} computes these ops in another order or fusion than {e.baseline}, "
+                          "within their error bounds (rounding noise, not a bug)"))
+        else:
+            lines.append(("cause", f"{title} ({state}{at}): {readable(evidence)}"))
     if main is not None and main.fix and any(f.verified for f in e.fixes) and not main.fix.startswith("nothing") \
             and not is_rerun(main) and not any(f.kind in ("model change", "runtime option") and f.verified
                                                for f in e.fixes):

@@ -74,6 +74,16 @@ def _alone(path: Path, op: Any, ins: list[np.ndarray]) -> np.ndarray:
         return np.asarray(jax.jit(one)(*ins))
 
 
+def _on_device(ctx: Context, acc: Path, op: Any, ins: list[np.ndarray]) -> np.ndarray:
+    """The op's values as the accelerator computed them on ``ins``: the path's own captured values where the
+    path is that side (``ins`` are its inputs: a bundle captured on the device, explained on a host), else
+    the op run alone there."""
+    vid = op.outputs[0] if op.outputs else None
+    if acc is ctx.path and ctx.path_vals is not None and vid in ctx.path_vals.values:
+        return np.asarray(ctx.path_vals.values[vid])
+    return _alone(acc, op, ins)
+
+
 def _sides(ctx: Context) -> tuple[Path, Path] | None:
     """(the side on an accelerator, the side on the host), or None where both compute on one device."""
     dev_path, dev_base = ctx.path.device(), ctx.baseline.device()
@@ -114,7 +124,8 @@ def _function(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: 
         return CauseVerdict(cause.id, cause.title, "confirmed", what,
                             f"{seen}: {acc.device()}'s {d.op.primitive} is an approximation of its own, the host's "
                             "is accurate", f"compute {d.op.primitive} another way at that line where it matters "
-                            "(the fix search below tries formulations on both devices), or compare with a tolerance")
+                            "(the fix search tries formulations on both devices), or compare with a tolerance of "
+                            "the device's accuracy")
     return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: not the device's own approximation")
 
 
@@ -124,7 +135,7 @@ def _matmul(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: st
     if len(ins) < 2 or any(x.dtype != np.float32 for x in ins[:2]):
         return CauseVerdict(cause.id, cause.title, "not run", f"{where} on its captured inputs",
                             "its inputs are not float32: no reduced precision to find")
-    got = _alone(acc, op, ins).astype(np.float64)
+    got = _on_device(ctx, acc, op, ins).astype(np.float64)
     exact = np.asarray(_exact(op, ins), np.float64)
     far = float(np.abs(got - exact).max())
     gaps = {name: float(np.abs(got - emulated_passes(op, ins, k)).max()) for name, k in PASSES.items()}
@@ -135,7 +146,7 @@ def _matmul(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: st
         return CauseVerdict(cause.id, cause.title, "refuted", what,
                             f"{acc.device()} computes it within {far:.3g} of the exact result; no emulation of "
                             f"bfloat16 passes is much nearer (nearest: {PASSES[name]} passes, {gaps[name]:.3g})")
-    host_far = float(np.abs(_alone(host, op, ins).astype(np.float64) - exact).max())
+    host_far = float(np.abs(_on_device(ctx, host, op, ins).astype(np.float64) - exact).max())
     seen = (f"{acc} computes {where} on {acc.device()} as {PASSES[name]} bfloat16 pass"
             f"{'es' if PASSES[name] > 1 else ''} of its float32 inputs (matmul precision {name}): within "
             f"{gaps[name]:.3g} of the host's emulation of that, {far:.3g} from the exact result; {host} computes "
@@ -143,7 +154,8 @@ def _matmul(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: st
     if name == "HIGHEST":
         return CauseVerdict(cause.id, cause.title, "refuted", what, seen + ": already the highest precision")
     fix = (f"set the matmul precision to highest where {acc} computes (jax.default_matmul_precision('highest'), or "
-           f"precision=lax.Precision.HIGHEST at {d.op.user_source or 'that call'})")
+           f"precision=lax.Precision.HIGHEST at {d.op.user_source or 'that call'})"
+           + ("" if "jax_*" in acc.options_help else f"; it ran on {acc.device()}: set it there and capture again"))
     return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, fix, _precision_proof(ctx, acc, fix))
 
 
@@ -153,7 +165,7 @@ def _exact(op: Any, ins: list[np.ndarray]) -> np.ndarray:
     return np.asarray(evaluate_eqn(op.eqn, ins, mode="f64")[0])
 
 
-def _precision_proof(ctx: Context, acc: Path, fix: str) -> Fix:
+def _precision_proof(ctx: Context, acc: Path, fix: str) -> Fix | None:
     """The accelerator's side re-run at the highest matmul precision, against the other side's outputs: it
     holds where they then agree, or differ by no more than correct implementations of the program's ops may
     (each op's error bound propagated: ``explain.noise``), as float32 sums in two orders do."""
@@ -163,7 +175,7 @@ def _precision_proof(ctx: Context, acc: Path, fix: str) -> Fix:
     from ..verdicts import Rerun
 
     if "jax_*" not in acc.options_help:
-        return Fix("compile option", fix, None, False, f"{acc} takes no JAX options to re-run it with")
+        return None  # outputs captured elsewhere: set it where they ran and capture again (the advice says it)
     spec = acc.with_option("jax_default_matmul_precision", "highest").spec
     outs = ctx.run(spec)
     if isinstance(outs, str):

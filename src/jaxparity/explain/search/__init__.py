@@ -55,7 +55,8 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
         index, op, ins, position, mine, theirs, trigger = target
         info = op.info
         line = info.user_source or info.source or "the op"
-        cands = list(candidates(op, trigger.predicate if trigger is not None else None))
+        generated = list(candidates(op, trigger.predicate if trigger is not None else None))
+        cands = list(generated)
         if ins is not None and mine is not None:
             try:
                 remapped = op_remaps(op, ins, mine, theirs)
@@ -77,7 +78,8 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
                                  "tried first)"))
                 continue
             reruns += 1
-            fix = _rerun(ctx, cand, index, label, line, trigger)
+            recipe = _recipe([index], cand, trigger.predicate if trigger is not None else None, generated)
+            fix = _rerun(ctx, cand, index, label, line, trigger, recipe)
             if fix.verified:
                 return [with_cost(ctx, fix)], tried
             tried.append(fix)
@@ -155,7 +157,8 @@ def _by_primitive(ctx: Context, tried: list[Fix], budget: int) -> Fix | None:
                 return None
             budget -= 1
             fix = _rerun(ctx, cand, {op.info.index for op in ops}, f"{cand.name} at every {primitive} rewritten",
-                         ", ".join(lines), None)
+                         ", ".join(lines), None, {"ops": sorted(op.info.index for op in ops), "candidate": cand.name,
+                                                  "trigger": None})
             if fix.verified:
                 return dataclasses.replace(fix, description=description)
             tried.append(fix)
@@ -420,7 +423,16 @@ def _both(ctx: Context, fixed: Any, label: str) -> tuple[Any, Any] | str:
     return mine, theirs
 
 
-def _rerun(ctx: Context, cand: Candidate, index: int | set[int], label: str, line: str, trigger: Any) -> Fix:
+def _recipe(ops: list[int], cand: Candidate, trigger: str | None, cands: list[Candidate]) -> dict | None:
+    """How ``--write-fixed`` applies the candidate again (``fixes.searched``): by name among the candidates the
+    op and the trigger's words give; None for a remap of captured values, which no name rebuilds."""
+    if not any(c is cand for c in cands):
+        return None
+    return {"ops": ops, "candidate": cand.name, "trigger": trigger}
+
+
+def _rerun(ctx: Context, cand: Candidate, index: int | set[int], label: str, line: str, trigger: Any,
+           recipe: dict | None = None) -> Fix:
     """The candidate in place of op ``index``, re-run as the whole program on the path and the baseline."""
     fixed = with_op(ctx.program, index, cand.instead)
     description = f"{cand.code} (at {line})"
@@ -434,13 +446,13 @@ def _rerun(ctx: Context, cand: Candidate, index: int | set[int], label: str, lin
              if cand.kind == "guard" and trigger is not None else "")
     if rerun.outcome == "parity":
         return Fix("model change", description, f"{ctx.path} [{label}]", True,
-                   f"{said}: they agree (were {n0} elements apart){guard}", rerun=rerun)
+                   f"{said}: they agree (were {n0} elements apart){guard}", rerun=rerun, recipe=recipe)
     if _as_accurate(ctx, rerun, outs[0], outs[1]):
         p0, p1, _, b1 = rerun.ideal or (0.0, 0.0, 0.0, 0.0)
         return Fix("model change", description, f"{ctx.path} [{label}]", True,
                    f"{said}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, within the rewritten program's own "
                    f"rounding noise: {ctx.path}'s max abs error against the f64 ideal {p0:.3g} → {p1:.3g}, "
-                   f"{ctx.baseline}'s {b1:.3g}{guard}", rerun=rerun)
+                   f"{ctx.baseline}'s {b1:.3g}{guard}", rerun=rerun, recipe=recipe)
     return Fix("model change", description, None, False,
                f"{cand.name}: {said}: they still differ in {n1} elements, max {u1} ULP (were {n0}, max {u0} ULP)",
                rerun=rerun)

@@ -1,0 +1,68 @@
+"""Capture on the device, explain on the host (issue 38): ``jaxparity capture`` writes the inputs, outputs and
+every op's values of one path; ``explain --paths observed:FILE --inputs FILE`` localizes it op by op and decides
+the device's arithmetic on the op's captured values. The two bundles in tests/data/tpu were captured on a
+TPU v5e (JAX 0.10.2) by ``bash benchmarks/tpu/run.sh capture``: CI has no TPU, these are its values."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+TPU = Path(__file__).parent / "data" / "tpu"
+CASES = ROOT / "benchmarks" / "tpu" / "cases.py"
+
+
+def explain_json(tmp_path, case, bundle, *extra):
+    out = tmp_path / "e.json"
+    r = run_cli("explain", case, "--paths", f"eager,observed:{bundle}", "--inputs", str(bundle), "--json", str(out),
+                *extra)
+    return r, json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_a_bundle_captured_here_is_localized_op_by_op(tmp_path):
+    bundle = tmp_path / "jit.npz"
+    r = run_cli("capture", "examples/conv_bf16.py", "--path", "jit", "-o", str(bundle))
+    assert r.returncode == 0, r.stderr
+    assert "along jit on cpu" in r.stdout and f"observed:{bundle}" in r.stdout
+    r, doc = explain_json(tmp_path, "examples/conv_bf16.py", bundle)
+    assert r.returncode == 1, r.stderr
+    (e,) = doc["explanations"]
+    lead = e["localization"]["local"][0]["op"]
+    assert lead["primitive"] == "convert_element_type", lead
+    assert any(c["cause"] in ("excess-precision", "narrow-rounding-skipped") and c["status"] == "confirmed"
+               for c in e["causes"]), [(c["cause"], c["status"]) for c in e["causes"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, primitive", [("attention", "dot_general"), ("tanh", "tanh")])
+def test_tpu_outputs_are_explained_on_the_host_by_the_devices_arithmetic(tmp_path, name, primitive):
+    r, doc = explain_json(tmp_path, f"{CASES}:make_{name}", TPU / f"{name}-tpu.npz")
+    assert r.returncode == 1, r.stderr
+    assert "tpu: observed:" in r.stdout  # the devices line names where the bundle ran
+    (e,) = doc["explanations"]
+    (c,) = [c for c in e["causes"] if c["cause"] == "device-arithmetic"]
+    assert c["status"] == "confirmed", c
+    flat = " ".join(r.stdout.split())
+    if primitive == "dot_general":
+        assert "on tpu as 1 bfloat16 pass of its float32 inputs (matmul precision DEFAULT)" in flat, flat
+    else:
+        assert "tpu's tanh is an approximation of its own, the host's is accurate" in flat, flat
+
+
+def test_a_bundle_of_another_program_is_refused_with_a_reason(tmp_path):
+    """Values captured from one model are never read as another's ops: the explanation says so and falls back
+    to the outputs alone."""
+    case = tmp_path / "two.py"
+    case.write_text("import jax.numpy as jnp\nimport numpy as np\n\n"
+                    "def make_tanh():\n    return (lambda x: jnp.tanh(x) * 2), (np.linspace(-1, 1, 8, dtype=np.float32),)\n\n"
+                    "def make_sin():\n    return (lambda x: jnp.sin(x)), (np.linspace(-1, 1, 8, dtype=np.float32),)\n")
+    bundle = tmp_path / "tanh.npz"
+    assert run_cli("capture", f"{case}:make_tanh", "-o", str(bundle)).returncode == 0
+    r, doc = explain_json(tmp_path, f"{case}:make_sin", bundle)
+    assert r.returncode == 1, r.stderr
+    (e,) = doc["explanations"]
+    assert any("was captured from another program" in n for n in e["notes"]), e["notes"]
+    assert e["localization"] is None
