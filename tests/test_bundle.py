@@ -66,3 +66,23 @@ def test_a_bundle_of_another_program_is_refused_with_a_reason(tmp_path):
     (e,) = doc["explanations"]
     assert any("was captured from another program" in n for n in e["notes"]), e["notes"]
     assert e["localization"] is None
+
+
+def test_a_bundle_of_other_inputs_says_to_take_them(tmp_path):
+    """Inputs drawn with jax.random differ by device: the bundle's outputs are of its own inputs, and explaining
+    it against other ones is refused with the flag that takes them."""
+    import numpy as np
+
+    from jaxparity.arrayio import save_arrays
+
+    case = tmp_path / "one.py"
+    case.write_text("import jax.numpy as jnp\nimport numpy as np\n\n"
+                    "def make():\n    return (lambda x: jnp.tanh(x) * 2), (np.linspace(-1, 1, 8, dtype=np.float32),)\n")
+    other = tmp_path / "other.npz"
+    save_arrays(other, {"arg0": np.linspace(-2, 2, 8, dtype=np.float32)})
+    bundle = tmp_path / "b.npz"
+    assert run_cli("capture", str(case), "--inputs", str(other), "-o", str(bundle)).returncode == 0
+    r = run_cli("compare", str(case), "--paths", f"eager,observed:{bundle}")
+    assert r.returncode == 1
+    assert f"holds other inputs than this case's (arg0 differs" in " ".join(r.stdout.split()), r.stdout
+    assert run_cli("compare", str(case), "--paths", f"eager,observed:{bundle}", "--inputs", str(bundle)).returncode == 0

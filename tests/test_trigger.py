@@ -100,3 +100,16 @@ def test_each_formulation_computes_the_ops_own_math(primitive):
         got = np.asarray(rewrite(eqn, *ins)).astype(want.dtype)
         u = ulp_distance(got, want)
         assert got.shape == want.shape and ((u >= 0) & (u <= MATH_LIBRARY_ULP)).all(), (name, int(u.max()))
+
+
+def test_no_threshold_is_drawn_around_one_or_two_elements():
+    """All but one element differ (a device's arithmetic everywhere): a cut that isolates the one that agrees
+    says nothing about the others. A named property still counts however few it selects."""
+    x = np.linspace(-3, 3, 200).astype(np.float32)
+    differ = np.ones(200, bool)
+    differ[57] = False
+    assert find_trigger([x], differ) is None
+    y = x.copy()
+    y[57] = np.nan
+    t = find_trigger([y], ~differ)
+    assert t is not None and t.exact and t.predicate == "the input is NaN"

@@ -23,4 +23,6 @@ step mlp 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp
 step reverse 120 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp --baseline jit:device=cpu --paths jit:device=cpu,jit,eager
 step capture 120 bash -c "for c in attention mlp tanh; do python3 -m jaxparity capture benchmarks/tpu/cases.py:make_\$c --path jit -o $OUT/\$c-tpu.npz; done"
 step tanhjson 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_tanh --paths eager,jit,jit:device=cpu -v --json "$OUT/tanh.json"
+step tputest 300 python3 -m pytest tests/test_tpu.py -q -rs -p no:cacheprovider
+step mlpcpu 90 env JAX_PLATFORMS=cpu python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp
 echo "total $(( $(date +%s) - t0 ))s"

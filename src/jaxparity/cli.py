@@ -30,12 +30,15 @@ examples:
   jaxparity compare model.py --env new="..." --env old="..." --export-env new --serve-env old
   jaxparity reduce examples/conv_bf16.py --paths eager,savedmodel -o repro.py --markdown
   jaxparity hunt model.py --paths eager,tflite --budget 512 --html hunt.html
+  jaxparity compare model.py --paths eager,jit,jit:device=cpu          (on a TPU VM: the device against the host)
+  jaxparity capture model.py --path jit -o tpu-run.npz                 (on the TPU VM; explain it anywhere:)
+  jaxparity explain model.py --paths observed:tpu-run.npz --inputs tpu-run.npz
   jaxparity paths
   jaxparity cache --clear
 
-exit status: 0 every path agrees with the baseline within tolerance, 1 one does not (or failed;
-for explain: a divergence was found and explained), 2 usage or input error (bad case file, unknown
-path or option, unreadable inputs).
+exit status: 0 every path agrees with the baseline within tolerance (explain, with no tolerance given:
+or differs by rounding noise only), 1 one does not (or failed; for explain: a divergence was found and
+explained), 2 usage or input error (bad case file, unknown path or option, unreadable inputs).
 """
 
 COMPARE_HELP = """\

@@ -62,6 +62,8 @@ class ObservedPath(Path):
                                 f"the function returns {aval.dtype}{list(aval.shape)}")
             leaves.append(got)
         found = self.bundle()
+        if found is not None:
+            _same_inputs(self.file, args)
         self.notes.append(f"read from {self.file}" + (f" (captured along {found.path} on {found.device}, jax "
                                                       f"{found.versions.get('jax', '?')}: `jaxparity capture`)"
                                                       if found is not None else ""))
@@ -93,3 +95,22 @@ class ObservedPath(Path):
                             f"{len(mine)}{'' if len(mine) != len(found.primitives) else ', in another order'}): "
                             "capture it again from this case")
         return found
+
+
+def _same_inputs(file: str, args: tuple) -> None:
+    """A bundle's outputs are of its own inputs: a case that draws other ones here (``jax.random`` gives other
+    numbers on another device) is told to take the bundle's."""
+    import numpy as np
+
+    from ..arrayio import load_arrays
+    from ..pytree import argument_leaves, host
+
+    arrays = load_arrays(file)
+    for name, x in argument_leaves(args):
+        if name in arrays:
+            mine, theirs = np.asarray(host(x)), arrays[name]
+            if theirs.dtype.kind == "V" and theirs.dtype.itemsize == mine.dtype.itemsize:
+                theirs = theirs.view(mine.dtype)
+            if mine.shape != theirs.shape or mine.tobytes() != theirs.tobytes():
+                raise PathError(f"{file} holds other inputs than this case's ({name} differs: drawn on another "
+                                f"device, or another input set): explain it with --inputs {file}")

@@ -212,7 +212,7 @@ class _CompiledPath(Path):
         import jax
 
         args = self.placed(args)
-        with on_device(self.options):
+        with jax_config(self.options), on_device(self.options):
             compiled = jax.jit(fn).trace(*args).lower().compile(compiler_options=self.compiler_options())
         call = lambda: jax.block_until_ready(compiled(*args))  # noqa: E731
         call()  # warm

@@ -187,11 +187,28 @@ def _precision_proof(ctx: Context, acc: Path, fix: str) -> Fix | None:
     rerun = Rerun(before, after, OUTCOMES[result])
     seen = (f"{ctx.path} and {ctx.baseline} differ by up to {before[2]:.3g} (max abs); with {spec}, by "
             f"{after[2]:.3g}")
+    cost = _cost(ctx, acc)
     if after[0] == 0:
-        return Fix("compile option", fix, spec, True, seen + ": parity restored", rerun=rerun)
+        return Fix("compile option", fix, spec, True, seen + ": parity restored", cost, rerun=rerun)
     noise = within_rounding(ctx.program, ctx.flat_args, other, outs)
     if noise is not None:
         return Fix("compile option", fix, spec, True,
                    f"{seen}, within the own rounding noise of the program's ops (correct implementations may "
-                   f"differ by {noise.bound:.3g} there): the rest is float32 summed in another order", rerun=rerun)
-    return Fix("compile option", fix, spec, False, seen + result, rerun=rerun)
+                   f"differ by {noise.bound:.3g} there): the rest is float32 summed in another order", cost, rerun=rerun)
+    return Fix("compile option", fix, spec, False, seen + result, cost, rerun=rerun)
+
+
+def _cost(ctx: Context, acc: Path) -> float | None:
+    """The model's run time on the accelerator at the highest matmul precision against its default, both jitted
+    there and warm (``execution.timing``); None where not measurable (a call under the timer's resolution)."""
+    from ...execution.timing import relative_cost
+    from ...paths import make_path
+
+    try:
+        timed = make_path(f"jit:device={acc.device()}")
+        after = timed.with_option("jax_default_matmul_precision", "highest").warm_call(ctx.fn, ctx.args)
+        before = timed.warm_call(ctx.fn, ctx.args)
+        cost = relative_cost(after, before) if after is not None and before is not None else None
+    except Exception:  # the cost is extra: the fix's verdict stands without it
+        return None
+    return None if cost is None else (round(cost.ratio, 3) if cost.measurable else 0.0)
