@@ -84,5 +84,5 @@ def test_a_bundle_of_other_inputs_says_to_take_them(tmp_path):
     assert run_cli("capture", str(case), "--inputs", str(other), "-o", str(bundle)).returncode == 0
     r = run_cli("compare", str(case), "--paths", f"eager,observed:{bundle}")
     assert r.returncode == 1
-    assert f"holds other inputs than this case's (arg0 differs" in " ".join(r.stdout.split()), r.stdout
+    assert "holds other inputs than this case's (arg0 differs" in " ".join(r.stdout.split()), r.stdout
     assert run_cli("compare", str(case), "--paths", f"eager,observed:{bundle}", "--inputs", str(bundle)).returncode == 0

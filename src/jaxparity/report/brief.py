@@ -410,7 +410,7 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines.append(("same", f"{e.path} gives {e.same_values}'s values bit for bit"))
     for text in fix_lines(e, main):
         lines.append(("fix", text))
-    if e.searched and not any(f.verified for f in e.fixes):
+    if getattr(e, "searched", ()) and not any(f.verified for f in e.fixes):
         n = len(e.searched)
         lines.append(("searched", f"{n} change{'s' if n != 1 else ''} at the carrying op (other formulations, "
                       "guards, wider dtypes, the runtime's settings), each re-run; none restored parity "

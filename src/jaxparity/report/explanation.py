@@ -330,7 +330,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
     for line in advice(e):  # the fix or workaround of the cause that explains it, where no re-run shows it
         head, _, rest = line.partition(": ")
         parts.append(Text.assemble((f"{head}: ", "bold"), rest))
-    if e.searched:
+    if getattr(e, "searched", ()):
         s = Table(title=f"the fix search: {len(e.searched)} change{'s' if len(e.searched) != 1 else ''} tried that "
                   "did not restore parity, and why", title_justify="left", show_edge=False, header_style="bold",
                   pad_edge=False)
