@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .measure import distance
+from .sentence import summarize
 
 __all__ = ["on_every_path"]
 
@@ -74,7 +75,8 @@ def on_every_path(args: tuple, program: Any, flat_args: Sequence[Any], found: li
                 said += (f"; but it moves {', '.join(away)} away from {baseline}, which agreed before: not a fix for "
                          "the whole comparison")
             fixed = dataclasses.replace(fix, evidence=fix.evidence + said, verified=fix.verified and not away)
-            out[j] = dataclasses.replace(out[j], fixes=tuple(fixed if i == k else f for i, f in enumerate(out[j].fixes)))
+            out[j] = summarize(dataclasses.replace(out[j], fixes=tuple(fixed if i == k else f
+                                                                       for i, f in enumerate(out[j].fixes))))
     return out
 
 

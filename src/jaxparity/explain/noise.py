@@ -39,6 +39,7 @@ from .causes import CAUSES
 __all__ = ["Rounding", "rounding_only", "spread", "within_rounding"]
 
 TRIALS = 8  # draws of the ops' errors; the spread is their root mean square distance from the ideal
+MAX_VALUES = 50_000_000  # inputs (weights included) beyond which the bound is not computed (TRIALS float64 runs)
 MATH_ROUNDOFFS = 4  # a math function's allowed error, in unit roundoffs (accurate libraries: 1 to 4 ULP)
 
 _ROUNDED = frozenset({"add", "sub", "mul", "div", "square", "integer_pow", "sqrt", "rsqrt", "cbrt"})
@@ -67,10 +68,12 @@ def spread(program: FlatProgram, flat_args: Sequence[Any], trials: int = TRIALS)
     (σ; None for outputs that are not floats); None where the program cannot be run in float64 here."""
     from ..localize.values import apply_for
 
+    if sum(int(np.size(a)) for a in flat_args) > MAX_VALUES:
+        return None  # a model this large is not run TRIALS more times in float64: nothing is called noise
     exact = apply_for("f64")
     args = [host(a) for a in flat_args]
     try:
-        ideal = program.outputs(program.evaluate(args, exact))
+        ideal = _evaluate(program, args, exact)
     except Exception:  # the interpreter cannot run it: no bound, so nothing is called noise
         return None
     rng = np.random.default_rng(0)
@@ -91,7 +94,7 @@ def spread(program: FlatProgram, flat_args: Sequence[Any], trials: int = TRIALS)
 
     for _ in range(trials):
         try:
-            got = program.outputs(program.evaluate(args, perturbed))
+            got = _evaluate(program, args, perturbed)
         except Exception:
             return None
         for j, (g, i) in enumerate(zip(got, ideal)):
@@ -161,6 +164,30 @@ def _within(outs: Sequence[np.ndarray], base: Sequence[np.ndarray], far: Sequenc
         if worst is None or gap[k] / allowed[k] > worst.share:
             worst = Rounding(float(gap[k] / allowed[k]), float(gap[k]), float(allowed[k]), j)
     return worst
+
+
+def _evaluate(program: FlatProgram, args: list[Any], apply: Any) -> list[Any]:
+    """The program's outputs, each op computed by ``apply``, every value dropped after its last use (a model's
+    activations in float64 are never all held at once)."""
+    from ..localize.program import Literal
+
+    last: dict[int, int] = {}
+    for i, op in enumerate(program.ops):
+        for x in op.inputs:
+            if not isinstance(x, Literal):
+                last[x] = i
+    keep = {x for x in program.out_ids if not isinstance(x, Literal)}
+    values: dict[int, Any] = dict(program.consts)
+    values.update(zip(program.arg_ids, args))
+    for i, op in enumerate(program.ops):
+        ins = [x.val if isinstance(x, Literal) else values[x] for x in op.inputs]
+        for vid, out in zip(op.outputs, apply(op, ins)):
+            if vid is not None:
+                values[vid] = out
+        for x in op.inputs:
+            if not isinstance(x, Literal) and last.get(x) == i and x not in keep:
+                values.pop(x, None)
+    return program.outputs(values)
 
 
 def _terms(op: Op, ins: list[Any]) -> int:
