@@ -373,8 +373,8 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         if d.detail and not (main is not None and "never rounded" in main.evidence):  # else the cause says it
             lines.append(("", d.detail))
         lines += [("", x) for x in noise]
-        # a known other way of computing the op (a variant, a reduced matmul precision) is no wrong code
-        other_way = main is not None and main.cause in ("semantic-variant", "matmul-precision")
+        # a known cause of the op computing otherwise (a variant, a reduced matmul precision, NaN ignored) is no wrong code
+        other_way = main is not None and main.cause not in ("wrong-code", "unknown", "other-lowering")
         said = d.elements_said(e.path, e.baseline, other_way)
         if said is not None or d.elements is not None:
             said = said or d.elements.describe(e.path, e.baseline, d.within_noise_bound,
@@ -415,7 +415,8 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines.append(("searched", f"{n} change{'s' if n != 1 else ''} at the carrying op (other formulations, "
                       "guards, wider dtypes, the runtime's settings), each re-run; none restored parity "
                       "(--verbose lists each and why)"))
-    real = t is not None and t.startswith("a real divergence")
+    real = t is not None and t.startswith(("a real divergence", "not noise"))
+    exact_side = _exact_side(p, e.path, e.baseline)
     for line in advice(e):  # the fix or workaround of a cause that no re-run above shows
         head, _, rest = line.partition(": ")
         if real and rest.startswith("nothing is wrong") and main is not None and main.status == "noise" \
@@ -429,12 +430,28 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         elif real and rest.startswith("nothing is wrong"):
             rest = (f"not rounding noise: {e.path} differs from {e.baseline} beyond the model's own rounding noise "
                     f"(triage above), which {short_title(main.title) if main else 'this cause'} does not account for; "
-                    "compare with a tolerance only once the divergence that carries it is understood")
+                    "compare with a tolerance only once the divergence that carries it is understood"
+                    + (f" ({exact_side})" if exact_side else ""))
         label, _, which = head.partition(" for ")
         lines.append((label.lower(), f"(for {which}) {rest}" if which else rest))
     if getattr(e, "rounding", None) is not None:  # noise: nothing to report to anyone
         lines = [(k, v) for k, v in lines if not (k == "what to do" and v.startswith("report"))]
     return lines
+
+
+def _exact_side(p: Any, path: str, baseline: str) -> str | None:
+    """Where one side's outputs are the f64 ideal's exactly and the other's are not (a threshold one side
+    crossed wrongly), which side that is, in words; None otherwise."""
+    leaves = [lf for lf in getattr(p, "leaves", ()) if lf.error_vs_f64 is not None and lf.baseline_error_vs_f64 is not None]
+    if not leaves:
+        return None
+    mine = max(lf.error_vs_f64.max_abs for lf in leaves)
+    theirs = max(lf.baseline_error_vs_f64.max_abs for lf in leaves)
+    if mine == 0 < theirs:
+        return f"{path}'s outputs are the f64 ideal's exactly and {baseline}'s are not: {baseline} is the side that is wrong"
+    if theirs == 0 < mine:
+        return f"{baseline}'s outputs are the f64 ideal's exactly and {path}'s are not: {path} is the side that is wrong"
+    return None
 
 
 def width_of(labels: Sequence[str]) -> int:

@@ -245,9 +245,9 @@ def summary_line(r: ComparisonResult) -> str:
                 + (f"; {did_not_run}" if broken else ""))
     if not failing:
         if broken:
-            agree = compared - len(noise)
-            return did_not_run + noisy + (f"; the other {agree} agree with {r.baseline}{over} ({r.tolerance.describe()})"
-                                          if agree else "")
+            n_same = compared - len(noise)
+            return did_not_run + noisy + (f"; the other {n_same} agree with {r.baseline}{over} "
+                                          f"({r.tolerance.describe()})" if n_same else "")
         if not gated:
             refs = [p.spec for p in r.paths if p.reference]
             return (f"no path was compared with {r.baseline}" + (f" ({', '.join(refs)}: "

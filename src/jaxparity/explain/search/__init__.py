@@ -19,15 +19,16 @@ import numpy as np
 
 from ..context import Context, first_line
 from ..fix import with_cost
-from ..mechanism.captured import differing_output, named, op_inputs, with_op
+from ..mechanism.captured import bound, differing_output, named, op_inputs
 from ..mechanism.op_rules import MATH_LIBRARY_ULP
 from ..verdicts import CauseVerdict, Fix
 from .candidates import FORMULATIONS, Candidate, candidates
 from .remap import input_trigger, op_remaps, remaps
+from .rerun import as_accurate, recipe, rerun_candidate
+from .whole import bound_plainly, whole_calls
 
 __all__ = ["FORMULATIONS", "Candidate", "MAX_RERUNS", "candidates", "placed", "search_fixes"]
 
-NEAR_ULP = 4  # ULP apart that any two roundings of the same math may be, whatever the baseline's own error
 MAX_RERUNS = 4  # candidates re-run as the whole program, per path explained (each a run on both sides)
 _CARRIERS = 2  # the ops searched: those that carry the most of the output difference
 
@@ -51,6 +52,17 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
             return [with_cost(ctx, fix)], tried
         tried.append(fix)
     reruns = 0
+    # Every change below binds the program primitive by primitive. Nothing changed but that comes first: where it
+    # alone agrees, the converter's lowering of a whole call was the difference, not any op's math.
+    if ctx.path.converter:
+        found = whole_calls(ctx, tried)  # the calls its artifact says it replaced, named
+        if found is not None:
+            return [with_cost(ctx, found)], tried
+        reruns += 1
+        fix = bound_plainly(ctx)
+        if fix.verified:
+            return [with_cost(ctx, fix)], tried
+        tried.append(fix)
     for target in _targets(ctx):
         index, op, ins, position, mine, theirs, trigger = target
         info = op.info
@@ -78,12 +90,12 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
                                  "tried first)"))
                 continue
             reruns += 1
-            recipe = _recipe([index], cand, trigger.predicate if trigger is not None else None, generated)
-            fix = _rerun(ctx, cand, index, label, line, trigger, recipe)
+            how = recipe([index], cand, trigger.predicate if trigger is not None else None, generated)
+            fix = rerun_candidate(ctx, cand, index, label, line, trigger, how)
             if fix.verified:
                 return [with_cost(ctx, fix)], tried
             tried.append(fix)
-    last = _whole_calls(ctx, tried) or _by_primitive(ctx, tried, MAX_RERUNS - reruns) or _input_remaps(ctx, tried)
+    last = _by_primitive(ctx, tried, MAX_RERUNS - reruns) or _input_remaps(ctx, tried)
     return ([with_cost(ctx, last)] if last is not None else []), tried
 
 
@@ -156,7 +168,7 @@ def _by_primitive(ctx: Context, tried: list[Fix], budget: int) -> Fix | None:
             if budget <= 0:
                 return None
             budget -= 1
-            fix = _rerun(ctx, cand, {op.info.index for op in ops}, f"{cand.name} at every {primitive} rewritten",
+            fix = rerun_candidate(ctx, cand, {op.info.index for op in ops}, f"{cand.name} at every {primitive} rewritten",
                          ", ".join(lines), None, {"ops": sorted(op.info.index for op in ops), "candidate": cand.name,
                                                   "trigger": None})
             if fix.verified:
@@ -176,67 +188,6 @@ def _flattened(ctx: Context) -> str:
     return (f"; with {', '.join(whole)} computed from JAX's own primitives too ({converter} lowers "
             f"{'it' if len(whole) == 1 else 'them'} whole otherwise): write {'it' if len(whole) == 1 else 'them'} "
             "out in the model")
-
-
-def _whole_calls(ctx: Context, tried: list[Fix]) -> Fix | None:
-    """The calls the path's converter replaced whole by its own lowering (``Artifact.converted``: jax2onnx's
-    plugins for ``jax.nn.log_sigmoid``...), each computed from JAX's own primitives instead: the call hidden
-    from the converter while the model is converted, so it converts the primitives one by one."""
-    import importlib
-
-    from ...localize.program import lines_calling
-
-    artifact = ctx.artifact()
-    converted = list(dict.fromkeys(name for name, _ in getattr(artifact, "converted", ()) or ()))
-    converter = ctx.path.converter or "the converter"
-    for qual in converted:
-        module, _, attr = qual.rpartition(".")
-        try:
-            owner = importlib.import_module(module)
-            original = getattr(owner, attr)
-        except Exception:  # noqa: BLE001 - a call this environment cannot name
-            continue
-        lines = lines_calling(ctx.program, attr)
-        at = f" (at {', '.join(lines)})" if lines else ""
-        label = f"{qual} from its primitives rewritten"
-        fixed = _hidden(ctx.fn, owner, attr, original)
-        description = (f"compute {qual}{at} from JAX's own primitives, not {converter}'s lowering of the whole call: "
-                       f"bind it before the model is converted ({attr} = {qual} at import, then call {attr}(...)), "
-                       "or write it out")
-        outs = _both(ctx, fixed, label)
-        if isinstance(outs, str):
-            tried.append(Fix("model change", description, None, False, f"{qual} from its primitives: {outs}"))
-            continue
-        rerun = ctx.compare(outs[0], outs[1])
-        said = (f"{converter} converted {qual} whole; computed from its primitives, {ctx.path} and {ctx.baseline} "
-                f"were re-run")
-        if rerun.outcome == "parity" or _as_accurate(ctx, rerun, outs[0], outs[1]):
-            words = (f"{said}: they agree (were {rerun.before[0]} elements apart)" if rerun.outcome == "parity" else
-                     f"{said}: {rerun.before[0]} → {rerun.after[0]} elements differ, within the rewritten program's "
-                     "own rounding noise")
-            return Fix("model change", description, f"{ctx.path} [{label}]", True, words, rerun=rerun)
-        tried.append(Fix("model change", description, None, False,
-                         f"{said}: they still differ in {rerun.after[0]} elements (were {rerun.before[0]})",
-                         rerun=rerun))
-    return None
-
-
-def _hidden(fn: Any, owner: Any, attr: str, original: Any) -> Any:
-    """``fn`` with ``owner.attr`` replaced, while it runs, by a plain function that calls the original: a
-    converter that intercepts the attribute sees a function it does not know, and traces through it."""
-
-    def plain(*args: Any, **kwargs: Any) -> Any:
-        return original(*args, **kwargs)
-
-    def fixed(*args: Any) -> Any:
-        saved = getattr(owner, attr)
-        setattr(owner, attr, plain)
-        try:
-            return fn(*args)
-        finally:
-            setattr(owner, attr, saved)
-
-    return fixed
 
 
 def _input_remaps(ctx: Context, tried: list[Fix]) -> Fix | None:
@@ -360,7 +311,6 @@ def _on_captured(cand: Candidate, op: Any, ins: list[np.ndarray], position: int,
     import jax.numpy as jnp
 
     from ...metrics import ulp_distance
-    from ..mechanism.captured import bound
 
     with jax.default_device(jax.devices("cpu")[0]):
         try:
@@ -401,7 +351,7 @@ def _other_setting(ctx: Context, alternative: Any, words: str) -> Fix:
     if rerun.outcome == "parity":
         return Fix("runtime option", words, str(alternative), True,
                    f"{alternative} agrees with {ctx.baseline} (were {n0} elements apart)", rerun=rerun)
-    if _as_accurate(ctx, rerun, outs, ctx.base_out):
+    if as_accurate(ctx, rerun, outs, ctx.base_out):
         p0, p1, _, b1 = rerun.ideal or (0.0, 0.0, 0.0, 0.0)
         return Fix("runtime option", words, str(alternative), True,
                    f"{alternative}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, within the model's own "
@@ -410,78 +360,3 @@ def _other_setting(ctx: Context, alternative: Any, words: str) -> Fix:
     return Fix("runtime option", words, None, False,
                f"{alternative}: still differs from {ctx.baseline} in {n1} elements, max {u1} ULP (were {n0}, max "
                f"{u0} ULP)", rerun=rerun)
-
-
-def _both(ctx: Context, fixed: Any, label: str) -> tuple[Any, Any] | str:
-    """The changed model's outputs on the path and on the baseline, or where and why it failed."""
-    mine = ctx.run(ctx.path, fixed, label)
-    if isinstance(mine, str):
-        return f"on {ctx.path}: {mine}"
-    theirs = ctx.run(ctx.baseline, fixed, label)
-    if isinstance(theirs, str):
-        return f"on {ctx.baseline}: {theirs}"
-    return mine, theirs
-
-
-def _recipe(ops: list[int], cand: Candidate, trigger: str | None, cands: list[Candidate]) -> dict | None:
-    """How ``--write-fixed`` applies the candidate again (``fixes.searched``): by name among the candidates the
-    op and the trigger's words give; None for a remap of captured values, which no name rebuilds."""
-    if not any(c is cand for c in cands):
-        return None
-    return {"ops": ops, "candidate": cand.name, "trigger": trigger}
-
-
-def _rerun(ctx: Context, cand: Candidate, index: int | set[int], label: str, line: str, trigger: Any,
-           recipe: dict | None = None) -> Fix:
-    """The candidate in place of op ``index``, re-run as the whole program on the path and the baseline."""
-    fixed = with_op(ctx.program, index, cand.instead)
-    description = f"{cand.code} (at {line})"
-    outs = _both(ctx, fixed, label)
-    if isinstance(outs, str):
-        return Fix("model change", description, None, False, f"{cand.name}: the rewritten model failed {outs}")
-    rerun = ctx.compare(outs[0], outs[1])
-    (n0, u0, _), (n1, u1, _) = rerun.before, rerun.after
-    said = f"re-ran {ctx.path} and {ctx.baseline} with {cand.name}"
-    guard = (f"; it changes the result where {trigger.predicate} ({trigger.differing} elements), by design"
-             if cand.kind == "guard" and trigger is not None else "")
-    if rerun.outcome == "parity":
-        return Fix("model change", description, f"{ctx.path} [{label}]", True,
-                   f"{said}: they agree (were {n0} elements apart){guard}", rerun=rerun, recipe=recipe)
-    if _as_accurate(ctx, rerun, outs[0], outs[1]):
-        p0, p1, _, b1 = rerun.ideal or (0.0, 0.0, 0.0, 0.0)
-        return Fix("model change", description, f"{ctx.path} [{label}]", True,
-                   f"{said}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, within the rewritten program's own "
-                   f"rounding noise: {ctx.path}'s max abs error against the f64 ideal {p0:.3g} → {p1:.3g}, "
-                   f"{ctx.baseline}'s {b1:.3g}{guard}", rerun=rerun, recipe=recipe)
-    return Fix("model change", description, None, False,
-               f"{cand.name}: {said}: they still differ in {n1} elements, max {u1} ULP (were {n0}, max {u0} ULP)",
-               rerun=rerun)
-
-
-def _as_accurate(ctx: Context, rerun: Any, mine: Any, theirs: Any) -> bool:
-    """A change after which the paths stay apart only by rounding: the difference narrowed, and at every element
-    where they still differ, the path is no further from the baseline than twice the baseline's own distance to
-    the f64 ideal there, or a few ULP (``NEAR_ULP``): one implementation's error, element by element, not a
-    maximum over the output that a large value's rounding would let a small value's wrong result hide under."""
-    from ...metrics import ulp_distance
-
-    if rerun.outcome != "narrows":
-        return False
-    ideal = ctx.run("f64")
-    if isinstance(ideal, str) or len(ideal) != len(mine):
-        return False
-    for m, t, f in zip(mine, theirs, ideal):
-        m, t, f = np.asarray(m), np.asarray(t), np.asarray(f)
-        if m.shape != t.shape or t.shape != f.shape or m.dtype.kind not in "fV" or t.dtype != m.dtype:
-            if not (m.shape == t.shape and m.tobytes() == t.tobytes()):
-                return False
-            continue
-        with np.errstate(invalid="ignore", over="ignore"):
-            u = ulp_distance(m, t)
-            wm, wt, wf = (x.astype(np.float64) for x in (m, t, f))
-            own = np.abs(wt - wf)
-            near = (u >= 0) & (u <= NEAR_ULP)
-            within = np.abs(wm - wt) <= 2 * np.where(np.isnan(own), 0.0, own)
-        if not np.all(near | within):
-            return False
-    return True

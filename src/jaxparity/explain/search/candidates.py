@@ -155,12 +155,17 @@ def _nan_first(prim: str) -> Callable[[Any, list[Any]], list[Any]]:
         x = ins[0]
         if not jnp.issubdtype(x.dtype, jnp.floating):
             return bound(op, ins)
-        big = jnp.asarray(-jnp.inf if prim == "argmin" else jnp.inf, x.dtype)
-        keys = jnp.where(jnp.isnan(x), big, x)
+        if prim in ("argmax", "argmin"):
+            # the first NaN's index where a row holds one (a +inf before it does not win), else the plain op:
+            # exactly what JAX declares, from a comparison every runtime computes alike
+            axis = op.eqn.params["axes"][0]
+            nan = jnp.isnan(x)
+            first_nan = jnp.argmax(nan, axis=axis).astype(op.eqn.params["index_dtype"])
+            plain = bound(op, [jnp.where(nan, 0, x), *ins[1:]])[0]
+            return [jnp.where(nan.any(axis=axis), first_nan, plain)]
+        keys = jnp.where(jnp.isnan(x), jnp.asarray(jnp.inf, x.dtype), x)
         outs = bound(op, [keys, *ins[1:]])
-        if prim == "top_k":
-            return [jnp.take_along_axis(x, outs[1], axis=-1), outs[1]]
-        return outs
+        return [jnp.take_along_axis(x, outs[1], axis=-1), outs[1]]
 
     return instead
 
@@ -299,9 +304,11 @@ def candidates(op: Any, trigger: str | None) -> Iterator[Candidate]:
     for fname, code, f in FORMULATIONS.get(name, ()):
         yield Candidate(fname, code, "formulation", _one(f))
     if name in ("top_k", "argmax", "argmin"):
-        yield Candidate(f"{name} with NaN keys ranked first explicitly", f"rank NaN keys first yourself: "
-                        f"{name}(jnp.where(jnp.isnan(x), {'-' if name == 'argmin' else ''}jnp.inf, x))"
-                        + (", values read back with jnp.take_along_axis(x, indices, -1)" if name == "top_k" else ""),
+        yield Candidate(f"{name} with NaN keys ranked first explicitly", "rank NaN keys first yourself: "
+                        + (f"jnp.where(jnp.isnan(x).any(axis), jnp.argmax(jnp.isnan(x), axis), "
+                           f"{name}(jnp.where(jnp.isnan(x), 0, x), axis))" if name != "top_k" else
+                           "top_k(jnp.where(jnp.isnan(x), jnp.inf, x)), values read back with "
+                           "jnp.take_along_axis(x, indices, -1) (a NaN then ties with +inf)"),
                         "formulation", _nan_first(name))
     in_dtypes = [str(getattr(v.aval, "dtype", "")) for v in op.eqn.invars if hasattr(v, "aval")]
     if name in _ACCUMULATING and any(d in _NARROW for d in in_dtypes):

@@ -65,9 +65,9 @@ def stored_constant(cause: Cause, ctx: Any) -> CauseVerdict | None:
             return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, cause.fix)
         old, new = float(olds[0]), float(news[0])
         written = _jnp_constant(new, str(np.asarray(mine).dtype))
-        remedy = (f"write the constant as every runtime stores it: {written} in place of {old!r} at {at} "
-                  f"({'a finite fill: ' if math.isinf(old) else ''}the model then computes with the value "
-                  f"{ctx.path} already uses)")
+        remedy = (f"write the constant as {ctx.path} stores it: {written} in place of {old!r} at {at} "
+                  f"({'a finite fill, which changes the model: ' if math.isinf(old) else ''}every path then "
+                  f"computes with the value {ctx.path} already uses, {ctx.baseline} too)")
         return _model_change(cause, ctx, what, seen, remedy, _with_constant(ctx.program, d.op.index, old, new),
                              "stored constant", f"with {written} at {at}")
     return None

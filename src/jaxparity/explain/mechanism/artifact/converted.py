@@ -126,7 +126,11 @@ def decomposed(cause: Cause, ctx: Any) -> CauseVerdict | None:
             except Exception as e:  # noqa: BLE001 - evidence, not a requirement
                 seen += f"; {other} could not run the op alone ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
             else:
-                seen += "; " + _same_fault(other, ctx.path, theirs_alone, mine, np.asarray(theirs))
+                fault = _same_fault(other, ctx.path, theirs_alone, mine, np.asarray(theirs))
+                seen += "; " + fault
+                if fault.endswith("kernels are at fault"):  # the decomposition computes it right elsewhere
+                    return CauseVerdict(cause.id, cause.title, "refuted", what,
+                                        seen + ", not the converter's decomposition", layer="kernel")
         wrong = d.elements.wrong_side() if d.elements is not None else None
         if wrong == "baseline":
             seen += f"; {ctx.baseline} is the side farther from the correctly rounded result"

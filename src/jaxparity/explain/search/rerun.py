@@ -1,0 +1,92 @@
+"""Re-running a candidate change as the whole program, on the path and on the baseline: it holds where they
+then agree, or stay apart only by what two roundings of the same math may (element by element)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..context import Context
+from ..mechanism.captured import with_op
+from ..verdicts import Fix
+from .candidates import Candidate
+
+__all__ = ["NEAR_ULP", "as_accurate", "both", "recipe", "rerun_candidate"]
+
+NEAR_ULP = 4  # ULP apart that any two roundings of the same math may be, whatever the baseline's own error
+
+
+def both(ctx: Context, fixed: Any, label: str) -> tuple[Any, Any] | str:
+    """The changed model's outputs on the path and on the baseline, or where and why it failed."""
+    mine = ctx.run(ctx.path, fixed, label)
+    if isinstance(mine, str):
+        return f"on {ctx.path}: {mine}"
+    theirs = ctx.run(ctx.baseline, fixed, label)
+    if isinstance(theirs, str):
+        return f"on {ctx.baseline}: {theirs}"
+    return mine, theirs
+
+
+def recipe(ops: list[int], cand: Candidate, trigger: str | None, cands: list[Candidate]) -> dict | None:
+    """How ``--write-fixed`` applies the candidate again (``fixes.searched``): by name among the candidates the
+    op and the trigger's words give; None for a remap of captured values, which no name rebuilds."""
+    if not any(c is cand for c in cands):
+        return None
+    return {"ops": ops, "candidate": cand.name, "trigger": trigger}
+
+
+def rerun_candidate(ctx: Context, cand: Candidate, index: int | set[int], label: str, line: str, trigger: Any,
+          recipe: dict | None = None) -> Fix:
+    """The candidate in place of op ``index``, re-run as the whole program on the path and the baseline."""
+    fixed = with_op(ctx.program, index, cand.instead)
+    description = f"{cand.code} (at {line})"
+    outs = both(ctx, fixed, label)
+    if isinstance(outs, str):
+        return Fix("model change", description, None, False, f"{cand.name}: the rewritten model failed {outs}")
+    measured = ctx.compare(outs[0], outs[1])
+    (n0, u0, _), (n1, u1, _) = measured.before, measured.after
+    said = f"re-ran {ctx.path} and {ctx.baseline} with {cand.name}"
+    guard = (f"; it changes the result where {trigger.predicate} ({trigger.differing} elements), by design"
+             if cand.kind == "guard" and trigger is not None else "")
+    if measured.outcome == "parity":
+        return Fix("model change", description, f"{ctx.path} [{label}]", True,
+                   f"{said}: they agree (were {n0} elements apart){guard}", rerun=measured, recipe=recipe)
+    if as_accurate(ctx, measured, outs[0], outs[1]):
+        p0, p1, _, b1 = measured.ideal or (0.0, 0.0, 0.0, 0.0)
+        return Fix("model change", description, f"{ctx.path} [{label}]", True,
+                   f"{said}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, within the rewritten program's own "
+                   f"rounding noise: {ctx.path}'s max abs error against the f64 ideal {p0:.3g} → {p1:.3g}, "
+                   f"{ctx.baseline}'s {b1:.3g}{guard}", rerun=measured, recipe=recipe)
+    return Fix("model change", description, None, False,
+               f"{cand.name}: {said}: they still differ in {n1} elements, max {u1} ULP (were {n0}, max {u0} ULP)",
+               rerun=measured)
+
+
+def as_accurate(ctx: Context, rerun: Any, mine: Any, theirs: Any) -> bool:
+    """A change after which the paths stay apart only by rounding: the difference narrowed, and at every element
+    where they still differ, the path is no further from the baseline than twice the baseline's own distance to
+    the f64 ideal there, or a few ULP (``NEAR_ULP``): one implementation's error, element by element, not a
+    maximum over the output that a large value's rounding would let a small value's wrong result hide under."""
+    from ...metrics import ulp_distance
+
+    if rerun.outcome != "narrows":
+        return False
+    ideal = ctx.run("f64")
+    if isinstance(ideal, str) or len(ideal) != len(mine):
+        return False
+    for m, t, f in zip(mine, theirs, ideal):
+        m, t, f = np.asarray(m), np.asarray(t), np.asarray(f)
+        if m.shape != t.shape or t.shape != f.shape or m.dtype.kind not in "fV" or t.dtype != m.dtype:
+            if not (m.shape == t.shape and m.tobytes() == t.tobytes()):
+                return False
+            continue
+        with np.errstate(invalid="ignore", over="ignore"):
+            u = ulp_distance(m, t)
+            wm, wt, wf = (x.astype(np.float64) for x in (m, t, f))
+            own = np.abs(wt - wf)
+            near = (u >= 0) & (u <= NEAR_ULP)
+            within = np.abs(wm - wt) <= 2 * np.where(np.isnan(own), 0.0, own)
+        if not np.all(near | within):
+            return False
+    return True
