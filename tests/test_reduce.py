@@ -100,7 +100,9 @@ REDUCED = [
     ("runtimes.py:make_nan_to_int", "eager", "tflite", ("convert_element_type",), True),  # NaN -> int
     ("runtimes.py:make_sort_ties", "eager", "iree", ("sort",), True),  # ties of a stable sort
     ("runtimes.py:make_max_nan", "eager", "tflite", ("reduce_max",), True),  # NaN ignored by the kernel
-    ("loops.py:make_scan_fma", "eager", "jit", ("mul", "sub"), True),  # inside a loop: one iteration
+    # inside a loop: one iteration; its flag (xla_backend_optimization_level=0) takes the whole case from 256 to
+    # 267 differing elements, so --fixed never applies it (issue 39: reduce says what explain measured)
+    ("loops.py:make_scan_fma", "eager", "jit", ("mul", "sub"), False),
     ("runtimes.py:make_integer_rem", "eager", "tflite", ("rem",), True),  # a variant: its rewrite written in
     ("runtimes.py:make_round_half", "eager", "onnx", ("round",), True),  # a variant through a converter
 ]
@@ -119,6 +121,9 @@ def test_planted_cause_reduces_to_a_script_that_reproduces_and_is_fixed(case, ba
     assert "jaxparity" not in imports(red.script.text) and "cases" not in imports(red.script.text)
     rc, out = run_script(red.script, tmp_path)
     assert rc == 1 and " elements differ" in out
+    for f in red.explanation.fixes:  # a fix the explanation measured as no closer is never the script's --fixed
+        if f.spec and red.script.fixed and not f.verified and f.rerun is not None and f.rerun.outcome != "narrows":
+            assert not any(f"{k}={v}" in red.script.fixed for k, v in parse_spec(f.spec)[1].items()), red.script.fixed
     if fixable:
         assert red.fixed_restores, red.notes
         rc, out = run_script(red.script, tmp_path, "--fixed")

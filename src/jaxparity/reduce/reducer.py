@@ -79,6 +79,8 @@ def _fixes(expl: Any, path: str, region: Region) -> tuple[dict[str, str], dict[s
     for fix in expl.fixes:  # the script verifies it on the region; the report says whether the whole case agrees
         if not fix.spec or "[" in fix.spec or fix.kind in ("model change", "runtime option"):
             continue  # a runtime option (an attribute set on a converted model) is not a compile option
+        if not fix.verified and (fix.rerun is None or fix.rerun.outcome != "narrows"):
+            continue  # a fix the explanation measured as no closer is never applied by --fixed
         kind, opts = parse_spec(fix.spec)
         extra = {k: v for k, v in opts.items() if mine.get(k) != v}
         if kind != parse_spec(path)[0] or not extra:
@@ -237,7 +239,10 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
                                           required=required)
     notes = [f"{tried} region(s) tried; {len(region.ops)} op(s) kept"]
     candidates: list[tuple[Region, list, list]] = [(region, b, p)]
-    cause = next((c.cause for c in expl.causes if c.status == "confirmed"), None)
+    from ..report.format import explaining_cause
+
+    main = explaining_cause(expl.causes, d)
+    cause = main.cause if main is not None else None
     small = shrink_elements(region, b, p, baseline, path, cause=cause) or shrink_operands(region, b, p, baseline, path)
     if small is not None:
         candidates.insert(0, small)

@@ -70,11 +70,15 @@ def _table(expected: list[np.ndarray], observed: list[np.ndarray], baseline: str
     return rows
 
 
-def _cause(expl: Any) -> tuple[str, str]:
-    chosen = [c for c in expl.causes if c.status in ("confirmed", "partly", "noise")]
-    if not chosen:
+def _cause(expl: Any, d: Any = None) -> tuple[str, str]:
+    """The cause the explanation gives for the op the script isolates (``explaining_cause``: the one decided on
+    that op's own values first), as explain says it: never another op's cause that comes first in the table."""
+    from ..report.format import explaining_cause
+
+    loc = expl.localization
+    c = explaining_cause(expl.causes, d if d is not None else (loc.lead if loc is not None else None))
+    if c is None:
         return "unknown", ""
-    c = chosen[0]
     return f"{c.title} ({c.status})", c.evidence
 
 
@@ -85,7 +89,7 @@ def docstring(expl: Any, d: Any, region: Region, baseline: str, path: str, case:
     n_in = len(region.values)
     kept = (f"{len(region.elements)} of its {region.full_size} output elements (those that differ)"
             if region.elements else "all of its elements")
-    cause, evidence = _cause(expl)
+    cause, evidence = _cause(expl, d)
     out = [f"{d.op.primitive} differs between {baseline} and {path}",
            "",
            f"Reduced by jaxparity {version} on {when} from {case}: {d.where()} ({line}).",
