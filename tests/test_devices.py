@@ -110,3 +110,14 @@ def test_on_one_device_the_device_arithmetic_is_not_run(examples):
     for e in result.explanations:
         (c,) = [c for c in e.causes if c.cause == "device-arithmetic"]
         assert c.status == "not run" and "same kind of device" in c.evidence
+
+
+def test_a_function_that_computes_in_numpy_on_purpose_is_said_to():
+    """Eager hands the model JAX arrays; a numpy output then comes from numpy on purpose, and the report says so."""
+    def in_numpy(x):
+        return np.asarray(x) * 2.0
+
+    result = jaxparity.compare(in_numpy, np.ones(3, np.float32), paths=["eager"])
+    assert any("computes some of its outputs in numpy" in n for n in result.path("eager").notes)
+    plain = jaxparity.compare(f, X, W, paths=["eager"])
+    assert not any("numpy" in n for n in plain.path("eager").notes)

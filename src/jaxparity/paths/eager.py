@@ -31,5 +31,12 @@ class EagerPath(Path):
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         import jax
 
+        import numpy as np
+
         with jax_config(self.options), on_device(self.options), jax.disable_jit():
-            return jax.block_until_ready(fn(*placed_on(self.options, args, arrays_only=True)))
+            out = fn(*placed_on(self.options, args, arrays_only=True))
+        if any(isinstance(x, np.ndarray) for x in jax.tree_util.tree_leaves(out)):
+            # its inputs were JAX arrays: a numpy output was computed in numpy on purpose, which no other path runs
+            self.notes.append("the function returns numpy arrays: it computes some of its outputs in numpy "
+                              "(given JAX arrays), which jit and the converted runtimes do not run as numpy")
+        return jax.block_until_ready(out)
