@@ -420,16 +420,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command_env() -> Iterator[None]:
     """What a command sets for itself and its workers (``--no-cache``, the serving process kept for the
     next command) set back as it was afterwards: ``main`` called from Python leaves the caller's alone."""
-    names = ("JAXPARITY_NO_CACHE", "JAXPARITY_SERVE_IDLE")
-    before = {k: os.environ.get(k) for k in names}
-    try:
+    from .execution.runners import environ_kept
+
+    with environ_kept("JAXPARITY_NO_CACHE", "JAXPARITY_SERVE_IDLE"):
         yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _note(message: str) -> None:

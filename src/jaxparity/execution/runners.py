@@ -30,16 +30,10 @@ _WORKER_PLATFORMS = "JAXPARITY_WORKER_JAX_PLATFORMS"
 
 
 @contextmanager
-def host_only() -> Iterator[None]:
-    """The command's own process computes on the host (``JAX_PLATFORMS=cpu``) while its workers get the
-    platforms it was started with: one process at a time can hold a TPU, and the worker that runs the paths
-    must be the one. Checking options, validating compile options and the references then never take the
-    chip. Where JAX already started its backends in this process (``main`` called from a program that uses
-    the chip), nothing changes for it, and the workers still get the platforms."""
-    before = {k: os.environ.get(k) for k in ("JAX_PLATFORMS", _WORKER_PLATFORMS)}
-    if before[_WORKER_PLATFORMS] is None:
-        os.environ[_WORKER_PLATFORMS] = before["JAX_PLATFORMS"] if before["JAX_PLATFORMS"] is not None else "<unset>"
-        os.environ["JAX_PLATFORMS"] = "cpu"
+def environ_kept(*names: str) -> Iterator[None]:
+    """Environment variables ``names`` set back as they were when the block ends (a command's settings for itself
+    and its workers, never left behind in a caller's process)."""
+    before = {k: os.environ.get(k) for k in names}
     try:
         yield
     finally:
@@ -48,6 +42,21 @@ def host_only() -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextmanager
+def host_only() -> Iterator[None]:
+    """The command's own process computes on the host (``JAX_PLATFORMS=cpu``) while its workers get the
+    platforms it was started with: one process at a time can hold a TPU, and the worker that runs the paths
+    must be the one. Checking options, validating compile options and the references then never take the
+    chip. Where JAX already started its backends in this process (``main`` called from a program that uses
+    the chip), nothing changes for it, and the workers still get the platforms."""
+    with environ_kept("JAX_PLATFORMS", _WORKER_PLATFORMS):
+        if _WORKER_PLATFORMS not in os.environ:
+            was = os.environ.get("JAX_PLATFORMS")
+            os.environ[_WORKER_PLATFORMS] = was if was is not None else "<unset>"
+            os.environ["JAX_PLATFORMS"] = "cpu"
+        yield
 
 
 def worker_platforms(variables: dict[str, str]) -> dict[str, str]:

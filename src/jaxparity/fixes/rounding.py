@@ -511,7 +511,21 @@ FACTORY = {factory!r}
 ONLY = {only_literal}
 
 
-def _load_original():
+{LOADER}
+
+def make():
+    """The original case's (fn, args), with fn rounding every result to its declared dtype."""
+    fn, args = getattr(_load_original(), FACTORY)()
+    return round_like_declared(fn, only=ONLY), args
+'''
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return text
+
+
+# The function a written case file imports its original with (``ORIGINAL`` is the original's absolute path).
+LOADER = '''def _load_original():
     """Import the original case file by its absolute path."""
     name = "jaxparity_original_" + os.path.splitext(os.path.basename(ORIGINAL))[0]
     spec = importlib.util.spec_from_file_location(name, ORIGINAL)
@@ -524,17 +538,7 @@ def _load_original():
     finally:
         sys.path.remove(folder)
     return module
-
-
-def make():
-    """The original case's (fn, args), with fn rounding every result to its declared dtype."""
-    fn, args = getattr(_load_original(), FACTORY)()
-    return round_like_declared(fn, only=ONLY), args
 '''
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    return text
 
 
 def _load_factory(path: Path, factory: str) -> Callable[[], Any]:

@@ -50,7 +50,7 @@ def write_searched_case(case_spec: str, out_path: str | os.PathLike, fix: Any) -
     """Write a case file to ``out_path`` whose ``make()`` returns the case of ``case_spec`` with the fix the
     search verified (``fix``: a ``Fix`` with a recipe) applied. Returns the text written."""
     from ..case import parse_case_spec
-    from .rounding import _docstring_safe
+    from .rounding import LOADER, _docstring_safe
 
     source, factory = parse_case_spec(case_spec)
     doc = _docstring_safe("\n".join([
@@ -79,20 +79,7 @@ FACTORY = {factory!r}
 RECIPE = {fix.recipe!r}
 
 
-def _load_original():
-    """Import the original case file by its absolute path."""
-    name = "jaxparity_original_" + os.path.splitext(os.path.basename(ORIGINAL))[0]
-    spec = importlib.util.spec_from_file_location(name, ORIGINAL)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses (flax modules) look their module up here
-    folder = os.path.dirname(ORIGINAL)
-    sys.path.insert(0, folder)  # let the original import its neighbours
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(folder)
-    return module
-
+{LOADER}
 
 def make():
     """The original case's (fn, args), with fn changed as the fix search verified."""
