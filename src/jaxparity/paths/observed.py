@@ -74,10 +74,12 @@ class ObservedPath(Path):
         from ..arrayio import ArrayFileError
         from ..bundle import read_bundle
 
-        try:
-            return read_bundle(self.file)
-        except (ArrayFileError, ValueError, KeyError):
-            return None
+        if "_bundle" not in self.__dict__:  # read once per path: device(), run() and the per-op values all ask
+            try:
+                self.__dict__["_bundle"] = read_bundle(self.file)
+            except (ArrayFileError, ValueError, KeyError):
+                self.__dict__["_bundle"] = None
+        return self.__dict__["_bundle"]
 
     def device(self) -> str:
         found = self.bundle() if "file" in self.options else None
