@@ -13,5 +13,9 @@ def test_a_call_twice_as_long_is_measured_and_the_same_call_is_not():
     assert same is not None and abs(same.ratio) < 0.5 and same.rounds >= 4
 
 
-def test_calls_under_a_millisecond_are_not_timed():
+def test_short_calls_are_timed_in_runs_and_a_call_of_nothing_is_not():
+    def spin(n):
+        return lambda: sum(range(n))
+    cost = relative_cost(spin(4000), spin(1000), budget=0.5)
+    assert cost is not None and cost.calls > 1 and cost.measurable and cost.ratio > 1, cost
     assert relative_cost(lambda: None, lambda: None) is None

@@ -48,3 +48,10 @@ def test_the_tpus_tanh_is_named_against_the_hosts():
     (e,) = result.explanations
     (c,) = [c for c in e.causes if c.cause == "device-arithmetic"]
     assert c.status == "confirmed" and "tanh is an approximation of its own" in c.evidence, c
+
+
+def test_a_float32_convolution_is_named_as_bfloat16_passes_against_the_host():
+    result = explained(f"{CASES}:make_conv")
+    (e,) = [e for e in result.explanations if e.path == "jit:device=cpu"]
+    (c,) = [c for c in e.causes if c.cause == "device-arithmetic"]
+    assert c.status == "confirmed" and "conv_general_dilated" in c.evidence and "1 bfloat16 pass" in c.evidence, c

@@ -38,3 +38,46 @@ def make_mlp():
 def make_tanh():
     """One elementwise op: the device's own tanh against the host's."""
     return jnp.tanh, (np.linspace(-6, 6, 4001, dtype=np.float32),)
+
+
+def convnet(params, x):
+    """Two float32 convolutions in plain JAX (NHWC), the seed's layer without bf16."""
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = jax.nn.relu(jax.lax.conv_general_dilated(x, params["k1"], (1, 1), "SAME", dimension_numbers=dn) + params["b1"])
+    return jax.lax.conv_general_dilated(h, params["k2"], (2, 2), "SAME", dimension_numbers=dn)
+
+
+def make_conv():
+    r = _rng(2)
+    params = {"k1": (r.normal(size=(3, 3, 8, 32)) / 8).astype(np.float32), "b1": r.normal(size=32).astype(np.float32),
+              "k2": (r.normal(size=(3, 3, 32, 16)) / 17).astype(np.float32)}
+    return convnet, (params, r.normal(size=(4, 32, 32, 8)).astype(np.float32))
+
+
+def make_flax_cnn():
+    """The CNN of flax's examples/mnist (linen): conv 32, relu, avg pool, conv 64, relu, avg pool, dense 256,
+    relu, dense 10, log_softmax. Random weights drawn on the host (jax.random differs by device), 8 images."""
+    import flax.linen as nn
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.avg_pool(nn.relu(nn.Conv(features=32, kernel_size=(3, 3))(x)), window_shape=(2, 2), strides=(2, 2))
+            x = nn.avg_pool(nn.relu(nn.Conv(features=64, kernel_size=(3, 3))(x)), window_shape=(2, 2), strides=(2, 2))
+            x = nn.relu(nn.Dense(features=256)(x.reshape((x.shape[0], -1))))
+            return nn.log_softmax(nn.Dense(features=10)(x))
+
+    model = CNN()
+    images = _rng(3).uniform(size=(8, 28, 28, 1)).astype(np.float32)
+    with jax.default_device(jax.devices("cpu")[0]):
+        params = jax.tree.map(np.asarray, model.init(jax.random.PRNGKey(0), images))
+    return model.apply, (params, images)
+
+
+def make_mlp_large():
+    """The MLP wider (6.4 GFLOP a call): the precision fix's cost on a model larger than make_mlp."""
+    r = _rng(4)
+    params = {"w1": (r.normal(size=(1024, 2048)) / 32).astype(np.float32), "b1": r.normal(size=2048).astype(np.float32),
+              "w2": (r.normal(size=(2048, 2048)) / 45).astype(np.float32),
+              "w3": (r.normal(size=(2048, 8)) / 45).astype(np.float32)}
+    return mlp, (params, r.normal(size=(512, 1024)).astype(np.float32))

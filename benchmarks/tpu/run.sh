@@ -25,4 +25,8 @@ step capture 120 bash -c "for c in attention mlp tanh; do python3 -m jaxparity c
 step tanhjson 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_tanh --paths eager,jit,jit:device=cpu -v --json "$OUT/tanh.json"
 step tputest 300 python3 -m pytest tests/test_tpu.py -q -rs -p no:cacheprovider
 step mlpcpu 90 env JAX_PLATFORMS=cpu python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp
+for c in conv flax_cnn mlp_large; do
+  step $c 180 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_$c --json "$OUT/$c.json"
+  step ${c}cpu 180 env JAX_PLATFORMS=cpu python3 -m jaxparity explain benchmarks/tpu/cases.py:make_$c
+done
 echo "total $(( $(date +%s) - t0 ))s"

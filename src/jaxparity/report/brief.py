@@ -294,7 +294,7 @@ def fix_lines(e: Any, main: Any = None) -> list[str]:
             continue
         what = model_change(f) or f"{f.kind} {f.spec or f.description}"
         cost = ("" if f.cost is None else "; run time unchanged (warm)" if f.cost == 0 else
-                f"; run time {f.cost:+.0%} (warm, against {e.path} without it)")
+                f"; run time {f.cost:+.0%} (warm, timed with and without it)")
         lines.append(f"{_fix_state(f)} {what}: {readable(rerun_words(f, e.path, e.baseline))}{cost}")
     return lines
 

@@ -200,7 +200,7 @@ def _precision_proof(ctx: Context, acc: Path, fix: str) -> Fix | None:
 
 def _cost(ctx: Context, acc: Path) -> float | None:
     """The model's run time on the accelerator at the highest matmul precision against its default, both jitted
-    there and warm (``execution.timing``); None where not measurable (a call under the timer's resolution)."""
+    there and warm (``execution.timing``); None where not measurable (a call of next to nothing, even in runs)."""
     from ...execution.timing import relative_cost
     from ...paths import make_path
 
