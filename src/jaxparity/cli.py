@@ -541,7 +541,19 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         _write_fixed(args, result, out)
 
     _emit(args, result, out, progress.log)
+    _switch_hint(args, result, out, parser)
     return result.exit_code
+
+
+def _switch_hint(args: argparse.Namespace, result: Any, out: Console, parser: Any) -> None:
+    """After the report, the command that runs the paths a library's host callbacks stopped, with the library's
+    switch set in its environment (``report.callbacks.switch_command``)."""
+    from .report.callbacks import switch_command
+
+    command = switch_command(result, getattr(parser, "argv", ()) or sys.argv[1:])
+    if command is not None and args.json != "-":
+        out.print(f"\nto run them with the switch that takes the host callbacks out (on every path alike):\n  {command}",
+                  soft_wrap=True, markup=False)
 
 
 def _emit(args: argparse.Namespace, result: Any, out: Console, log: Any) -> None:

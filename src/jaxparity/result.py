@@ -19,8 +19,8 @@ from typing import Any, Literal
 from ._version import __version__
 from .metrics import LeafDiff, ReferenceError, Tolerance
 
-__all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "Degenerate", "LeafResult", "PathMove",
-           "PathResult", "SampleStats"]
+__all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "Degenerate", "HostCallback", "LeafResult",
+           "PathMove", "PathResult", "SampleStats"]
 
 SCHEMA_VERSION = 1
 
@@ -87,6 +87,23 @@ class SampleStats:
 
 
 @dataclass(frozen=True)
+class HostCallback:
+    """A call in the program that runs Python on the host (``localize.callbacks``): ``pure_callback`` from
+    Equinox's ``error_if``, ``debug_print`` from ``jax.debug.print``... A program that holds one cannot be
+    serialized (export, SavedModel, TFLite, ONNX, IREE), and the path that needs it says so with these."""
+
+    primitive: str  # "pure_callback", "io_callback", "debug_callback", "debug_print", "check"
+    user_source: str | None  # the user's own line that led to it, "model.py:16"
+    library_source: str | None  # the library's line that made it, "equinox/_errors.py:111"; None: the user's own
+    via: str | None  # the library's line the user's line called, where another ("diffrax/_integrate.py:640")
+    library: str | None  # the row of ``localize.callbacks.SWITCHES`` it comes from ("equinox"); None: none known
+    origin: str | None  # what in that library makes it ("Equinox's error_if / branched_error_if ...")
+    switch: str | None  # the library's switch that takes it out of the program, in words; None: none is known
+    instead: str | None = None  # where no switch is known: the change to the model that takes it out
+    env: dict[str, str] = field(default_factory=dict)  # the environment setting that does ({"EQX_ON_ERROR": "nan"})
+
+
+@dataclass(frozen=True)
 class PathResult:
     spec: str
     summary: str
@@ -100,6 +117,8 @@ class PathResult:
     leaves: tuple[LeafResult, ...] = ()
     samples: SampleStats | None = None  # many-inputs mode only: aggregates; leaves show the worst sample
     device: str | None = None  # the platform it computed on ("cpu", "tpu", "gpu"); None where it did not run
+    # The program's host callbacks, where they are why the path could not run (``HostCallback``).
+    callbacks: tuple[HostCallback, ...] = ()
 
     @property
     def passed(self) -> bool:

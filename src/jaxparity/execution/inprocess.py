@@ -124,9 +124,13 @@ def plain_call_failure(fn: Callable[..., Any], args: tuple, notes: Sequence[str]
 
 
 def _with_hint(run: PathRun, path: Path, fn: Callable[..., Any], args: tuple) -> PathRun:
-    """A failed run with what in the program may have made the runtime refuse it (``localize.refusals``)."""
+    """A failed run with what in the program may have made the runtime refuse it: its host callbacks, named
+    where the runtime's error names one (``localize.callbacks``), else ``localize.refusals``."""
+    from ..localize.callbacks import find_callbacks, names_a_callback
     from ..localize.refusals import random_hint, refusal_hint
 
+    if names_a_callback(run.message) and (found := find_callbacks(fn, args)):
+        return replace(run, callbacks=found)  # the runtime's own words stand, said with the calls (report.callbacks)
     said = (run.message or "").rstrip(". ")
     hint = refusal_hint(fn, args)
     if hint:

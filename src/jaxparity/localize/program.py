@@ -22,7 +22,8 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
 
 from ..jaxcompat import user_frames
 
-__all__ = ["FlatProgram", "Op", "OpInfo", "flatten", "flatten_jaxpr", "is_numeric", "op_sources"]
+__all__ = ["FlatProgram", "Op", "OpInfo", "flatten", "flatten_jaxpr", "frame_line", "is_numeric", "library_frames",
+           "op_sources"]
 
 # jax 0.9.2 names of call-like primitives and the param holding their body.
 _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
@@ -107,6 +108,19 @@ def _sources(eqn: Any, outer: tuple[str | None, str | None] = (None, None)) -> t
     inner = fmt(frames[0]) if frames else outer[0]
     user = next((f for f in frames if not f.file_name.startswith(_NOT_USER)), None)
     return inner, fmt(user) if user else outer[1]
+
+
+def frame_line(frame: Any) -> str:
+    """'equinox/_errors.py:111' (an installed library's file) or 'model.py:16' (relative to here) of a frame."""
+    return f"{_relative(frame.file_name)}:{frame.start_line}"
+
+
+def library_frames(frames: Sequence[Any]) -> tuple[list[Any], Any | None]:
+    """(the installed libraries' frames ahead of the user's first, innermost first; the user's first frame or
+    None) of ``frames`` (innermost first, as ``jaxcompat.user_frames`` gives them)."""
+    site = tuple({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    at = next((i for i, f in enumerate(frames) if not f.file_name.startswith(_NOT_USER)), len(frames))
+    return [f for f in frames[:at] if f.file_name.startswith(site)], frames[at] if at < len(frames) else None
 
 
 def lines_calling(program: FlatProgram, name: str) -> list[str]:

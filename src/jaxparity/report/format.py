@@ -177,6 +177,10 @@ def _path_line(p: PathResult, baseline: str) -> str:
     if p.verdict == "baseline":
         return f"the baseline: {p.summary}"
     if p.verdict in ("error", "crashed", "timeout", "unavailable"):
+        if p.callbacks:
+            from .callbacks import callbacks_line
+
+            return f"{p.verdict}: {callbacks_line(p.callbacks, p.message)}"
         return f"{p.verdict}: {p.message}"
     worst = p.worst
     if p.spec == "f64" and worst is not None and worst.diff is not None:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..metrics import dtype_class
 from ..result import ComparisonResult, PathResult
+from .callbacks import callbacks_line
 from .explanation import fit_columns, stacked
 from .format import NAN_ULP, arrays_line, devices_line, fmt, path_line, summary_line, values_text
 
@@ -169,9 +170,13 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
     table = _PathsTable(result)
     findings = _grid([p.spec for p in result.paths])
     said: dict[str, str] = {}  # a finding already said, by the path that said it
+    named: dict[tuple, str] = {}  # host callbacks already listed, by the path that listed them
     for p in result.paths:
         text = path_line(p, result.baseline)
-        if text in said and p.leaves and ": " in text and _same_outputs(result, p.spec, said[text]):
+        if p.callbacks and p.status == "error":
+            if (first := named.setdefault(tuple(map(repr, p.callbacks)), p.spec)) != p.spec:
+                text = f"{p.verdict}: {callbacks_line(p.callbacks, p.message, same_as=first)}"
+        elif text in said and p.leaves and ": " in text and _same_outputs(result, p.spec, said[text]):
             text = f"{text.split(': ', 1)[0]}: ... (same numbers as {said[text]})"  # said once
         else:
             said.setdefault(text, p.spec)
