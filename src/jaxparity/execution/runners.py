@@ -141,7 +141,8 @@ class Runners:
         if env is None:
             return run
         return PathRun(run.spec, run.status, run.outputs, run.seconds, run.message,
-                       run.notes + (f"ran in environment {env}: {self.describe(env)}",))
+                       run.notes + (f"ran in environment {env}: {self.describe(env)}",),
+                       ideal_uncertainty=run.ideal_uncertainty)
 
     @property
     def home(self) -> IsolatedRunner:

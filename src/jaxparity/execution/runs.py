@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..equivalence.rules import OutputRule
-from ..result import ArrayInfo
+from ..result import ArrayInfo, IdealUncertainty
 
 __all__ = ["CaseInfo", "PathRun", "Status", "case_info", "environment"]
 
@@ -31,6 +31,7 @@ class PathRun:
     # read from the function's trace after a path that traces it ran (see ``run_in_process``).
     output_rules: dict[str, OutputRule] = field(default_factory=dict)
     device: str | None = None  # the platform it computed on ("cpu", "tpu", "gpu"; ``Path.device``)
+    ideal_uncertainty: IdealUncertainty | None = None  # the f64 path: its constants rounded at trace time
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
 
 from ..jaxcompat import user_frames
 
-__all__ = ["FlatProgram", "Op", "OpInfo", "flatten", "flatten_jaxpr", "is_numeric", "op_sources"]
+__all__ = ["FlatProgram", "Op", "OpInfo", "flatten", "flatten_jaxpr", "is_numeric", "op_sources", "user_line"]
 
 # jax 0.9.2 names of call-like primitives and the param holding their body.
 _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
@@ -107,6 +107,12 @@ def _sources(eqn: Any, outer: tuple[str | None, str | None] = (None, None)) -> t
     inner = fmt(frames[0]) if frames else outer[0]
     user = next((f for f in frames if not f.file_name.startswith(_NOT_USER)), None)
     return inner, fmt(user) if user else outer[1]
+
+
+def user_line(eqn: Any) -> str | None:
+    """The user's own line that led to ``eqn`` ("model.py:12"), else where its primitive was created."""
+    inner, user = _sources(eqn)
+    return user or inner
 
 
 def lines_calling(program: FlatProgram, name: str) -> list[str]:
