@@ -406,6 +406,13 @@ def _closer(path_err: Any, base_err: Any) -> str:
     return "tie" if a == b else ("path" if a < b else "baseline")
 
 
+def _judged(path_err: Any, base_err: Any) -> float:
+    """The difference ``_closer`` decides on: of the max abs errors, or of the mean ones where those are equal."""
+    if path_err.max_abs != base_err.max_abs:
+        return abs(path_err.max_abs - base_err.max_abs)
+    return abs(path_err.mean_abs - base_err.mean_abs)
+
+
 def as_declared(ideal: Sequence[tuple[str, np.ndarray]],
                 declared: Sequence[tuple[str, np.ndarray]]) -> tuple[tuple[str, np.ndarray], ...]:
     """The ideal's float64 outputs correctly rounded to the dtypes of ``declared`` (the baseline's outputs,
@@ -441,6 +448,9 @@ def build_result(
     ideal_out = dict(ideal.outputs) if ideal and ideal.status == "ok" and ideal.outputs else {}
     # An integer x / 0 in the program: no ideal there, so no side is nearer it (the ideal run says why).
     judge_ideal = not (ideal and any(n.startswith(IDEAL_UNDEFINED) for n in ideal.notes))
+    # Constants the program rounded at trace time: how far the ideal itself moves, output by output.
+    uncertainty = ideal.ideal_uncertainty if ideal and ideal.status == "ok" else None
+    moved = uncertainty.moved if uncertainty is not None else {}
     results = []
     for spec, run in runs.items():
         path = make_path(spec)
@@ -466,7 +476,7 @@ def build_result(
             else:
                 try:
                     leaves = [_leaf(name, dict(outputs), dict(base.outputs), ideal_out, spec == baseline, tolerance,
-                                    rules.get(name), judge_ideal) for name, _ in outputs]
+                                    rules.get(name), judge_ideal, moved.get(name)) for name, _ in outputs]
                     verdict = _verdict(leaves) if spec != baseline else "baseline"
                 except UnsupportedDtype as e:  # never "equal" for values nothing can measure
                     leaves, verdict, message = [], "error", f"cannot compare its outputs: {e}"
@@ -487,6 +497,7 @@ def build_result(
                 leaves=tuple(leaves),
                 device=run.device,
                 callbacks=run.callbacks,
+                ideal_uncertainty=run.ideal_uncertainty,
             )
         )
     output_info = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))
@@ -508,10 +519,13 @@ def build_result(
 
 
 def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray], ideal: dict[str, np.ndarray],
-          is_baseline: bool, tolerance: Tolerance, rule: OutputRule | None, judge_ideal: bool = True) -> LeafResult:
+          is_baseline: bool, tolerance: Tolerance, rule: OutputRule | None, judge_ideal: bool = True,
+          moved: float | None = None) -> LeafResult:
     """One output leaf against the baseline's and the ideal's; with a ``rule``, each pair is first
     brought to the canonical form the math defines (eigenvectors up to sign...). ``judge_ideal`` False: the
-    ideal is undefined somewhere (``IDEAL_UNDEFINED``), so neither side is called closer to it."""
+    ideal is undefined somewhere (``IDEAL_UNDEFINED``), so neither side is called closer to it. ``moved``: how
+    far the ideal of this output moves with the program's rounded constants replaced (``ideal.constants``);
+    where the two sides' errors against it differ by no more, neither is called closer either."""
     got = outputs[name]
     kind = dtype_class(got.dtype)  # raises UnsupportedDtype first, whatever the baseline says
     how = None
@@ -531,6 +545,11 @@ def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray]
     numeric = name in ideal and kind in ("float", "complex", "int", "uint")
     err = reference_error(*pair(outputs, ideal)) if numeric else None
     base_err = reference_error(*pair(base, ideal)) if numeric else None
+    closer = (_closer(err, base_err) if err and base_err and not is_baseline and judge_ideal  # type: ignore[arg-type]
+              else None)
+    uncertain = None
+    if closer in ("path", "baseline") and moved and moved >= _judged(err, base_err):
+        closer, uncertain = None, moved
     return LeafResult(
         name=name,
         dtype=str(got.dtype),
@@ -538,10 +557,10 @@ def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray]
         diff=diff,
         error_vs_f64=err,
         baseline_error_vs_f64=base_err,
-        closer_to_f64=(_closer(err, base_err) if err and base_err and not is_baseline and judge_ideal  # type: ignore[arg-type]
-                       else None),
+        closer_to_f64=closer,  # type: ignore[arg-type]
         values=_values(got) if got.size <= 16 else None,
         rule=how,
+        ideal_uncertain_by=uncertain,
     )
 
 

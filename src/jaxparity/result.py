@@ -19,8 +19,8 @@ from typing import Any, Literal
 from ._version import __version__
 from .metrics import LeafDiff, ReferenceError, Tolerance
 
-__all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "Degenerate", "HostCallback", "LeafResult",
-           "PathMove", "PathResult", "SampleStats"]
+__all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "Degenerate", "HostCallback",
+           "IdealUncertainty", "LeafResult", "PathMove", "PathResult", "RoundedConstant", "SampleStats"]
 
 SCHEMA_VERSION = 1
 
@@ -36,6 +36,43 @@ class ArrayInfo:
     name: str
     dtype: str
     shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RoundedConstant:
+    """A constant the program holds in a dtype narrower than float64 that plausibly rounds a short value
+    computed at trace time (``1/127.5`` held as bfloat16's 0.007874): the f64 ideal computes with the
+    rounded value, which every value in ``interval`` would have given alike."""
+
+    value: float  # as the program holds it
+    dtype: str
+    short: str  # the simplest short value that rounds to it: "1/6", "0.1", "sqrt(2/pi)"
+    short_value: float
+    relative_error: float  # |value - short_value| / |short_value|
+    interval: tuple[float, float]  # every value strictly inside rounds to ``value``
+    alternatives: tuple[str, ...] = ()  # other short values that round to it ("1/127" beside "0.0079")
+    uses: int = 1  # literals and consts of the program that hold it
+    where: str | None = None  # the user's line of its first use ("model.py:12")
+
+    def describe(self) -> str:
+        """'0.007874 (bfloat16), which 0.0079, 1/127 or anything in [0.007843, 0.007904] rounds to (0.33% from
+        0.0079), at model.py:12'."""
+        which = ", ".join([self.short, *self.alternatives])
+        lo, hi = self.interval
+        uses = f", {self.uses} uses" if self.uses > 1 else ""
+        at = f", at {self.where}" if self.where else ""
+        return (f"{self.value:.4g} ({self.dtype}), which {which} or anything in [{lo:.4g}, {hi:.4g}] rounds to "
+                f"({self.relative_error:.2%} from {self.short}{uses}){at}")
+
+
+@dataclass(frozen=True)
+class IdealUncertainty:
+    """How far the f64 ideal moves when the program's rounded constants (``RoundedConstant``) take the short
+    values they plausibly stand for, or the ends of their rounding intervals: the ideal is known no better."""
+
+    constants: tuple[RoundedConstant, ...]  # the most rounded first
+    moved: dict[str, float]  # per output: max abs change of the ideal, the larger of the two re-runs
+    moved_to_short: dict[str, float]  # per output: max abs change with every constant at its short value
 
 
 @dataclass(frozen=True)
@@ -56,6 +93,9 @@ class LeafResult:
     # How the values were compared when the math defines them only up to sign, phase or order
     # (e.g. "eigh vectors compared up to the sign/phase of each vector"); None: element by element.
     rule: str | None = None
+    # Where neither side is called closer to the f64 ideal because the ideal itself moves by more than their
+    # errors against it differ (the program's constants rounded at trace time): by how much it moves.
+    ideal_uncertain_by: float | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +159,8 @@ class PathResult:
     device: str | None = None  # the platform it computed on ("cpu", "tpu", "gpu"); None where it did not run
     # The program's host callbacks, where they are why the path could not run (``HostCallback``).
     callbacks: tuple[HostCallback, ...] = ()
+    # The f64 path only: how uncertain the ideal is for constants the program rounded at trace time.
+    ideal_uncertainty: IdealUncertainty | None = None
 
     @property
     def passed(self) -> bool:

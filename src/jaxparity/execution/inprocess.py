@@ -52,7 +52,8 @@ def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: flo
         return _with_hint(_error_run(path.spec, e, time.perf_counter() - start), path, fn, args)
     outputs = tuple(named_leaves(out, "out"))
     return PathRun(path.spec, "ok", outputs, time.perf_counter() - start, notes=tuple(path.notes),
-                   output_rules=_output_rules(path, fn, args), device=_device(path))
+                   output_rules=_output_rules(path, fn, args), device=_device(path),
+                   ideal_uncertainty=path.ideal_uncertainty)
 
 
 def _device(path: Path) -> str | None:

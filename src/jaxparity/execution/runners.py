@@ -7,6 +7,8 @@ environment or in the one named by ``inputs_from``, and handed to every other wo
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -140,8 +142,7 @@ class Runners:
             return PathRun(spec, "error", message=self._failed[env])
         if env is None:
             return run
-        return PathRun(run.spec, run.status, run.outputs, run.seconds, run.message,
-                       run.notes + (f"ran in environment {env}: {self.describe(env)}",))
+        return dataclasses.replace(run, notes=run.notes + (f"ran in environment {env}: {self.describe(env)}",))
 
     @property
     def home(self) -> IsolatedRunner:

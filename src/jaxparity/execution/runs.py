@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..equivalence.rules import OutputRule
-from ..result import ArrayInfo, HostCallback
+from ..result import ArrayInfo, HostCallback, IdealUncertainty
 
 __all__ = ["CaseInfo", "PathRun", "Status", "case_info", "environment"]
 
@@ -32,6 +32,7 @@ class PathRun:
     output_rules: dict[str, OutputRule] = field(default_factory=dict)
     device: str | None = None  # the platform it computed on ("cpu", "tpu", "gpu"; ``Path.device``)
     callbacks: tuple[HostCallback, ...] = ()  # the program's host callbacks, where they are why it failed
+    ideal_uncertainty: IdealUncertainty | None = None  # the f64 path: its constants rounded at trace time
 
 
 @dataclass(frozen=True)

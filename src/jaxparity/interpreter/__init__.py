@@ -30,8 +30,8 @@ numpy rules and the jitted-bind fallback), ``accumulation`` (narrow sequential s
 
 from __future__ import annotations
 
-from .evaluate import EqnEvent, InterpretError, evaluate_eqn, evaluate_jaxpr, interpret
+from .evaluate import EqnEvent, InterpretError, evaluate_eqn, evaluate_jaxpr, interpret, trace
 from .semantics import DECLARED, IDEAL, Mode, Semantics
 
 __all__ = ["DECLARED", "EqnEvent", "IDEAL", "InterpretError", "Mode", "Semantics", "evaluate_eqn",
-           "evaluate_jaxpr", "interpret"]
+           "evaluate_jaxpr", "interpret", "trace"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,23 +43,36 @@ Hook = Callable[[EqnEvent], None] | None
 # --------------------------------------------------------------- jaxpr evaluation
 # jax types a variable's aval as AbstractValue; in the jaxprs evaluated here it is a ShapedArray (its
 # dtype and shape are read, `# type: ignore[attr-defined]` there).
+# Values read instead of the program's own literals and consts, by the id of the Literal or constvar
+# (``evaluate_jaxpr(constants=...)``), in this semantics' representation.
+_CONSTANTS: ContextVar[Mapping[int, Any] | None] = ContextVar("constants", default=None)
+
+
 def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], *,
-                   mode: Mode | Semantics, on_eqn: Hook = None) -> list[np.ndarray]:
+                   mode: Mode | Semantics, on_eqn: Hook = None,
+                   constants: Mapping[int, Any] | None = None) -> list[np.ndarray]:
     """Evaluate `closed_jaxpr` on `args` in `mode` (a string or a :class:`Semantics`);
     returns the outputs as numpy arrays.
 
     Arguments are first converted to the declared input dtypes (as JAX would), then, in
     ``"f64"`` mode, widened to float64/complex128. ``on_eqn`` sees every equation (inner
     ones first, then the equation that holds them), and runs with x64 enabled.
+    ``constants`` replaces literals and consts, nested jaxprs' included: ``{id(literal or constvar):
+    value}``, each value taken as is (a float64 value is not rounded to the declared dtype first):
+    what the ideal would be had the program held other constants (``ideal.constants``).
     """
     sem = _semantics(mode)
     jaxpr = closed_jaxpr.jaxpr
     if len(args) != len(jaxpr.invars):
         raise ValueError(f"expected {len(jaxpr.invars)} arguments, got {len(args)}")
-    with _x64(True):
-        # Converted when first read, freed after their last use (``_eval_jaxpr``): a model's weights are
-        # never all in float64 at once.
-        return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, sem, 0, on_eqn, "<unknown>", coerce_args=True)
+    token = _CONSTANTS.set(constants)
+    try:
+        with _x64(True):
+            # Converted when first read, freed after their last use (``_eval_jaxpr``): a model's weights are
+            # never all in float64 at once.
+            return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, sem, 0, on_eqn, "<unknown>", coerce_args=True)
+    finally:
+        _CONSTANTS.reset(token)
 
 
 def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Semantics = "declared",
@@ -115,11 +129,16 @@ def _eval_jaxpr(jaxpr: jcore.Jaxpr, consts: Sequence[Any], args: Sequence[Any], 
         if not isinstance(v, jcore.Literal):
             last_use[v] = len(jaxpr.eqns)  # kept to the end
 
+    replaced = _CONSTANTS.get() or {}
+
     def read(v: Any) -> Any:
         if isinstance(v, jcore.Literal):
+            if id(v) in replaced:
+                return replaced[id(v)]
             return _coerce(v.val, v.aval.dtype, sem)  # type: ignore[attr-defined]
         if v not in env and v in raw:
-            env[v] = _coerce(raw.pop(v), v.aval.dtype, sem)
+            value = raw.pop(v)
+            env[v] = replaced[id(v)] if id(v) in replaced else _coerce(value, v.aval.dtype, sem)
         return env[v]
 
     for index, eqn in enumerate(jaxpr.eqns):
@@ -322,10 +341,15 @@ def _widen_combiner(name: str, params: dict) -> dict:
 
 
 # ------------------------------------------------------------------- entry point
-def interpret(fn: Callable, *args: Any, mode: Mode | Semantics = "declared") -> Any:
-    """Trace `fn(*args)` with x64 disabled (so it gets its normal dtypes), evaluate it in
-    `mode`, and return `fn`'s output pytree with numpy arrays as leaves."""
+def trace(fn: Callable, *args: Any) -> tuple[jcore.ClosedJaxpr, Any]:
+    """`fn(*args)`'s jaxpr, traced with x64 disabled (so it gets its normal dtypes), and its output tree."""
     with _x64(False):
         closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*args)
-    outs = evaluate_jaxpr(closed, jax.tree_util.tree_leaves(args), mode=mode)
-    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)
+    return closed, jax.tree_util.tree_structure(out_shape)
+
+
+def interpret(fn: Callable, *args: Any, mode: Mode | Semantics = "declared") -> Any:
+    """Trace `fn(*args)` (``trace``), evaluate it in `mode`, and return `fn`'s output pytree with
+    numpy arrays as leaves."""
+    closed, tree = trace(fn, *args)
+    return jax.tree_util.tree_unflatten(tree, evaluate_jaxpr(closed, jax.tree_util.tree_leaves(args), mode=mode))

@@ -23,7 +23,7 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
 from ..jaxcompat import user_frames
 
 __all__ = ["FlatProgram", "Op", "OpInfo", "flatten", "flatten_jaxpr", "frame_line", "is_numeric", "library_frames",
-           "op_sources"]
+           "op_sources", "user_line"]
 
 # jax 0.9.2 names of call-like primitives and the param holding their body.
 _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
@@ -121,6 +121,12 @@ def library_frames(frames: Sequence[Any]) -> tuple[list[Any], Any | None]:
     site = tuple({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     at = next((i for i, f in enumerate(frames) if not f.file_name.startswith(_NOT_USER)), len(frames))
     return [f for f in frames[:at] if f.file_name.startswith(site)], frames[at] if at < len(frames) else None
+
+
+def user_line(eqn: Any) -> str | None:
+    """The user's own line that led to ``eqn`` ("model.py:12"), else where its primitive was created."""
+    inner, user = _sources(eqn)
+    return user or inner
 
 
 def lines_calling(program: FlatProgram, name: str) -> list[str]:

@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
+from ..result import IdealUncertainty
+
 __all__ = ["CAPABILITIES", "Path", "PathError", "PathOptionError", "PathUnavailable", "jax_config",
            "parse_option_value", "parse_spec", "parse_xla_flags", "spec_env", "without_env"]
 
@@ -189,6 +191,8 @@ class Path(ABC):
         self.options = dict(options or {})
         self.env = env  # the --env this path runs in; None: this Python environment
         self.notes: list[str] = []  # facts a run wants in the report (versions, artifact sizes...)
+        # The f64 path: how far its ideal moves with the constants the program rounded at trace time replaced.
+        self.ideal_uncertainty: IdealUncertainty | None = None
         for key in self.options:
             if key.isupper() and "ENV" in self.options_help:
                 continue

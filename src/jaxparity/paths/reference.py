@@ -6,6 +6,11 @@ the program *means*. ``f64`` never rounds: ideal math, against which every path'
 Where the program divides an integer by zero (or the smallest integer by -1) the result is left to the
 implementation: there is no ideal there. Both references take XLA's values (-1 for x / 0, x for x % 0)
 and ``f64`` says so in a note beginning ``IDEAL_UNDEFINED``, so that no side is called closer to it.
+
+Where the program holds constants rounded at trace time (``x * (1/127.5)`` in bfloat16), ``f64`` computes
+with them as held, and measures how far its outputs move with them replaced by the short values they
+plausibly stand for (``ideal.constants``): its ``ideal_uncertainty``, said in a note beginning
+``IDEAL_UNCERTAIN``.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from typing import Any, Callable, ClassVar, Literal
 
 from .base import Path
 
-__all__ = ["DeclaredPath", "F64Path", "IDEAL_UNDEFINED"]
+__all__ = ["DeclaredPath", "F64Path", "IDEAL_UNCERTAIN", "IDEAL_UNDEFINED"]
 
 IDEAL_UNDEFINED = "the ideal is undefined where the program leaves its result to the implementation"
+IDEAL_UNCERTAIN = "the ideal is uncertain"
 
 
 class DeclaredPath(Path):
@@ -39,11 +45,39 @@ class F64Path(DeclaredPath):
     capabilities = frozenset({"ideal"})
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
-        from ..localize.refusals import refusal_hint
+        import jax
 
-        out = super().run(fn, args, timeout=timeout)
+        from ..interpreter import evaluate_jaxpr, trace
+        from ..localize.refusals import refusal_hint
+        from ..pytree import named_leaves
+
+        closed, tree = trace(fn, *args)
+        leaves = jax.tree_util.tree_leaves(args)
+        outs = evaluate_jaxpr(closed, leaves, mode="f64")
+        out = jax.tree_util.tree_unflatten(tree, outs)
+        self._measure_constants(closed, leaves, outs, [n for n, _ in named_leaves(out, "out")])
         undefined = refusal_hint(fn, args, primitives=("div", "rem"))
         if undefined:
             self.notes.append(f"{IDEAL_UNDEFINED} ({undefined.split('; mask')[0]}): XLA's values stand in there, "
                               f"and no path is called closer to the ideal")
         return out
+
+    def _measure_constants(self, closed: Any, leaves: list, outs: list, names: list[str]) -> None:
+        """How far the ideal moves with the program's rounded constants replaced (``ideal_uncertainty``)."""
+        from ..ideal import ideal_uncertainty
+
+        try:
+            self.ideal_uncertainty = ideal_uncertainty(closed, leaves, outs, names)
+        except Exception as e:  # the ideal stands without it; say what was not measured
+            self.notes.append(f"the constants the program rounded at trace time were not measured: "
+                              f"{type(e).__name__}: {e}")
+            return
+        u = self.ideal_uncertainty
+        if u is not None and max(u.moved.values(), default=0.0) > 0:
+            n = len(u.constants)
+            which = (f"{n} constants rounded at trace time, the most rounded" if n > 1
+                     else "a constant rounded at trace time,")
+            self.notes.append(
+                f"{IDEAL_UNCERTAIN} by up to {max(u.moved.values()):.3g} (max abs) for {which} "
+                f"{u.constants[0].describe()}; a side is called closer to the ideal only where their errors "
+                f"against it differ by more")

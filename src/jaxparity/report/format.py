@@ -214,6 +214,12 @@ def _path_line(p: PathResult, baseline: str) -> str:
     by = (f" (max abs error {fmt(err.max_abs)} against {fmt(base_err.max_abs)})"
           if err is not None and base_err is not None and err.max_abs != base_err.max_abs
           else " (by mean abs error; the max is the same)")
+    if worst.ideal_uncertain_by is not None and err is not None and base_err is not None:
+        errors = (f"max abs {fmt(err.max_abs)} and {fmt(base_err.max_abs)}" if err.max_abs != base_err.max_abs
+                  else f"the same max abs, mean abs {fmt(err.mean_abs)} and {fmt(base_err.mean_abs)}")
+        text += (f"; neither is called closer to the f64 ideal: their errors against it ({errors}) differ by less "
+                 f"than the ideal itself moves ({fmt(worst.ideal_uncertain_by)}) with the constants the program "
+                 f"rounded at trace time (see f64)")
     if worst.closer_to_f64 == "path":
         text += f"; closer to the f64 ideal than {baseline}{by}"
     elif worst.closer_to_f64 == "baseline":
