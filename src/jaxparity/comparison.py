@@ -486,6 +486,7 @@ def build_result(
                 notes=run.notes,
                 leaves=tuple(leaves),
                 device=run.device,
+                fault=run.fault,
             )
         )
     output_info = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))

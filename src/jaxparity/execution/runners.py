@@ -141,7 +141,7 @@ class Runners:
         if env is None:
             return run
         return PathRun(run.spec, run.status, run.outputs, run.seconds, run.message,
-                       run.notes + (f"ran in environment {env}: {self.describe(env)}",))
+                       run.notes + (f"ran in environment {env}: {self.describe(env)}",), fault=run.fault)
 
     @property
     def home(self) -> IsolatedRunner:

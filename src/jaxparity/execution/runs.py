@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..equivalence.rules import OutputRule
-from ..result import ArrayInfo
+from ..result import ArrayInfo, Fault
 
 __all__ = ["CaseInfo", "PathRun", "Status", "case_info", "environment"]
 
@@ -31,6 +31,7 @@ class PathRun:
     # read from the function's trace after a path that traces it ran (see ``run_in_process``).
     output_rules: dict[str, OutputRule] = field(default_factory=dict)
     device: str | None = None  # the platform it computed on ("cpu", "tpu", "gpu"; ``Path.device``)
+    fault: Fault | None = None  # a failure that is not the runtime's: whose it is (``PathError.fault``)
 
 
 @dataclass(frozen=True)
