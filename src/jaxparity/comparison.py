@@ -498,6 +498,7 @@ def build_result(
                 device=run.device,
                 callbacks=run.callbacks,
                 ideal_uncertainty=run.ideal_uncertainty,
+                fault=run.fault,
             )
         )
     output_info = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from ._version import __version__
 from .metrics import LeafDiff, ReferenceError, Tolerance
 
-__all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "Degenerate", "HostCallback",
+__all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "Degenerate", "Fault", "HostCallback",
            "IdealUncertainty", "LeafResult", "PathMove", "PathResult", "RoundedConstant", "SampleStats"]
 
 SCHEMA_VERSION = 1
@@ -110,6 +110,29 @@ class Degenerate:
 
 
 @dataclass(frozen=True)
+class Fault:
+    """Why a path did not run, where the runtime is not at fault: the converter wrote an artifact its own checker
+    rejects (jax2onnx's bf16 ``Einsum``, which the ONNX spec does not allow). Every path that runs that artifact
+    reports the same fault, and no value of theirs is compared."""
+
+    layer: Literal["converter"]
+    converter: str  # "jax2onnx 0.17.1"
+    check: str  # what rejected it: "onnx.checker.check_model(full_check=True)"
+    what: str  # the checker's words for the node
+    text: str  # the whole sentence, as reports say it
+    node: str | None = None  # the artifact's node: its name ("node_Einsum_3")
+    op_type: str | None = None  # "Einsum"
+    node_inputs: tuple[str, ...] = ()  # dtypes of its inputs ("bfloat16"; "?" unknown)
+    node_outputs: tuple[str, ...] = ()
+    primitive: str | None = None  # the JAX primitive it converts ("dot_general"), where it is placed
+    op: int | None = None  # that op's index in the per-op view (#3)
+    source: str | None = None  # the user's line ("model.py:42")
+    name_stack: str | None = None  # the module path of that op
+    call: str | None = None  # the call the converter converted whole, where it did ("jax.numpy.einsum")
+    others: int = 0  # more nodes the checker rejects
+
+
+@dataclass(frozen=True)
 class SampleStats:
     """One path over many input sets: how often it diverges, how far, and which sample is worst."""
 
@@ -161,6 +184,7 @@ class PathResult:
     callbacks: tuple[HostCallback, ...] = ()
     # The f64 path only: how uncertain the ideal is for constants the program rounded at trace time.
     ideal_uncertainty: IdealUncertainty | None = None
+    fault: Fault | None = None  # where it did not run through no fault of its runtime: whose it is
 
     @property
     def passed(self) -> bool:

@@ -46,8 +46,8 @@ def run_in_process(path: Path, fn: Callable[..., Any], args: tuple, timeout: flo
     except PathUnavailable as e:
         return PathRun(path.spec, "unavailable", message=str(e))
     except PathError as e:
-        return _with_hint(PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=str(e)), path, fn,
-                          args)
+        failed = PathRun(path.spec, "error", seconds=time.perf_counter() - start, message=str(e), fault=e.fault)
+        return failed if e.fault is not None else _with_hint(failed, path, fn, args)  # a fault names its op
     except Exception as e:  # the user's function or a runtime raised: report, never propagate
         return _with_hint(_error_run(path.spec, e, time.perf_counter() - start), path, fn, args)
     outputs = tuple(named_leaves(out, "out"))

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..equivalence.rules import OutputRule
-from ..result import ArrayInfo, HostCallback, IdealUncertainty
+from ..result import ArrayInfo, Fault, HostCallback, IdealUncertainty
 
 __all__ = ["CaseInfo", "PathRun", "Status", "case_info", "environment"]
 
@@ -33,6 +33,7 @@ class PathRun:
     device: str | None = None  # the platform it computed on ("cpu", "tpu", "gpu"; ``Path.device``)
     callbacks: tuple[HostCallback, ...] = ()  # the program's host callbacks, where they are why it failed
     ideal_uncertainty: IdealUncertainty | None = None  # the f64 path: its constants rounded at trace time
+    fault: Fault | None = None  # a failure that is not the runtime's: whose it is (``PathError.fault``)
 
 
 @dataclass(frozen=True)

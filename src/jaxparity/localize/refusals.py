@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["located_hint", "primitive_hint", "random_hint", "refusal_hint"]
+__all__ = ["converted_from", "located_hint", "primitive_hint", "random_hint", "refusal_hint"]
 
 # The primitives of JAX's random-number generator: converters into TFLite and ONNX have no kernel for
 # the 32-bit unsigned shifts and rotations of threefry, nor a type for a typed key.
@@ -90,10 +90,45 @@ def random_hint(fn: Callable[..., Any], args: tuple) -> str | None:
             "input")
 
 
+# The JAX primitives a converter's op (TFLite's ``tfl.*``, TensorFlow's ``tf.*``, StableHLO's) comes from, where
+# its name is not the primitive's own: what a legalization error names is matched to the program's op by it.
+_CONVERTED_FROM = {
+    "gather_nd": ("gather",), "gather": ("gather",), "scatter_nd": ("scatter", "scatter-add", "scatter_add"),
+    "batch_matmul": ("dot_general",), "fully_connected": ("dot_general",), "dot_general": ("dot_general",),
+    "conv_2d": ("conv_general_dilated",), "depthwise_conv_2d": ("conv_general_dilated",),
+    "transpose_conv": ("conv_general_dilated",), "convolution": ("conv_general_dilated",),
+    "not_equal": ("ne",), "equal": ("eq",), "less": ("lt",), "less_equal": ("le",), "greater": ("gt",),
+    "greater_equal": ("ge",), "compare": ("eq", "ne", "lt", "le", "gt", "ge"), "logical_and": ("and",),
+    "logical_or": ("or",), "logical_not": ("not",), "select": ("select_n",), "select_v2": ("select_n",),
+    "cast": ("convert_element_type",), "convert": ("convert_element_type",), "logistic": ("logistic",),
+    "maximum": ("max",), "minimum": ("min",), "squared_difference": ("sub", "integer_pow"),
+    "max_pool_2d": ("reduce_window_max",), "average_pool_2d": ("reduce_window_sum",),
+    "reduce_max": ("reduce_max",), "reduce_min": ("reduce_min",), "sum": ("reduce_sum",), "mean": ("reduce_sum",),
+    "reduce_prod": ("reduce_prod",), "concatenation": ("concatenate",), "strided_slice": ("slice",),
+    "pack": ("concatenate", "broadcast_in_dim"), "floor_div": ("div",), "floor_mod": ("rem",),
+    "arg_max": ("argmax",), "arg_min": ("argmin",), "cumsum": ("cumsum",), "pow": ("pow",),
+}
+
+
+def converted_from(message: str) -> set[str]:
+    """The JAX primitives the converter's ops named in ``message`` come from ("failed to legalize operation
+    'tfl.gather_nd'" -> {"gather"}); empty where it names none."""
+    import re
+
+    found: set[str] = set()
+    for kind in re.findall(r"'(?:tfl|tf|stablehlo|mhlo|chlo)\.(\w+)'", message):
+        kind = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", kind).lower()  # tf.GatherNd -> gather_nd
+        found.update(_CONVERTED_FROM.get(kind, (kind,)))
+    return found
+
+
 def located_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:
-    """The user's own line behind a runtime's error that names a library's line (a converter's
-    ``loc("flax/linen/attention.py":910:...)``): the first op created at a line the message names, as
-    "#41 ne at models.py:123, in TransformerLM/.../MultiHeadDotProductAttention_0"; None where none is."""
+    """The op of the program behind a converter's error, by the line and the op it names: at a library's line
+    (``loc("flax/linen/attention.py":910:...)``), the op created there that the failing op comes from ("failed
+    to legalize operation 'tfl.gather_nd'": the gather, not the comparison jnp.take's index fix-up makes at
+    the same line) with the user's own line, as "#41 ne at models.py:123, in TransformerLM/.../
+    MultiHeadDotProductAttention_0"; at the user's own line, that op where the error names its kind; None
+    where none is."""
     import re
 
     from .program import flatten
@@ -105,14 +140,21 @@ def located_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | Non
         program = flatten(fn, args)
     except Exception:  # noqa: BLE001 - a courtesy: never hide the runtime's own message
         return None
-    for op in program.ops:
-        src = op.info.source or ""
-        file, _, line = src.rpartition(":")
-        if line.isdigit() and (os.path.basename(file), int(line)) in named and op.info.user_source \
-                and op.info.user_source != src:
-            module = f", in {op.info.name_stack}" if op.info.name_stack else ""
-            return f"#{op.info.index} {op.info.primitive} at {op.info.user_source}{module}"
-    return None
+    kinds = converted_from(message)
+
+    def at(src: str | None) -> bool:
+        file, _, line = (src or "").rpartition(":")
+        return line.isdigit() and (os.path.basename(file), int(line)) in named
+
+    library = [op for op in program.ops if at(op.info.source) and op.info.user_source
+               and op.info.user_source != op.info.source]
+    yours = [op for op in program.ops if at(op.info.user_source) and op.info.primitive in kinds]
+    ranked = [*(op for op in library if op.info.primitive in kinds), *yours, *library]
+    if not ranked:
+        return None
+    op = ranked[0]
+    module = f", in {op.info.name_stack}" if op.info.name_stack else ""
+    return f"#{op.info.index} {op.info.primitive} at {op.info.user_source}{module}"
 
 
 def primitive_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:

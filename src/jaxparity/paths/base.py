@@ -11,7 +11,10 @@ from contextlib import contextmanager
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:
+    from ..result import Fault
 
 from ..result import IdealUncertainty
 
@@ -24,7 +27,12 @@ XlaOptionKind = Literal["compile option", "serving flag"]
 
 
 class PathError(Exception):
-    """A path ran and failed; the message is for the user and names the cause."""
+    """A path ran and failed; the message is for the user and names the cause. ``fault``: a
+    ``result.Fault`` where the path's runtime is not the one at fault (the converter wrote an invalid model)."""
+
+    def __init__(self, message: str = "", fault: Fault | None = None) -> None:
+        super().__init__(message)
+        self.fault = fault
 
 
 class PathUnavailable(PathError):

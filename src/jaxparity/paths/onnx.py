@@ -13,6 +13,7 @@ kernels: ``onnx`` then names the op types and dtypes it lacks, from onnxruntime'
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import importlib.util
 import re
@@ -285,6 +286,33 @@ def dtype_findings(model: Any, fn: Callable[..., Any], args: tuple) -> list[str]
     return findings
 
 
+def _recorded(fn: Callable[..., Any], args: tuple, opset: int) -> tuple[Any, list[dict[str, Any]]]:
+    """``fn`` converted again with jax2onnx's ``record_primitive_calls_file``: the model, and each call it
+    converted (a primitive, or a flax module / jax.numpy function converted whole) as jax2onnx records it, in
+    order; no record where this jax2onnx cannot write one."""
+    import inspect
+    import json
+    import tempfile
+
+    import jax2onnx
+
+    if "record_primitive_calls_file" not in inspect.signature(jax2onnx.to_onnx).parameters:
+        return convert(fn, args, opset), []
+    with tempfile.TemporaryDirectory() as tmp:
+        record = os.path.join(tmp, "calls.json")
+        model = convert(fn, args, opset, record=record)
+        try:
+            with open(record) as f:
+                calls = json.load(f)
+        except (OSError, ValueError):  # no record written: the model stands without it
+            calls = []
+    return model, [c for c in calls if isinstance(c, dict)]
+
+
+# The converter's faults placed lately, by (the rejected model, the function): a run per input sample places it once.
+_FAULTS: dict[tuple[bytes, int], Any] = {}
+
+
 # How a reproducer runs a function on each ONNX runtime (``Path.repro_runner``); ``{opset}``: the target opset.
 _RUNNERS = {
     "onnx": '''def run_onnx(f, args):  # jax2onnx -> onnxruntime (CPU execution provider)
@@ -390,24 +418,29 @@ class _OnnxPath(Path):
     def _converted_with_calls(self, fn: Callable[..., Any], args: tuple) -> tuple[Any, list[tuple[str, tuple[str, ...]]]]:
         """The converted model (this path's attributes set) and jax2onnx's record of the calls it converted,
         in order: (name, output tensor names); no record where this jax2onnx cannot write one."""
-        import inspect
-        import json
-        import tempfile
+        model, calls = _recorded(fn, args, self.opset)
+        return self._with_attributes(model), [(str(c.get("primitive_name", "")), tuple(c.get("outputs_onnx_names") or ()))
+                                              for c in calls]
 
-        import jax2onnx
+    def _checked(self, model: Any, fn: Callable[..., Any], args: tuple, findings: list[str]) -> None:
+        """Raise the converter's fault (``onnx_check``), the model's ``findings`` after it, where ONNX's checker
+        rejects the model jax2onnx wrote: neither runtime is judged on it. The calls jax2onnx converted,
+        recorded in a second conversion, place the rejected node in the program; only a rejected model pays."""
+        from .onnx_check import fault, rejected
 
-        if "record_primitive_calls_file" not in inspect.signature(jax2onnx.to_onnx).parameters:
-            return self._with_attributes(convert(fn, args, self.opset)), []
-        with tempfile.TemporaryDirectory() as tmp:
-            record = os.path.join(tmp, "calls.json")
-            model = self._with_attributes(convert(fn, args, self.opset, record=record))
-            try:
-                with open(record) as f:
-                    calls = json.load(f)
-            except (OSError, ValueError):  # no record written: the model stands without it
-                calls = []
-        return model, [(str(c.get("primitive_name", "")), tuple(c.get("outputs_onnx_names") or ()))
-                       for c in calls if isinstance(c, dict)]
+        found = rejected(model)
+        if found is None:
+            return
+        key = (hashlib.sha256(model.SerializeToString()).digest(), id(fn))  # many samples: placed once
+        blame = _FAULTS.get(key)
+        if blame is None:
+            recorded, calls = _recorded(fn, args, self.opset)
+            if calls:  # the calls name the values of the model they were recorded with
+                model, found = recorded, rejected(recorded) or found
+            blame = _FAULTS[key] = fault(model, f"jax2onnx {version('jax2onnx')}", found[0], found[1], calls, fn, args)
+            while len(_FAULTS) > 8:
+                _FAULTS.pop(next(iter(_FAULTS)))
+        raise PathError("\n".join([blame.text, *findings]), fault=blame)
 
     def artifact(self, fn: Callable[..., Any], args: tuple) -> Any:
         """The ONNX graph as jax2onnx converted it: its nodes (op types and attributes), initializers and
@@ -479,7 +512,10 @@ class _OnnxPath(Path):
         import onnx
         from ..rounding import round_to_dtype
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
-        model = self._with_attributes(convert(fn, args, self.opset))
+        model = convert(fn, args, self.opset)
+        findings = [f"finding: {f}" for f in dtype_findings(model, fn, args)]
+        self._checked(model, fn, args, findings)  # the model as jax2onnx wrote it, before any attribute of ours
+        model = self._with_attributes(model)
         if self.attributes:
             self.notes.append("set on the converted model: " + ", ".join(f"{t}.{n}={v}" for t, n, v in self.attributes))
         cached = next((p.value for p in model.metadata_props if p.key == CACHED), None)
@@ -498,7 +534,6 @@ class _OnnxPath(Path):
         if replayed:
             self.notes.append("converted from the function's jaxpr, primitive by primitive (jax2onnx's plugins patch "
                               f"flax and jax.numpy, and the model's own calls missed them); as written: {replayed}")
-        findings = [f"finding: {f}" for f in dtype_findings(model, fn, args)]
         self.notes += findings
         feeds = self._feeds(model, args)
         try:

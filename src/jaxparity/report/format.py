@@ -245,7 +245,10 @@ def summary_line(r: ComparisonResult) -> str:
              "only (within what correct implementations of its ops may differ by), which passes") if noise else ""
     compared = len(gated) - len(broken)
     over = f" on all {r.samples} samples" if r.samples > 1 else ""
-    did_not_run = (f"{len(broken)} {_paths(len(broken))} could not run: {', '.join(broken)}" if broken else "")
+    faults = dict.fromkeys(p.fault.converter for p in gated if p.status != "ok" and p.fault is not None)
+    blamed = "".join(f" ({c} wrote a model its own checker rejects: the converter's fault, not the runtime's)"
+                     for c in faults)
+    did_not_run = (f"{len(broken)} {_paths(len(broken))} could not run: {', '.join(broken)}{blamed}" if broken else "")
     if r.hidden:
         what = "; ".join(d.text for d in r.degenerate)
         n = compared - len(failing)

@@ -178,6 +178,8 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
                 text = f"{p.verdict}: {callbacks_line(p.callbacks, p.message, same_as=first)}"
         elif text in said and p.leaves and ": " in text and _same_outputs(result, p.spec, said[text]):
             text = f"{text.split(': ', 1)[0]}: ... (same numbers as {said[text]})"  # said once
+        elif text in said and p.fault is not None:  # the same converted model: its fault said once
+            text = f"{p.verdict}: the {p.fault.layer}'s fault, as for {said[text]} (the same {p.fault.converter} model)"
         else:
             said.setdefault(text, p.spec)
         line = Text(text, style=_STYLE[p.verdict] if not p.passed and not p.reference else "")
