@@ -61,6 +61,8 @@ def nest(flat: Mapping[str, Any], sep: str = "/") -> dict[str, Any]:
                 break
             node = child
         key = parts[-1]
+        if isinstance(node.get(key), dict):
+            raise ValueError(f"{path!r} names a variable and a module holding others")
         if key in node:
             raise ValueError(f"two variables at one path {path!r}")
         node[key] = value

@@ -23,7 +23,8 @@ def from_nnx(module: Any, *inputs: Any, **kwargs: Any) -> ModelCase:
     arrays, static = split_keywords(kwargs)
     served = nnx.clone(module)
     served.eval()
-    graphdef, rng_state, template = nnx.split(served, nnx.RngState, ...)
+    graphdef, *states = nnx.split(served, nnx.RngState, ...)
+    rng_state, template = states
 
     def fn(state: Any, *inputs: Any) -> Any:
         positional, keywords = without_keywords(inputs, arrays)

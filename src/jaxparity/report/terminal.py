@@ -160,8 +160,8 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
     head.append(result.case, style="bold cyan")
     head.append(f"\ninputs   {arrays_line(result.inputs)} ({result.input_source})")
     if verbose and arrays_line(result.inputs) != arrays_line(result.inputs, len(result.inputs)):
-        for line in module_lines(result.inputs):  # what the line above counted, one module a line
-            head.append(f"\n         {line}", style="dim")
+        for module in module_lines(result.inputs):  # what the line above counted, one module a line
+            head.append(f"\n         {module}", style="dim")
     head.append(f"\noutputs  {', '.join(f'{a.name} {_shape(a)}' for a in result.outputs)}")
     head.append(f"\nbaseline {result.baseline}, tolerance {result.tolerance.describe()}")
     if (devices := devices_line(result)) is not None:
