@@ -213,3 +213,16 @@ def test_many_inputs_are_counted_by_module_as_deep_as_fits_one_line():
     lines = module_lines(keras_like[:4] + [x])
     assert lines == ["arg0/layer_0: gamma float32[4], beta float32[4]",
                      "arg0/layer_1: gamma float32[4], beta float32[4]", "arg1 float32[1,8]"]
+
+
+def test_keras_on_another_backend_is_told_how_to_choose_jax():
+    import os
+    import subprocess
+    import sys
+
+    script = ("import keras\nfrom jaxparity.cases import from_keras\n"
+              "from_keras(keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]), None)\n")
+    env = dict(os.environ, KERAS_BACKEND="numpy")  # Keras's numpy backend: no TensorFlow to import
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 1
+    assert "Keras is on 'numpy': set KERAS_BACKEND=jax before keras is first imported" in run.stderr

@@ -8,7 +8,7 @@ from .model import ModelCase, named, nest, split_keywords, unnest, with_keywords
 
 __all__ = ["from_keras"]
 
-BACKEND_MESSAGE = ("from_keras needs Keras on its JAX backend; Keras chose it at import and is on {backend!r}: set "
+BACKEND_MESSAGE = ("from_keras needs Keras on its JAX backend; Keras is on {backend!r}: set "
                    "KERAS_BACKEND=jax before keras is first imported (os.environ['KERAS_BACKEND'] = 'jax' at the top "
                    "of the case file, before `import keras`)")
 
