@@ -8,6 +8,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 CASES = Path(__file__).resolve().parent / "cases"
+# Keras 3 picks its backend once, when first imported: the suite's Keras models (test_cases.py) run on JAX.
+os.environ.setdefault("KERAS_BACKEND", "jax")
 
 
 def _session_cache() -> None:

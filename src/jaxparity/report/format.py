@@ -11,7 +11,7 @@ from ..metrics import LeafDiff, dtype_class
 from ..result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
 __all__ = ["HUGE_ULP", "HUGE_ULP_NOTE", "NAN_ULP", "advice", "arrays_line", "explaining_cause", "fix_label", "fmt",
-           "is_rerun", "leaf_line", "path_line", "plural", "producer", "readable", "required_tolerance", "round_up",
+           "is_rerun", "leaf_line", "module_lines", "path_line", "plural", "producer", "readable", "required_tolerance", "round_up",
            "tolerance_choices",
            "short_title", "summary_line", "ulp_text", "value_text", "values_text"]
 
@@ -299,27 +299,61 @@ def _paths(n: int) -> str:
     return "path" if n == 1 else "paths"
 
 
-def arrays_line(arrays: Sequence[ArrayInfo], limit: int = 6) -> str:
-    """``name dtype[shape]`` for each array; beyond ``limit`` arrays, the ones under a common
-    ``a/b/`` prefix (a model's parameters) are counted instead of listed."""
-    def one(a: ArrayInfo) -> str:
-        return f"{a.name} {a.dtype}[{','.join(map(str, a.shape))}]"
+def _array(a: ArrayInfo) -> str:
+    return f"{a.name} {a.dtype}[{','.join(map(str, a.shape))}]"
 
-    if len(arrays) <= limit:
-        return ", ".join(one(a) for a in arrays)
+
+def _module(name: str) -> str:
+    """The module an input leaf belongs to: its name less the last part (``arg0/params/Conv_0``)."""
+    return name.rsplit("/", 1)[0]
+
+
+def _grouped(arrays: Sequence[ArrayInfo], depth: int) -> dict[str, list[ArrayInfo]]:
     groups: dict[str, list[ArrayInfo]] = {}
     for a in arrays:
         parts = a.name.split("/")
-        groups.setdefault("/".join(parts[:2]) if len(parts) > 2 else a.name, []).append(a)
+        groups.setdefault("/".join(parts[:depth]) if len(parts) > depth else a.name, []).append(a)
+    return groups
+
+
+def arrays_line(arrays: Sequence[ArrayInfo], limit: int = 6) -> str:
+    """``name dtype[shape]`` for each array; beyond ``limit`` arrays, those under a common prefix (a model's
+    parameters) are counted instead of listed, the prefix as deep as leaves at most ``limit`` groups:
+    ``arg0/params/… 8 arrays``, or for a model of 50 layers ``arg0/… 174 arrays in 50 modules``."""
+    if len(arrays) <= limit:
+        return ", ".join(_array(a) for a in arrays)
+    deepest = max(len(a.name.split("/")) for a in arrays)
+    depth = max((d for d in range(1, deepest) if len(_grouped(arrays, d)) <= limit), default=1)
     shown = []
-    for prefix, members in groups.items():
+    for prefix, members in _grouped(arrays, depth).items():
         if len(members) == 1:
-            shown.append(one(members[0]))
+            shown.append(_array(members[0]))
             continue
         values = sum(math.prod(a.shape) for a in members)
         dtypes = "/".join(sorted({a.dtype for a in members}))
-        shown.append(f"{prefix}/… {len(members)} arrays ({values:,} {dtypes} values)")
+        modules = len({_module(a.name) for a in members})
+        within = f" in {modules} modules" if 1 < modules < len(members) else ""
+        shown.append(f"{prefix}/… {len(members)} arrays{within} ({values:,} {dtypes} values)")
     return ", ".join(shown)
+
+
+def module_lines(arrays: Sequence[ArrayInfo], limit: int = 6) -> list[str]:
+    """One line per module (the leaves' names less their last part): ``arg0/conv_bn: gamma float32[16], ...``,
+    or past ``limit`` leaves their count and values."""
+    modules: dict[str, list[ArrayInfo]] = {}
+    for a in arrays:
+        modules.setdefault(_module(a.name) if "/" in a.name else a.name, []).append(a)
+    lines = []
+    for module, members in modules.items():
+        if len(members) == 1 and members[0].name == module:
+            lines.append(_array(members[0]))
+        elif len(members) <= limit:
+            lines.append(f"{module}: " + ", ".join(_array(a)[len(module) + 1:] for a in members))
+        else:
+            values = sum(math.prod(a.shape) for a in members)
+            dtypes = "/".join(sorted({a.dtype for a in members}))
+            lines.append(f"{module}: {len(members)} arrays ({values:,} {dtypes} values)")
+    return lines
 
 
 HUGE_ULP = 1 << 20

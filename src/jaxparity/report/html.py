@@ -25,7 +25,7 @@ from ..metrics import dtype_class
 from ..result import ComparisonResult, LeafResult, PathResult
 from .explanation import (blame_legend, blame_needed_shown, group_explanations, iteration_growth, layer_growth,
                           local_distance)
-from .format import (HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, devices_line, fmt, leaf_line, path_line, producer, readable, summary_line,
+from .format import (HUGE_ULP, HUGE_ULP_NOTE, NAN_ULP, advice, devices_line, fmt, leaf_line, module_lines, path_line, producer, readable, summary_line,
                      ulp_text, values_text)
 
 __all__ = ["render_html_report", "write_html"]
@@ -101,9 +101,9 @@ def _verdict_class(verdict: str) -> str:
 # -- header and summary -------------------------------------------------------------------------
 def _header(r: ComparisonResult) -> str:
     inputs = [f"{a.name} {_shape(a)}" for a in r.inputs]
-    if len(inputs) > 6:
+    if len(inputs) > 6:  # one line per module: a model's layers, not its hundreds of leaves
         inputs_html = (f"<details><summary>{len(inputs)} inputs ({_e(r.input_source)})</summary>"
-                       + "<br>".join(f"<code>{_e(i)}</code>" for i in inputs) + "</details>")
+                       + "<br>".join(f"<code>{_e(i)}</code>" for i in module_lines(r.inputs)) + "</details>")
     else:
         inputs_html = ", ".join(f"<code>{_e(i)}</code>" for i in inputs) + f" ({_e(r.input_source)})"
     outputs = ", ".join(f"<code>{_e(f'{a.name} {_shape(a)}')}</code>" for a in r.outputs)

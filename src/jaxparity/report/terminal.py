@@ -14,7 +14,7 @@ from ..metrics import dtype_class
 from ..result import ComparisonResult, PathResult
 from .callbacks import callbacks_line
 from .explanation import fit_columns, stacked
-from .format import NAN_ULP, arrays_line, devices_line, fmt, path_line, summary_line, values_text
+from .format import NAN_ULP, arrays_line, devices_line, fmt, module_lines, path_line, summary_line, values_text
 
 __all__ = ["print_result", "render", "render_text"]
 
@@ -160,6 +160,9 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
     head.append("jaxparity explain " if result.explanations else "jaxparity compare ", style="bold")
     head.append(result.case, style="bold cyan")
     head.append(f"\ninputs   {arrays_line(result.inputs)} ({result.input_source})")
+    if verbose and arrays_line(result.inputs) != arrays_line(result.inputs, len(result.inputs)):
+        for module in module_lines(result.inputs):  # what the line above counted, one module a line
+            head.append(f"\n         {module}", style="dim")
     head.append(f"\noutputs  {', '.join(f'{a.name} {_shape(a)}' for a in result.outputs)}")
     head.append(f"\nbaseline {result.baseline}, tolerance {result.tolerance.describe()}")
     if (devices := devices_line(result)) is not None:
