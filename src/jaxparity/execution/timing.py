@@ -39,7 +39,8 @@ def relative_cost(after: Callable[[], Any], before: Callable[[], Any], *, budget
                   rounds: int = 16) -> Cost | None:
     """``after``'s run time against ``before``'s (both warm, blocking), interleaved in alternating order
     for up to ``rounds`` rounds within ``budget`` seconds (at least 4). A call under ``MIN_TIMED`` is timed
-    in samples of as many calls as reach it (at most ``MAX_REPEAT``); None where even that many do not."""
+    in samples of as many calls as reach it (at most ``MAX_REPEAT``); None where even that many do not, or
+    where such a short call's cost is within the timing's spread."""
     calls = _calls_per_sample(before)
     if calls is None:
         return None
@@ -53,7 +54,10 @@ def relative_cost(after: Callable[[], Any], before: Callable[[], Any], *, budget
     mid = statistics.median(b)
     half = len(b) // 2
     first, second = statistics.median(b[:half]), statistics.median(b[half:])
-    return Cost(statistics.median(a) / mid - 1, abs(first - second) / mid, len(a), calls)
+    cost = Cost(statistics.median(a) / mid - 1, abs(first - second) / mid, len(a), calls)
+    # A short call timed in runs whose cost is within the spread says nothing: its dispatch, not its
+    # arithmetic, sets its time. Not reported (None), rather than "unchanged".
+    return cost if calls == 1 or cost.measurable else None
 
 
 def _sample(call: Callable[[], Any], calls: int) -> float:

@@ -34,6 +34,7 @@ from jax.extend.core import Literal
 from ..metrics import as_wide, signed_zero_flips, ulp_distance
 from ..rounding import is_float_dtype
 from .program import FlatProgram, Op
+from .work import BUDGET, ITERATION_BUDGET, Work, op_units, program_units
 
 __all__ = ["Amplifier", "Blame", "Carrier", "blame", "reproduced"]
 
@@ -46,7 +47,6 @@ MAX_ALONE = 24  # units replayed one by one exactly; of more, each one's share i
 SCREEN_CHECKS = 2  # of many divergences, those with the largest screened shares replayed exactly to check the screen
 SCREEN_AGREES = 0.02  # a screen within this of the exact shares it was checked on stands for the rest
 SCREEN_METHOD = "a compiled replay (XLA, unoptimized, every declared rounding kept)"
-SECONDS = 30.0  # budget of the replays; past it the remaining units are left unmeasured (said in the notes)
 SMALL_ULP = 64  # a carrier this close to the baseline on its own inputs: what makes it large is looked for
 AMPLIFIES = 1e3  # relative difference grown at least this many times across one op: an amplifier
 
@@ -100,7 +100,7 @@ class Blame:
     noise: tuple[int, ...]  # positions in Localization.local that carry nothing measurable
     acting_together: tuple[int, ...] = ()  # carriers that carry little alone but are needed among all
     amplifier: Amplifier | None = None  # where many small divergences carry the error only together
-    unmeasured: int = 0  # divergences not replayed alone (over MAX_ALONE, or past the time budget)
+    unmeasured: int = 0  # divergences not replayed alone (over MAX_ALONE, or past the work budget)
     notes: tuple[str, ...] = ()
     seconds: float = 0.0
     why_unmeasured: str = ""  # why the unmeasured divergences were not replayed alone
@@ -164,8 +164,9 @@ class _Replay:
 
     def __init__(self, program: FlatProgram, base_values: dict[int, Any], path_values: dict[int, Any],
                  base_args: dict[int, Any], path_args: dict[int, Any],
-                 step: Callable[[Op, list[Any]], Sequence[Any]]) -> None:
-        self.program, self.base, self.path, self.step = program, base_values, path_values, step
+                 step: Callable[[Op, list[Any]], Sequence[Any]], work: Work) -> None:
+        self.program, self.base, self.path, self.step, self.work = program, base_values, path_values, step, work
+        self.units: dict[int, float] = {}  # op index -> what replaying it alone is charged
         self.args, self.path_args = base_args, path_args
         self.producers = {vid: op for op in program.ops for vid in op.outputs if vid is not None}
         self.filled: dict[int, Any] = {}  # baseline values that were not recorded (keys...), computed once
@@ -201,6 +202,9 @@ class _Replay:
 
     def _run_raw(self, op: Op, ins: list[Any]) -> list[Any]:
         self.ops_run += 1
+        if op.info.index not in self.units:
+            self.units[op.info.index] = op_units(op.eqn)
+        self.work.charge(self.units[op.info.index])
         return list(self.step(op, ins))
 
     def _base_device(self, ref: Any) -> Any:
@@ -225,11 +229,11 @@ class _Replay:
                                        else self._run(op, ins))
         return self.own[op.info.index]
 
-    def outputs(self, inject: set[int], deadline: float, replaced: dict[int, list[Any]] | None = None
+    def outputs(self, inject: set[int], stop: float, replaced: dict[int, list[Any]] | None = None
                 ) -> list[Any] | None:
         """The program's outputs with the local errors of the ops ``inject`` (indices) added, and the ops of
         ``replaced`` giving those outputs instead (one iteration's error carried through its loop); None
-        past the deadline."""
+        once the work spent reaches ``stop``."""
         from ..pytree import host
 
         changed: dict[int, Any] = {}  # on the host, compared with the baseline's
@@ -239,7 +243,7 @@ class _Replay:
             touched = any(not isinstance(r, Literal) and r in changed for r in op.inputs)
             if op.info.index not in inject and op.info.index not in replaced and not touched:
                 continue
-            if time.monotonic() > deadline:
+            if self.work.spent >= stop:
                 return None
             raw = None
             outs: list[Any]
@@ -301,24 +305,26 @@ def _bitwise(a: Any, b: Any) -> bool:
 def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any], path_values: dict[int, Any],
           base_args: dict[int, Any], path_args: dict[int, Any], step: Callable[[Op, list[Any]], Sequence[Any]], base_out: Sequence[np.ndarray],
           path_out: Sequence[np.ndarray], names: Sequence[str], method: str, drift: Sequence[Any] = (),
-          seconds: float = SECONDS, iterations: Callable[[Op], Any] | None = None) -> Blame | None:
+          budget: float = BUDGET, iterations: Callable[[Op], Any] | None = None) -> Blame | None:
     """Divide the difference between ``path_out`` and ``base_out`` (flat outputs, named ``names``) among
     the local divergences ``local`` (``LocalDivergence``s, program order) by injecting each one's values
     (``path_values``) into the baseline's replay (``step`` runs one op the baseline's way on given
     inputs; ``base_values`` and ``base_args`` are the baseline's own values, ``path_args`` the path's
     inputs of the program where they differ, as in a loop body). ``iterations``: for a scan op, the loop's
     outputs with one iteration's own error injected, per iteration (``_iteration_injections``): a loop
-    that carries the error is then blamed iteration by iteration. None where nothing differs."""
+    that carries the error is then blamed iteration by iteration. ``budget``: the work it may spend
+    (``localize.work``: ops replayed, weighted by size), so the same case gets the same blame on any
+    machine under any load. None where nothing differs."""
     from ..pytree import host
 
     start = time.monotonic()
-    deadline = start + seconds
+    work = Work(budget)
     base_out = [host(x) for x in base_out]
     path_out = [host(x) for x in path_out]
     differing = [j for j, (p, b) in enumerate(zip(path_out, base_out)) if reproduced(b, b, p) is not None]
     if not differing or not local:
         return None
-    replay = _Replay(program, base_values, path_values, base_args, path_args, step)
+    replay = _Replay(program, base_values, path_values, base_args, path_args, step, work)
     ops = {op.info.index: op for op in program.ops}
     # Units: a divergence at the top level is its op; those inside a loop are the loop op, injected whole.
     units: dict[int, list[int]] = {}
@@ -333,9 +339,10 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     if not units:
         return None
 
-    def shares(inject: set[int], replaced: dict[int, list[Any]] | None = None) -> dict[int, float] | None:
+    def shares(inject: set[int], replaced: dict[int, list[Any]] | None = None,
+               stop: float | None = None) -> dict[int, float] | None:
         """Per differing output, the share reproduced with ``inject``'s local errors (raw: may be negative)."""
-        outs = replay.outputs(inject, deadline, replaced)
+        outs = replay.outputs(inject, work.limit if stop is None else stop, replaced)
         if outs is None:
             return None
         got = {}
@@ -361,7 +368,7 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     why = ""
 
     def replay_alone(candidates: Sequence[int]) -> bool:
-        """Replay each candidate alone, exactly; True once the time budget is spent."""
+        """Replay each candidate alone, exactly; True once the work budget is spent."""
         for u in candidates:
             if u in exact:
                 continue
@@ -378,7 +385,7 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     # flips the same bf16 roundings as another reproduces the same difference), so no sum of shares
     # decides which divergences can be left out: every one is measured, on the screen or exactly.
     screen = _Screen.build(program, {u: ops[u] for u in order}, replay, base_args, base_out, path_out, differing,
-                           time.monotonic() + (deadline - time.monotonic()) / 2) if len(order) > MAX_ALONE else None
+                           work, work.until((work.limit - work.spent) / 2)) if len(order) > MAX_ALONE else None
     gap: float | None = None
     if screen is not None:
         ranked = sorted(screen.shares, key=lambda u: -total(screen.shares[u]))
@@ -406,7 +413,7 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     if len(units) > 1 and sum(total(s) for s in alone.values()) < together - CARRIES:
         if screen is not None and gap is not None and gap <= SCREEN_AGREES:
             for u in order:
-                s = screen.measure(set(units) - {u}, deadline)
+                s = screen.measure(set(units) - {u}, work.limit)
                 if s is None:
                     break
                 needed[u] = max(0.0, together - total(s))
@@ -419,8 +426,7 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     measured = set(alone) | set(needed)
     if len(measured) < len(units):
         unscreened = screen is not None and any(u not in screen.shares and u not in screen.unscreened for u in units)
-        why = ("time budget spent" if time.monotonic() > deadline or (unscreened and gap is not None and
-                                                                        gap <= SCREEN_AGREES) else
+        why = (work.describe() if work.out or (unscreened and gap is not None and gap <= SCREEN_AGREES) else
                f"the compiled screen departs from the baseline's replay (by {gap:.0%} of a share)"
                if gap is not None and gap > SCREEN_AGREES else "their group of ops carries none of the difference")
         notes.append(f"{len(units) - len(measured)} of {len(units)} divergences were not replayed alone ({why}): "
@@ -444,7 +450,7 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
         carriers.append(Carrier(units[u][0], u, round(a, 4), round(n, 4), per, screened=u not in exact))
     carriers.sort(key=lambda c: -c.share)
     if iterations is not None:
-        carriers = [_by_iteration(c, ops[c.top_index], iterations, shares, total, deadline) for c in carriers[:2]] + \
+        carriers = [_by_iteration(c, ops[c.top_index], iterations, shares, total, work) for c in carriers[:2]] + \
             carriers[2:]
     carried = {k for c in carriers for k in units[c.top_index]}
     noise = tuple(k for u in order if u in measured for k in units[u] if k not in carried)
@@ -469,11 +475,10 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
 
 
 MAX_ITERATIONS = 64  # iterations of a loop blamed one by one, largest own error first
-ITERATION_SECONDS = 3.0  # per loop: each iteration injected replays the rest of the loop
 
 
 def _by_iteration(c: Carrier, op: Op, iterations: Callable[[Op], Any], shares: Callable[..., Any],
-                  total: Callable[[Any], float], deadline: float) -> Carrier:
+                  total: Callable[[Any], float], work: Work) -> Carrier:
     """A carrier that is a scan loop, with the share each iteration's own error carries alone."""
     import dataclasses
 
@@ -482,13 +487,14 @@ def _by_iteration(c: Carrier, op: Op, iterations: Callable[[Op], Any], shares: C
     if loop_kind(op) not in ("scan", "while"):
         return c
     found, measured = [], 0
-    stop = min(deadline, time.monotonic() + ITERATION_SECONDS)
+    stop = work.until(ITERATION_BUDGET)  # each iteration injected replays the rest of the loop
     try:
         with_error, injections = iterations(op)
         for t, outs in injections:
-            if time.monotonic() > stop:
+            if work.spent >= stop:
                 break
-            got = shares(set(), {op.info.index: outs})
+            work.charge(op_units(op.eqn))  # the loop run again from the injected iteration on (at most whole)
+            got = shares(set(), {op.info.index: outs}, stop)
             if got is None:
                 break
             measured += 1
@@ -609,10 +615,12 @@ class _Screen:
                "xla_allow_excess_precision": False}
 
     def __init__(self, program: FlatProgram, deltas: dict[int, list[Any]], compiled: Any, zero: dict[int, list[Any]],
-                 base_out: Sequence[np.ndarray], path_out: Sequence[np.ndarray], differing: Sequence[int]) -> None:
+                 base_out: Sequence[np.ndarray], path_out: Sequence[np.ndarray], differing: Sequence[int],
+                 work: Work) -> None:
         from ..pytree import host
 
         self.program, self.deltas, self.compiled, self.zero = program, deltas, compiled, zero
+        self.work, self.units = work, program_units(op.eqn for op in program.ops)  # charged per run
         self.base_out, self.path_out, self.differing = base_out, path_out, differing
         self.plain = [host(x) for x in compiled(zero)]  # the screen's own outputs, nothing injected
         self.shares: dict[int, dict[int, float]] = {}
@@ -621,9 +629,9 @@ class _Screen:
     @classmethod
     def build(cls, program: FlatProgram, units: dict[int, Op], replay: _Replay, base_args: dict[int, Any],
               base_out: Sequence[np.ndarray], path_out: Sequence[np.ndarray], differing: Sequence[int],
-              deadline: float) -> _Screen | None:
-        """The screen with every unit that it can inject measured alone (largest own error first, within
-        ``deadline``); None where the program does not compile this way (the units are then replayed in
+              work: Work, stop: float) -> _Screen | None:
+        """The screen with every unit that it can inject measured alone (largest own error first, until the
+        work spent reaches ``stop``); None where the program does not compile this way (the units are then replayed in
         program order and in chunks)."""
         import jax
         import jax.numpy as jnp
@@ -674,29 +682,30 @@ class _Screen:
         zero = {u: [None if d is None else jnp.zeros(d.shape, d.dtype) for d in row] for u, row in deltas.items()}
         try:
             compiled = jax.jit(run).lower(zero).compile(compiler_options=cls.OPTIONS)  # type: ignore[arg-type]  # ints too
-            screen = cls(program, deltas, compiled, zero, base_out, path_out, differing)
+            screen = cls(program, deltas, compiled, zero, base_out, path_out, differing, work)
         except Exception:  # a primitive XLA cannot compile this way, a value that is no array...
             return None
         screen.unscreened = unscreened
         for u in sorted(deltas, key=lambda u: -size[u]):
             if u in unscreened:
                 continue
-            got = screen.measure({u}, deadline)
+            got = screen.measure({u}, stop)
             if got is None:
                 break
             screen.shares[u] = got
         return screen
 
-    def measure(self, inject: set[int], deadline: float) -> dict[int, float] | None:
-        """Per differing output, the share the screen reproduces with ``inject``'s errors (raw); None past
-        ``deadline``. The screen's own difference from the baseline is taken out: the baseline's outputs
+    def measure(self, inject: set[int], stop: float) -> dict[int, float] | None:
+        """Per differing output, the share the screen reproduces with ``inject``'s errors (raw); None once the
+        work spent reaches ``stop``. The screen's own difference from the baseline is taken out: the baseline's outputs
         plus what the injection moved on the screen."""
         import jax.numpy as jnp
 
         from ..pytree import host
 
-        if time.monotonic() > deadline:
+        if self.work.spent >= stop:
             return None
+        self.work.charge(self.units)
         eps = dict(self.zero)
         for u in inject:
             eps[u] = [None if d is None else jnp.asarray(d) for d in self.deltas[u]]
@@ -782,7 +791,7 @@ def _amplifier(program: FlatProgram, drift: Sequence[Any], base_values: dict[int
 
 def blame_localization(program: FlatProgram, loc: Any, path_vals: Any, base_vals: Any, flat_args: Sequence[Any],
                        path_out: Sequence[np.ndarray], base_out: Sequence[np.ndarray],
-                       seconds: float = SECONDS) -> Any:
+                       budget: float = BUDGET) -> Any:
     """``loc`` (a ``Localization`` of the case's own program) with its ``blame`` measured: the baseline
     of ``loc`` replays the rest of the program one op at a time (eager stands in for a baseline that
     runs whole programs only). Blame is extra: where it fails, ``loc`` is returned with a note."""
@@ -809,7 +818,7 @@ def blame_localization(program: FlatProgram, loc: Any, path_vals: Any, base_vals
     try:
         found = blame(program, loc.local, base_vals.values, path_vals.values, base_args, path_args,
                       lambda op, ins: _baseline_replay(baseline, op, ins, on_host=False), base_out, path_out, names, method,
-                      loc.drift, seconds, lambda op: _iteration_injections(op, baseline, path_vals, base_vals,
+                      loc.drift, budget, lambda op: _iteration_injections(op, baseline, path_vals, base_vals,
                                                                            program, base_args, path_args))
     except Exception as e:
         return dataclasses.replace(loc, notes=loc.notes + (f"blame could not be measured ({type(e).__name__}: "

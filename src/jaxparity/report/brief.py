@@ -233,7 +233,7 @@ def _by_iteration(c: Any, loop: Any) -> str:
     counted = (f"{c.iterations_measured}{trips} iterations injected alone, those that add an error of their own"
                if c.iterations_measured == c.iterations_with_error else
                f"{c.iterations_measured} of the {c.iterations_with_error} iterations that add an error of their own "
-               "injected alone, largest first, within the time budget")
+               "injected alone, largest first, within the work budget")
     if not c.iterations:
         return f"; no iteration alone carries 5% of it ({counted})"
     parts = [f"{t}: {_pct(v)}" if k else f"iteration {t} carries {_pct(v)}" for k, (t, v) in enumerate(c.iterations[:3])]
