@@ -32,6 +32,10 @@ def test_the_default_comparison_sees_the_host_and_names_the_matmul_passes():
     assert c.status == "confirmed" and "1 bfloat16 pass" in c.evidence, c
     assert c.proof is not None and c.proof.spec == "eager:jax_default_matmul_precision=highest"
     assert c.proof.rerun.after[2] < 0.01 * c.proof.rerun.before[2], c.proof
+    # What the highest precision leaves is explained with it applied on the TPU's side: the TPU's tanh.
+    rest = e.remainder
+    assert rest is not None and rest.baseline == "eager:jax_default_matmul_precision=highest", e.summary
+    assert "tanh" in rest.summary, rest.summary
 
 
 def test_the_seed_is_excess_precision_on_the_tpu_and_its_flag_runs():

@@ -35,5 +35,14 @@ class PathExplanation:
     rounding: Any = None  # explain.noise.Rounding | None
 
     @property
+    def applied(self) -> str | None:
+        """The partial fix the remainder is explained with: the remainder's path, or its baseline where the
+        fix changed the baseline's side (the accelerator's matmul precision)."""
+        r = self.remainder
+        if r is None:
+            return None
+        return r.baseline if r.baseline != self.baseline else r.path
+
+    @property
     def confirmed(self) -> tuple[CauseVerdict, ...]:
         return tuple(c for c in self.causes if c.status in ("confirmed", "partly", "noise"))

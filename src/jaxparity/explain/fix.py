@@ -119,11 +119,22 @@ def with_cost(ctx: Context, fix: Fix) -> Fix:
     return dataclasses.replace(fix, cost=round(cost.ratio, 3) if cost.measurable else 0.0)
 
 
+def fixed_side(ctx: Context, spec: str) -> str:
+    """Which side a fix's re-run changes: "baseline" where it runs on the baseline's device and not the path's
+    (the accelerator's matmul precision, where the baseline computed there and the path on the host), else
+    "path"."""
+    try:
+        device = make_path(spec).device()
+        return "baseline" if device == ctx.baseline.device() != ctx.path.device() else "path"
+    except Exception:  # a spec that does not parse here: the path's, as every other fix
+        return "path"
+
+
 def closest_partial(ctx: Context, causes: Sequence[CauseVerdict], fixes: Sequence[Fix],
-                    depth: int) -> tuple[str, list[np.ndarray]] | None:
+                    depth: int) -> tuple[str, list[np.ndarray], str] | None:
     """The closest partial fix (a re-run that moved the path closer to the baseline without reaching it), as
-    the spec that applies it and its outputs: what remains after it is explained next. None when a fix
-    restores parity, none moved it, or ``MAX_PEEL`` causes have been peeled."""
+    the spec that applies it, its outputs and the side it changes (``fixed_side``): what remains after it is
+    explained next. None when a fix restores parity, none moved it, or ``MAX_PEEL`` causes have been peeled."""
     if depth >= MAX_PEEL or any(f.verified for f in fixes):
         return None
     # The explaining causes' own fixes first (the fix the short explanation shows, ◐), then the re-runs of
@@ -133,11 +144,20 @@ def closest_partial(ctx: Context, causes: Sequence[CauseVerdict], fixes: Sequenc
     specs += [v.experiment.removeprefix("re-ran ") for v in causes
               if v.status == "partly" and v.experiment.startswith("re-ran ")]
     before = distance(ctx.path_out, ctx.base_out)[0]
-    best: tuple[int, str, list[np.ndarray]] | None = None
+    best: tuple[int, str, list[np.ndarray], str] | None = None
+    proofs = {v.proof.spec: v.proof for v in causes if v.proof is not None and v.proof.spec}
     for spec in dict.fromkeys(specs):
         outs = ctx.runs.get(spec)
-        if isinstance(outs, list):  # a fix that narrows the difference (in every measure), as its sentence says
+        if not isinstance(outs, list):
+            continue
+        side = fixed_side(ctx, spec)
+        if side == "baseline":  # the baseline re-run: the path against it, as the proof's own re-run measured
+            rerun = proofs[spec].rerun if spec in proofs else None
+            n = distance(ctx.path_out, outs)[0]
+            narrows = rerun is not None and rerun.outcome == "narrows"
+        else:  # a fix that narrows the difference (in every measure), as its sentence says
             n = distance(outs, ctx.base_out)[0]
-            if 0 < n < before and ctx.measured(outs)[0].outcome == "narrows" and (best is None or n < best[0]):
-                best = (n, spec, outs)
-    return None if best is None else (best[1], best[2])
+            narrows = ctx.measured(outs)[0].outcome == "narrows"
+        if 0 < n <= before and narrows and (best is None or n < best[0]):
+            best = (n, spec, outs, side)
+    return None if best is None else best[1:]

@@ -108,11 +108,15 @@ def _rounding(ctx: Context, causes: list[CauseVerdict], localization: Any, notes
         return None
 
 
-def _remainder(ctx: Context, partial: tuple[str, list[np.ndarray]], evidence: bool,
+def _remainder(ctx: Context, partial: tuple[str, list[np.ndarray], str], evidence: bool,
                depth: int) -> PathExplanation | None:
-    """What remains once the closest partial fix is applied, explained the same way; None where that fails."""
-    spec, outs = partial
+    """What remains once the closest partial fix is applied (to the path, or to the baseline where it runs
+    there: the accelerator's matmul precision), explained the same way; None where that fails."""
+    spec, outs, side = partial
     try:
+        if side == "baseline":
+            return explain_path(ctx.fn, ctx.args, ctx.path, spec, ctx.path_out, outs, evidence=evidence,
+                                depth=depth + 1)
         return explain_path(ctx.fn, ctx.args, spec, ctx.baseline, outs, ctx.base_out, evidence=evidence,
                             depth=depth + 1)
     except Exception:

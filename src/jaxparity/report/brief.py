@@ -471,5 +471,5 @@ def sentences(e: Any) -> str:
         parts.append(text[:1].upper() + text[1:])
     said = f"{e.path} against {e.baseline}: " + " ".join(p if p.endswith(".") else p + "." for p in parts)
     if e.remainder is not None:
-        said += f" What remains with {e.remainder.path} applied: " + e.remainder.summary
+        said += f" What remains with {e.applied} applied: " + e.remainder.summary
     return readable(said)

@@ -195,7 +195,7 @@ def render_brief(e: Any, same: Any = (), result: Any = None) -> Group:
     parts: list[Any] = [Text(f"why {who} {'differ' if same else 'differs'} from {e.baseline}", style="bold underline"),
                         grid]
     if e.remainder is not None:
-        parts += [Text(f"what remains with {e.remainder.path} applied", style="bold"),
+        parts += [Text(f"what remains with {e.applied} applied", style="bold"),
                   render_brief(e.remainder, result=None)]
     return Group(*parts)
 
@@ -346,7 +346,7 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
     for note in e.notes:
         parts.append(Text(f"note: {note}", style="dim"))
     if e.remainder is not None:  # a partial fix applied: what remains, explained the same way
-        parts += [Text(""), Text(f"what remains with {e.remainder.path} applied", style="bold"),
+        parts += [Text(""), Text(f"what remains with {e.applied} applied", style="bold"),
                   render_explanation(e.remainder, verbose, all_causes=all_causes)]
     return Group(*parts)
 
