@@ -121,3 +121,20 @@ def test_a_function_that_computes_in_numpy_on_purpose_is_said_to():
     assert any("computes some of its outputs in numpy" in n for n in result.path("eager").notes)
     plain = jaxparity.compare(f, X, W, paths=["eager"])
     assert not any("numpy" in n for n in plain.path("eager").notes)
+
+
+def test_a_replayed_product_takes_the_paths_matmul_precision():
+    """A path's jax_default_matmul_precision reaches the ops replayed one by one (lax.dot_general reads it at
+    trace time; an equation recorded without it is bound as tracing under it would have made it)."""
+    import jax
+    import numpy as np
+
+    from jaxparity.jaxcompat import as_configured
+    from jaxparity.localize.program import flatten
+    from jaxparity.paths.base import jax_config
+
+    a = np.ones((4, 4), np.float32)
+    (op,) = flatten(lambda x, y: x @ y, (a, a)).ops
+    assert op.eqn.params["precision"] is None and as_configured(op.eqn.params)["precision"] is None
+    with jax_config({"jax_default_matmul_precision": "highest"}):
+        assert as_configured(op.eqn.params)["precision"] == (jax.lax.Precision.HIGHEST,) * 2

@@ -185,6 +185,17 @@ def bind(primitive: Any, operands: Any, params: dict) -> Any:
     return primitive.bind(*operands, **bound)
 
 
+def as_configured(params: dict) -> dict:
+    """An equation's ``params`` as tracing it under the current JAX config would have made them: a dot
+    product's or convolution's ``precision=None`` becomes ``jax_default_matmul_precision``'s where one is
+    set (``lax.dot_general`` reads it at trace time, so binding a recorded equation directly would not)."""
+    if "precision" not in params or params["precision"] is not None or not jax.config.jax_default_matmul_precision:  # type: ignore[attr-defined]
+        return params
+    from jax._src.lax.lax import canonicalize_precision
+
+    return {**params, "precision": canonicalize_precision(None)}
+
+
 @contextmanager
 def export_target(version: str | None) -> Iterator[None]:
     """jax.export, and jax2tf's native serialization through it, writing StableHLO ``version`` ("1.13.7")

@@ -22,7 +22,7 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
 
 from ..jaxcompat import user_frames
 
-__all__ = ["FlatProgram", "Op", "OpInfo", "flatten", "flatten_jaxpr", "frame_line", "is_numeric", "library_frames",
+__all__ = ["FlatProgram", "Op", "OpInfo", "bind_op", "flatten", "flatten_jaxpr", "frame_line", "is_numeric", "library_frames",
            "op_sources", "user_line"]
 
 # jax 0.9.2 names of call-like primitives and the param holding their body.
@@ -226,3 +226,12 @@ def is_numeric(aval: Any) -> bool:
     """Values a path can return and we can compare: not PRNG keys, not tokens."""
     dtype = getattr(aval, "dtype", None)
     return dtype is not None and not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) and np.dtype(dtype).kind in "biufcV"
+
+
+def bind_op(op: Op, ins: Sequence[Any]) -> list[Any]:
+    """``op``'s primitive on ``ins`` with its recorded params, as tracing it under the current JAX config would
+    bind it (``jaxcompat.as_configured``: a path's ``jax_default_matmul_precision`` applies to a replay too)."""
+    from ..jaxcompat import as_configured
+
+    out = op.eqn.primitive.bind(*ins, **as_configured(op.eqn.params))
+    return list(out) if op.eqn.primitive.multiple_results else [out]

@@ -19,7 +19,7 @@ import numpy as np
 from jax.extend.core import Literal
 
 from ..pytree import host
-from .program import FlatProgram, Op
+from .program import FlatProgram, Op, bind_op
 from .values import OpValues
 
 __all__ = ["Region", "RegionError", "differs", "make_region", "run_region"]
@@ -62,8 +62,7 @@ class Region:
 
 
 def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
-    out = op.eqn.primitive.bind(*ins, **op.eqn.params)
-    return out if op.eqn.primitive.multiple_results else [out]
+    return bind_op(op, ins)
 
 
 def run_region(spec: str, region: Region) -> list[np.ndarray]:

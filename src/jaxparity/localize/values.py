@@ -24,7 +24,7 @@ from ..paths import make_path
 from ..pytree import host
 from .loops.capture import Probe, recorded, run_program, trace_of, traced_program
 from .loops.structure import LoopTrace
-from .program import FlatProgram, Op, is_numeric
+from .program import FlatProgram, Op, bind_op, is_numeric
 
 __all__ = ["OpValues", "apply_for", "op_values", "program_values"]
 
@@ -77,8 +77,7 @@ def _within_budget(values: dict[int, np.ndarray]) -> tuple[dict[int, np.ndarray]
 
 
 def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
-    out = op.eqn.primitive.bind(*ins, **op.eqn.params)
-    return out if op.eqn.primitive.multiple_results else [out]
+    return bind_op(op, ins)
 
 
 def op_by_op(spec: str) -> bool:

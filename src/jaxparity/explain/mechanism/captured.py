@@ -48,8 +48,9 @@ def show(x: Any) -> str:
 
 
 def bound(op: Any, ins: list[Any]) -> list[Any]:
-    out = op.eqn.primitive.bind(*ins, **op.eqn.params)
-    return list(out) if op.eqn.primitive.multiple_results else [out]
+    from ...localize.program import bind_op
+
+    return bind_op(op, ins)
 
 
 def with_op(program: Any, index: int | set[int], instead: Callable[[Any, list[Any]], list[Any]]) -> Callable[..., tuple]:

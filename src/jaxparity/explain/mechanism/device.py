@@ -67,8 +67,10 @@ def _alone(path: Path, op: Any, ins: list[np.ndarray]) -> np.ndarray:
     from ...paths.base import jax_config
     from ...paths.devices import on_device
 
+    from ...localize.program import bind_op
+
     def one(*xs: Any) -> Any:
-        return op.eqn.primitive.bind(*xs, **op.eqn.params)
+        return bind_op(op, list(xs))
 
     with jax_config(path.options), on_device(path.options):
         return np.asarray(jax.jit(one)(*ins))

@@ -22,7 +22,7 @@ import numpy as np
 from jax.extend.core import Literal
 
 from ...pytree import host
-from ..program import FlatProgram, Op, is_numeric
+from ..program import FlatProgram, Op, bind_op, is_numeric
 from .structure import Body, LoopTrace, body_of, carry_impls, key_impl, loop_kind, numeric_carry
 
 __all__ = ["Probe", "run_op", "run_program", "traced_program"]
@@ -161,8 +161,7 @@ def _remember(history: list[list[np.ndarray]], carry: Sequence[Any], keep: list[
 
 # ------------------------------------------------------------------------------ compiled
 def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
-    out = op.eqn.primitive.bind(*ins, **op.eqn.params)
-    return out if op.eqn.primitive.multiple_results else [out]
+    return bind_op(op, ins)
 
 
 def traced_program(program: FlatProgram, args: Sequence[Any], probe: Probe = (), *,
