@@ -73,6 +73,18 @@ def test_which_value_was_meant_is_left_open_but_the_written_one_is_inside():
 
 
 @pytest.mark.parametrize("dtype", [BF16, np.float16, np.float32])
+def test_the_largest_finite_value_has_a_finite_interval(dtype):
+    """finfo.min, a causal mask's fill (Hugging Face GPT-2 in bfloat16): beyond it lies infinity, but values
+    round to it up to half a spacing further, where rounding overflows; no short value stands for it."""
+    for big in (float(ml_dtypes.finfo(dtype).max), float(ml_dtypes.finfo(dtype).min)):
+        lo, hi = rounding_interval(big, dtype)
+        assert np.isfinite([lo, hi]).all() and lo < big < hi
+        edge = hi if big > 0 else lo
+        assert _held(big + (edge - big) / 2, dtype) == big and np.isinf(_held(edge + (edge - big), dtype))
+        assert short_value(big, dtype) is None
+
+
+@pytest.mark.parametrize("dtype", [BF16, np.float16, np.float32])
 @pytest.mark.parametrize("value", [0.5, 2.0, 0.125, 3.0, 6.0, 255.0, -1.0, 0.0, 0.375, float("inf")])
 def test_exact_constants_say_nothing(value, dtype):
     assert short_value(value, dtype) is None
