@@ -84,6 +84,19 @@ def test_the_largest_finite_value_has_a_finite_interval(dtype):
         assert short_value(big, dtype) is None
 
 
+def test_a_narrow_interval_is_written_with_the_digits_that_tell_its_ends_apart():
+    """float32(0.001), diffrax's PIDController's rtol: the interval is 1e-10 wide, not '[0.001, 0.001]'."""
+    from jaxparity.result import RoundedConstant
+
+    held = _held(0.001, np.float32)
+    found = short_value(held, np.float32)
+    text = RoundedConstant(held, "float32", found.text, found.value, abs(held - 0.001) / 0.001,
+                           found.interval).describe()
+    interval = text.split("[", 1)[1].split("]", 1)[0].split(", ")
+    assert len({interval[0], interval[1], text.split(" ", 1)[0]}) == 3, text
+    assert "(0.00% from" not in text and "e-" in text.split("rounds to (", 1)[1], text
+
+
 @pytest.mark.parametrize("dtype", [BF16, np.float16, np.float32])
 @pytest.mark.parametrize("value", [0.5, 2.0, 0.125, 3.0, 6.0, 255.0, -1.0, 0.0, 0.375, float("inf")])
 def test_exact_constants_say_nothing(value, dtype):
