@@ -73,6 +73,31 @@ def test_which_value_was_meant_is_left_open_but_the_written_one_is_inside():
 
 
 @pytest.mark.parametrize("dtype", [BF16, np.float16, np.float32])
+def test_the_largest_finite_value_has_a_finite_interval(dtype):
+    """finfo.min, a causal mask's fill (Hugging Face GPT-2 in bfloat16): beyond it lies infinity, but values
+    round to it up to half a spacing further, where rounding overflows; no short value stands for it."""
+    for big in (float(ml_dtypes.finfo(dtype).max), float(ml_dtypes.finfo(dtype).min)):
+        lo, hi = rounding_interval(big, dtype)
+        assert np.isfinite([lo, hi]).all() and lo < big < hi
+        edge = hi if big > 0 else lo
+        assert _held(big + (edge - big) / 2, dtype) == big and np.isinf(_held(edge + (edge - big), dtype))
+        assert short_value(big, dtype) is None
+
+
+def test_a_narrow_interval_is_written_with_the_digits_that_tell_its_ends_apart():
+    """float32(0.001), diffrax's PIDController's rtol: the interval is 1e-10 wide, not '[0.001, 0.001]'."""
+    from jaxparity.result import RoundedConstant
+
+    held = _held(0.001, np.float32)
+    found = short_value(held, np.float32)
+    text = RoundedConstant(held, "float32", found.text, found.value, abs(held - 0.001) / 0.001,
+                           found.interval).describe()
+    interval = text.split("[", 1)[1].split("]", 1)[0].split(", ")
+    assert len({interval[0], interval[1], text.split(" ", 1)[0]}) == 3, text
+    assert "(0.00% from" not in text and "e-" in text.split("rounds to (", 1)[1], text
+
+
+@pytest.mark.parametrize("dtype", [BF16, np.float16, np.float32])
 @pytest.mark.parametrize("value", [0.5, 2.0, 0.125, 3.0, 6.0, 255.0, -1.0, 0.0, 0.375, float("inf")])
 def test_exact_constants_say_nothing(value, dtype):
     assert short_value(value, dtype) is None

@@ -232,6 +232,35 @@ def test_an_op_iree_rejects_is_a_path_error_with_iree_s_diagnostic():
     assert result.path("iree").verdict == "error" and "lapack_spotrf_ffi" in result.path("iree").message
 
 
+# What iree-compile 3.13 wrote when it crashed on diffrax's while loops (benchmarks/models/diffrax_neural_ode.py)
+CRASH = """Error invoking IREE compiler tool iree-compile
+Error code: -11
+Diagnostics:
+Please report issues to https://github.com/iree-org/iree/issues and include the crash backtrace.
+Stack dump:
+0.\tProgram arguments: /venv/iree/compiler/_mlir_libs/iree-compile - --iree-input-type=stablehlo
+ #0 0x00007f7427d5a0ab llvm::sys::PrintStackTrace(llvm::raw_ostream&, int) Signals.cpp:0:0
+ #4 0x00007f7421f8be44 __memcpy_avx512_unaligned_erms ./string/../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S:837:0
+ #5 0x00007f742cd892ab mlir::detail::ConversionPatternRewriterImpl::applySignatureConversion(mlir::Block*, \
+mlir::TypeConverter const*, mlir::TypeConverter::SignatureConversion&) DialectConversion.cpp:0:0
+ #7 0x00007f742a1b36a5 mlir::iree_compiler::(anonymous namespace)::ScfWhileOpConversion::matchAndRewrite(\
+mlir::scf::WhileOp, mlir::scf::WhileOpGenericAdaptor<llvm::ArrayRef<mlir::ValueRange> >, \
+mlir::ConversionPatternRewriter&) const Patterns.cpp:0:0
+
+
+Invoked with:
+ iree-compile -"""
+
+
+def test_a_crash_of_iree_compile_names_the_signal_and_iree_s_frame_not_the_stack_dump_header():
+    from jaxparity.paths.iree import _diagnostic
+
+    message = _diagnostic(RuntimeError(CRASH))
+    assert message.startswith("iree-compile crashed (a segmentation fault) in "
+                              "ScfWhileOpConversion::matchAndRewrite (scf.while): a bug of IREE's compiler"), message
+    assert "Program arguments" not in message
+
+
 @needs_iree
 def test_flags_and_options_reach_iree_and_bad_ones_are_clear():
     x = jnp.ones((2,), jnp.float32)

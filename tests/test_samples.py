@@ -14,7 +14,7 @@ from jaxparity.execution.samples import args_with, draw_sample, draw_samples
 def test_draw_samples_keep_shapes_dtypes_and_are_reproducible():
     import ml_dtypes
 
-    example = {"x": np.ones((3, 4), ml_dtypes.bfloat16) * 2, "i": np.arange(5, dtype=np.int32),
+    example = {"x": np.ones((3, 4), ml_dtypes.bfloat16) * 2, "i": np.array([3, 0, 4, 1, 2], np.int32),
                "b": np.array([True, False])}
     sets = draw_samples(example, 4, seed=7)
     assert len(sets) == 4
@@ -25,6 +25,18 @@ def test_draw_samples_keep_shapes_dtypes_and_are_reproducible():
     assert not np.array_equal(sets[0]["x"], sets[1]["x"])
     again = draw_sample(example, 7, 2)
     assert again["x"].tobytes() == sets[2]["x"].tobytes()
+
+
+def test_draw_samples_keep_integer_masks_and_position_ids():
+    """A Hugging Face model's int32 attention mask and position ids say where the tokens are: drawn within
+    their range they would be invalid inputs (a padded position inside a sequence). The token ids vary."""
+    mask = np.ones((2, 6), np.int32)
+    mask[1, 4:] = 0
+    example = {"arg1/input_ids": np.array([[5, 9, 2, 7, 1, 8], [3, 3, 6, 0, 4, 2]], np.int32),
+               "arg1/attention_mask": mask,
+               "arg1/position_ids": np.broadcast_to(np.arange(6, dtype=np.int32), (2, 6)),
+               "arg1/left_padded_positions": np.array([[0, 0, 0, 1, 2, 3]], np.int32)}
+    assert set(draw_sample(example, 0, 0)) == {"arg1/input_ids"}
 
 
 def test_draw_samples_keep_the_model_variables():

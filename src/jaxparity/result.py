@@ -59,10 +59,13 @@ class RoundedConstant:
         0.0079), at model.py:12'."""
         which = ", ".join([self.short, *self.alternatives])
         lo, hi = self.interval
+        # as many digits as tell the ends and the value apart (a float32 0.001's interval is 1e-10 wide)
+        digits = next((d for d in range(4, 18) if len({f"{v:.{d}g}" for v in (lo, self.value, hi)}) == 3), 17)
         uses = f", {self.uses} uses" if self.uses > 1 else ""
         at = f", at {self.where}" if self.where else ""
-        return (f"{self.value:.4g} ({self.dtype}), which {which} or anything in [{lo:.4g}, {hi:.4g}] rounds to "
-                f"({self.relative_error:.2%} from {self.short}{uses}){at}")
+        off = f"{self.relative_error:.2%}" if self.relative_error >= 5e-5 else f"{self.relative_error * 100:.1e}%"
+        return (f"{self.value:.{digits}g} ({self.dtype}), which {which} or anything in [{lo:.{digits}g}, "
+                f"{hi:.{digits}g}] rounds to ({off} from {self.short}{uses}){at}")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ float leaves of the case's data (``Case.data_leaves``: the model stays the train
 dtype), with the example's sign where it has one sign (a scale, a variance, an image in [0, 1]), and
 the integer leaves of the data that hold more than one value, uniform within the example's own
 range (token ids, lengths). It leaves out, so they stay as the case has them: the model's variables,
-booleans (masks), PRNG keys and integers with a single value (a step, a count).
+masks (booleans, or integers of 0 and 1), position ids (integers counting up by 0 or 1 along the last
+axis), PRNG keys and integers with a single value (a step, a count).
 """
 
 from __future__ import annotations
@@ -49,7 +50,17 @@ def drawn_names(example: dict[str, np.ndarray], data: Collection[str] | None = N
 def _drawable(x: np.ndarray) -> bool:
     if is_float_dtype(x.dtype):
         return True
-    return x.dtype.kind in "iu" and x.min() < x.max()
+    return x.dtype.kind in "iu" and x.min() < x.max() and not _structural(x)
+
+
+def _structural(x: np.ndarray) -> bool:
+    """An integer leaf that says where the data is, not what it is: a mask of 0 and 1 (an int32 attention
+    mask), or positions counting up by 0 or 1 along the last axis (position ids, padded ones included).
+    Drawn within their range they would be invalid inputs (position 3 after position 0)."""
+    if np.isin(x, (0, 1)).all():
+        return True
+    steps = np.diff(x.astype(np.int64), axis=-1) if x.ndim and x.shape[-1] > 2 else None
+    return steps is not None and bool(np.isin(steps, (0, 1)).all())
 
 
 def draw_sample(example: dict[str, np.ndarray], seed: int, index: int,

@@ -18,7 +18,7 @@ the nearest value it can), so a candidate cast to that dtype never leaves it.
 Without items, the domain is derived from the example, as ``--samples`` draws: the data's float
 leaves within their example's range widened by half of it on each side (a one-signed leaf keeps its
 sign: pixels stay non-negative), integer data within its example's range; the model's variables,
-masks, keys and single-valued integers stay as they are.
+masks (0/1 integers too), position ids, keys and single-valued integers stay as they are.
 """
 
 from __future__ import annotations

@@ -48,17 +48,26 @@ def rounding_interval(x: float, dtype: np.dtype) -> tuple[float, float]:
     """The values that round to ``x`` (a finite value of ``dtype``): from the midpoint with its lower
     neighbour to the midpoint with its upper one (ties at the ends go either way)."""
     v = np.asarray(x, dtype)
-    down = np.nextafter(v, np.asarray(-np.inf, dtype))
-    up = np.nextafter(v, np.asarray(np.inf, dtype))
-    return (float(v) + float(down)) / 2, (float(v) + float(up)) / 2
+    down = float(np.nextafter(v, np.asarray(-np.inf, dtype)))
+    up = float(np.nextafter(v, np.asarray(np.inf, dtype)))
+    # The largest finite value (finfo.min as a mask's fill): its neighbour past it is infinity, but rounding
+    # goes to infinity only from the midpoint with where the next value would be, one spacing further.
+    if math.isinf(up):
+        up = 2 * float(v) - down
+    if math.isinf(down):
+        down = 2 * float(v) - up
+    return (float(v) + down) / 2, (float(v) + up) / 2
 
 
 def short_value(x: float, dtype: np.dtype | str) -> ShortValue | None:
     """The simplest short value that rounds to ``x`` in ``dtype`` and is not ``x`` itself, where it takes
-    fewer digits to write than ``x``; None otherwise (``x`` exact, non-finite, zero, or no such value)."""
+    fewer digits to write than ``x``; None otherwise (``x`` exact, non-finite, the largest finite, zero, or no
+    such value)."""
     dtype = np.dtype(dtype)
     if not is_float_dtype(dtype) or not math.isfinite(x) or x == 0 or np.dtype(dtype).itemsize >= 8:
         return None
+    if math.isinf(float(np.nextafter(np.asarray(abs(x), dtype), np.asarray(np.inf, dtype)))):
+        return None  # finfo.max or finfo.min: "as large as there is" (a mask's fill), not a rounded number
     lo, hi = rounding_interval(x, dtype)
     sign, a, b = (1, lo, hi) if x > 0 else (-1, -hi, -lo)
     exact = Fraction(abs(x))

@@ -79,11 +79,33 @@ def stablehlo(fn: Callable[..., Any], args: tuple) -> str:
 
 
 def _diagnostic(error: Exception) -> str:
-    """IREE's own words: the diagnostics of a CompilerToolError, from the first error, 3 lines."""
+    """IREE's own words: the diagnostics of a CompilerToolError, from the first error, 3 lines; where
+    iree-compile crashed (a stack dump, no diagnostic), the signal and the first of IREE's own frames."""
     text = str(error).split("Diagnostics:\n", 1)[-1].split("\n\nInvoked with:", 1)[0]
+    if "Stack dump:" in text and not re.search(r"\berror:", text):
+        return _crash(str(error), text)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     first = next((i for i, ln in enumerate(lines) if "error" in ln.lower()), 0)
     return "\n".join(ln if len(ln) <= 300 else ln[:297] + "..." for ln in lines[first:first + 3])
+
+
+_SIGNALS = {-11: "a segmentation fault", -6: "an abort", -4: "an illegal instruction", -8: "a floating-point trap"}
+
+
+def _crash(message: str, dump: str) -> str:
+    """``iree-compile crashed (a segmentation fault) in ScfWhileOpConversion::matchAndRewrite(scf::WhileOp)``:
+    the first frame in IREE's compiler (else in MLIR), without its argument types but for the op it converts."""
+    code = re.search(r"Error code: (-?\d+)", message)
+    signal = _SIGNALS.get(int(code[1]), f"exit code {code[1]}") if code else "a crash"
+    frames = re.findall(r"^\s*#\d+ 0x[0-9a-f]+ (.+?) \S+:\d+:\d+$", dump, re.M)
+    frame = next((f for f in frames if "iree_compiler" in f), None) or next((f for f in frames if "mlir::" in f), "")
+    where = ""
+    if frame:
+        name = re.sub(r"mlir::iree_compiler::|mlir::", "", frame.replace("(anonymous namespace)::", "").split("(", 1)[0])
+        op = re.search(r"mlir::(\w+)::(\w+Op)\b", frame)
+        where = f" in {name}" + (f" ({op[1]}.{re.sub(r'Op$', '', op[2]).lower()})" if op else "")
+    return (f"iree-compile crashed ({signal}){where}: a bug of IREE's compiler, not of the model "
+            "(report it to iree-org/iree with the StableHLO: `jaxparity reduce` shrinks it)")
 
 
 def _bf16_ops(ir: str) -> tuple[Counter[str], int]:

@@ -136,9 +136,12 @@ def _convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str |
         from .. import jaxcompat
 
         _, used = jaxcompat.dce_jaxpr(jax.make_jaxpr(stage.flat)(*leaves).jaxpr)
+        from ..pytree import argument_leaves
+
+        names = [name for name, _ in argument_leaves(_unbox(args))]  # the same flattening as staged's
         for i, (impl, read) in enumerate(zip(impls, used)):
             if impl is not None and read:  # jax2onnx would draw its own random numbers (ONNX RandomNormal...)
-                raise PathError(f"input leaf {i} is a PRNG key ({leaves[i].dtype}) the program draws from; an ONNX "
+                raise PathError(f"input {names[i]} is a PRNG key ({leaves[i].dtype}) the program draws from; an ONNX "
                                 "graph takes tensors and has no threefry: pass the random values in as an input, or "
                                 "make the model deterministic where it is served")
     leaves = data
