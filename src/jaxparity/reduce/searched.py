@@ -67,10 +67,10 @@ def from_explanation(expl: Any, region: Region, within: tuple) -> Iterator[Searc
         if source is None:
             continue
         rounding = fix.verified and fix.rerun is not None and fix.rerun.outcome == "narrows"
-        measured = ("verified it on the whole case" if fix.verified else
-                    "found that it narrows the difference on the whole case")
-        yield Searched(source, fix.description, f"explain's fix search {measured} ({fix.evidence})",
-                       NEAR_ULP if rounding else 0)
+        said = (f"explain's fix search verified it on the whole case ({fix.evidence})" if fix.verified else
+                f"on the whole case explain's fix search found that it narrows the difference without restoring "
+                f"parity ({fix.evidence}): a fix for this op, not for the model")
+        yield Searched(source, fix.description, said, NEAR_ULP if rounding else 0)
 
 
 def on_region(expl: Any, region: Region, base: list[np.ndarray], path_out: list[np.ndarray], baseline: str,
@@ -110,12 +110,12 @@ def on_region(expl: Any, region: Region, base: list[np.ndarray], path_out: list[
 def _said_of_case(expl: Any, index: int, name: str) -> str:
     """Where the region's search found the change, and what explain measured for the same change on the whole
     case where its search tried it."""
-    said = ("explain's fix search found no change at this op that restores parity on the whole case; the same "
-            "search, run on this reproducer, found this one")
+    said = ("explain's fix search kept no change at this op on the whole case; the same search, run on this "
+            "reproducer, found this one")
     tried = next((f for f in expl.searched if f.recipe and index in f.recipe["ops"]
                   and f.recipe.get("candidate") == name), None)
     if tried is not None:
-        said += f" (on the whole case: {tried.evidence.removeprefix(name + ': ')})"
+        said += f" (on the whole case: {tried.evidence.removeprefix(name + ': ')}): a fix for this op, not for the model"
     return said
 
 
