@@ -231,7 +231,8 @@ def test_a_searched_change_is_written_as_the_primitives_it_binds():
         (op,) = [o for o in flatten(fn, tuple(args)).ops if o.info.primitive in ("log1p", "dot_general")]
         cand = next(c for c in candidates(op, None) if c.name == name)
         shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
-        text = function_source("fixed", flatten(lambda *xs: cand.instead(op, list(xs)), shapes), cand.name)
+        text = function_source("fixed", flatten(lambda *xs, op=op, cand=cand: cand.instead(op, list(xs)), shapes),
+                               cand.name)
         scope = {"jax": jax, "np": np}
         exec(text, scope)
         got, want = np.asarray(scope["fixed"](*args)), np.asarray(cand.instead(op, list(args))[0])

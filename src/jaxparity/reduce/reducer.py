@@ -5,8 +5,10 @@
 2. cut the smallest region around that op which still diverges when each side runs it alone
    (``region``), then keep only its differing elements where its ops are elementwise;
 3. write the script (``script``), run it in a fresh process: it must exit 1; with ``--fixed`` (the
-   explanation's fix: a compile option, a serving flag or a model change on the region) it must
-   exit 0. A version that does not reproduce is never kept when an earlier one did.
+   explanation's fix: a compile option, a serving flag, a model change on the region, or the change
+   its fix search kept at the op, else one the same search finds on the region: ``searched``) it must
+   exit 0, else that fix is left out and the next tried. A version that does not reproduce is never
+   kept when an earlier one did.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def _check_specs(baseline: str, path: str) -> None:
         raise ReduceError(f"{path} is a reference: put it first (--paths {path},PATH)")
 
 
-Option = tuple[dict[str, str], dict[str, str], "ModelFix"]  # what --fixed changes: (compile options, environment, model)
+Option = tuple[dict[str, str], dict[str, str], "ModelFix"]  # what --fixed changes: (compile options, env, model)
 MAX_FIXED = 3  # fixes written into --fixed and run in a fresh process, per region, before the script goes without
 
 
@@ -312,7 +314,8 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
             rc_fixed, tail_fixed = fixed_run
             if rc_fixed == 0 and " elements differ" in tail_fixed:
                 break
-            last = tail_fixed.splitlines()[-1] if tail_fixed else ""
+            last = next((ln for ln in reversed(tail_fixed.splitlines()) if " elements differ" in ln),
+                        tail_fixed.splitlines()[-1] if tail_fixed else "")
             left_out.append(f"{option[2].text}: with it the script still exits {rc_fixed} ({last})")
             notes.append(f"with --fixed ({option[2].text}) the script still exits {rc_fixed}: the fix is left out "
                          f"({last})")

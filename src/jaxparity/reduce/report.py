@@ -149,8 +149,7 @@ def markdown(red: Any, case: str, name: str) -> str:
         lines += ["", f"`python {name} --fixed` computes {red.region[-1]} with the change the fix search found "
                   f"({red.script.fixed.removeprefix('model change: ')}) and exits 0: "
                   + (f"every element within {red.fix_ulp} ULP (two roundings of the same math)" if red.fix_ulp else
-                     "parity") + f" on this reproducer, re-run in a fresh process. "
-                  f"{red.fix_said[0].upper()}{red.fix_said[1:]}."]
+                     "parity") + f" on this reproducer, re-run in a fresh process; {red.fix_said}."]
     elif red.script.fixed:
         whole = _whole_case(expl, red.script.fixed)
         if whole is None or whole.verified:

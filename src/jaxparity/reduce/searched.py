@@ -115,7 +115,8 @@ def _said_of_case(expl: Any, index: int, name: str) -> str:
     tried = next((f for f in expl.searched if f.recipe and index in f.recipe["ops"]
                   and f.recipe.get("candidate") == name), None)
     if tried is not None:
-        said += f" (on the whole case: {tried.evidence.removeprefix(name + ': ')}): a fix for this op, not for the model"
+        said += (f" (on the whole case: {tried.evidence.removeprefix(name + ': ')}): a fix for this op, not for "
+                 "the model")
     return said
 
 
