@@ -208,3 +208,96 @@ def test_what_one_output_element_of_a_contraction_reads(fn, shapes):
         cut = _slices_for(op, [a.shape for a in args], idx)
         part = np.asarray(op.eqn.primitive.bind(*[a[c] for a, c in zip(args, cut)], **op.eqn.params))
         assert part.size == 1 and part.reshape(()) == full[idx]
+
+
+# --- --fixed computes the op as the fix search changed it (issue 39) ------------------------------
+
+
+def test_a_searched_change_is_written_as_the_primitives_it_binds():
+    """A candidate of the fix search, traced on the op's inputs and written out, computes what the search ran,
+    bit for bit: a formulation (log1p from log alone) and the op computed wider (a bf16 dot in float32)."""
+    import jax.numpy as jnp
+
+    from jaxparity.explain.search.candidates import candidates
+    from jaxparity.localize.program import flatten
+    from jaxparity.reduce.script import function_source
+
+    rng = np.random.default_rng(0)
+    cases = [(jnp.log1p, [np.array([1e-10, -1e-9, 0.5, 3e-5], np.float32)], "log1p from log alone (Goldberg)"),
+             (lambda a, b: a @ b, [rng.normal(size=(2, 32)).astype(ml_dtypes.bfloat16),
+                                   rng.normal(size=(32, 3)).astype(ml_dtypes.bfloat16)],
+              "the dot_general computed in float32")]
+    for fn, args, name in cases:
+        (op,) = [o for o in flatten(fn, tuple(args)).ops if o.info.primitive in ("log1p", "dot_general")]
+        cand = next(c for c in candidates(op, None) if c.name == name)
+        shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
+        text = function_source("fixed", flatten(lambda *xs, op=op, cand=cand: cand.instead(op, list(xs)), shapes),
+                               cand.name)
+        scope = {"jax": jax, "np": np}
+        exec(text, scope)
+        got, want = np.asarray(scope["fixed"](*args)), np.asarray(cand.instead(op, list(args))[0])
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), text
+
+
+@pytest.mark.slow
+def test_fixed_computes_the_op_as_explains_search_verified_it(tmp_path):
+    """TFLite writes log1p as ADD then LOG; explain's fix search verifies log1p from log alone on the whole case,
+    to within the rounding of two implementations of log. --fixed computes the op that way and exits 0 (every
+    element within 4 ULP); the report says so in explain's words."""
+    red = reduce("search.py:make_log1p_rates", "eager", "tflite")
+    assert red.fixed_restores, red.notes
+    assert "def fixed_log1p(" in red.script.text and "jax.lax.log_p.bind(" in red.script.text
+    assert red.script.fixed.startswith("model change: jnp.log1p(x) -> u = 1 + x")
+    rc, out = run_script(red.script, tmp_path, "--fixed")
+    assert rc == 0 and "0 of 5 elements differ by more than 4 ULP" in out, out
+    rc, out = run_script(red.script, tmp_path)
+    assert rc == 1 and "5 of 5 elements differ" in out, out  # as written: exact
+    flat = " ".join(red.markdown.split())
+    assert "every element within 4 ULP" in flat and "explain's fix search verified it on the whole case" in flat
+
+
+@pytest.mark.slow
+def test_fixed_accumulates_the_isolated_bf16_dot_in_float32(tmp_path):
+    """A bf16 transformer through IREE (as GPT-2): the reproducer isolates one dot_general; float32 accumulation
+    on that dot, a change explain's search tried there, makes the reproducer agree. --fixed computes it; the
+    report says that on the whole case it does not restore parity, so it is no fix for the model."""
+    red = reduce("../../examples/transformer_bf16.py", "eager", "iree")
+    assert red.region == ("dot_general",)
+    assert red.fixed_restores, red.notes
+    assert "def fixed_dot_general(" in red.script.text and "new_dtype=jax.numpy.dtype('float32')" in red.script.text
+    rc, out = run_script(red.script, tmp_path, "--fixed")
+    assert rc == 0 and " 0 of " in out, out
+    flat = " ".join(red.markdown.split())
+    assert "exits 0: parity on this reproducer" in flat and "not for the model" in flat, flat
+
+
+@pytest.mark.slow
+def test_where_explain_kept_no_change_at_the_op_the_region_is_searched():
+    """explain's search kept nothing at the op (it ran out of re-runs, or tried other ops): the same candidates
+    run on the region itself, and the first with which both paths agree is the fix. Here a bf16 dot of 32
+    products, which IREE accumulates in blocks rounded to bf16, and eager in float32."""
+    from types import SimpleNamespace
+
+    from jaxparity.localize.program import flatten
+    from jaxparity.localize.region import Region, differs, run_region
+    from jaxparity.reduce.searched import on_region
+
+    # one row and one column of examples/transformer_bf16.py's first dot that IREE gets wrong (its reproducer)
+    x = np.array([
+        0xbe3a, 0x3d89, 0xbe27, 0xbe3b, 0x3fa6, 0x3e08, 0x400d, 0x3f83, 0xbea6, 0x3eb4, 0xbf42, 0xbe8e,
+        0x3f66, 0x3f4c, 0x3f67, 0x3f0d, 0x3f7c, 0xbff2, 0x3f60, 0xbfda, 0xbdab, 0xbfcb, 0xbf88, 0x3f26,
+        0xbfe4, 0x3f05, 0x3f4d, 0xbf97, 0xbee3, 0xbf9a, 0x3f92, 0xbebc
+    ], np.uint16).view(ml_dtypes.bfloat16)
+    w = np.array([
+        0xbda4, 0xbe98, 0xbd80, 0x3c9f, 0xbe5f, 0x3e47, 0x3eac, 0xbe9e, 0xbda2, 0xbe83, 0x3ded, 0xbe15,
+        0x3dd7, 0xbebd, 0xbac1, 0xbdc5, 0x3e7a, 0xbda2, 0xbe97, 0x3e84, 0xbe05, 0xbe5a, 0x3e6b, 0xbc86,
+        0xbe15, 0xbeab, 0xbecd, 0x3ddc, 0x3eaf, 0xbe5a, 0x3e33, 0xbd46
+    ], np.uint16).view(ml_dtypes.bfloat16)
+    program = flatten(lambda a, b: jax.lax.dot_general(a, b, (((2,), (0,)), ((), ()))),
+                      (x.reshape(1, 1, 32), w.reshape(32, 1, 1)))
+    region = Region(program, (0,), 0, program.arg_ids, (x.reshape(1, 1, 32), w.reshape(32, 1, 1)), None, 1)
+    b, p = run_region("eager", region), run_region("iree", region)
+    assert differs(b, p)
+    found = on_region(SimpleNamespace(searched=()), region, b, p, "eager", "iree", None)
+    assert found is not None and "computed in float32" in found.source
+    assert "kept no change at this op" in found.said

@@ -47,12 +47,14 @@ class Region:
         p = self.program
         return FlatProgram(tuple(p.ops[i] for i in self.ops), self.inputs, self.outputs, {}, p.avals, None, None)
 
-    def function(self) -> Callable[..., Any]:
-        """The region as a JAX function of its inputs: each op bound as the program bound it."""
+    def function(self, instead: Instead | None = None) -> Callable[..., Any]:
+        """The region as a JAX function of its inputs: each op bound as the program bound it, the target
+        computed by ``instead(op, inputs)`` where one is given (a change the fix search tries)."""
         sub = self.sub_program()
+        apply = _bind if instead is None else _instead_at(self.program.ops[self.target], instead)
 
         def region(*xs: Any) -> tuple:
-            return tuple(sub.outputs(sub.evaluate(list(xs), _bind)))
+            return tuple(sub.outputs(sub.evaluate(list(xs), apply)))
 
         return region
 
@@ -61,13 +63,22 @@ class Region:
         return sum(int(np.asarray(v).size) for v in self.values)
 
 
+Instead = Callable[[Op, list[Any]], Sequence[Any]]  # (the op, its input values) -> its outputs
+
+
 def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
     return bind_op(op, ins)
 
 
-def run_region(spec: str, region: Region) -> list[np.ndarray]:
+def _instead_at(target: Op, instead: Instead) -> Instead:
+    return lambda op, ins: instead(op, ins) if op is target else _bind(op, ins)
+
+
+def run_region(spec: str, region: Region, instead: Instead | None = None) -> list[np.ndarray]:
     """The target's outputs when ``spec`` runs the region on its own: op by op for eager and the
-    declared references, else the path compiles (converts, serves) the region as a program."""
+    declared references, else the path compiles (converts, serves) the region as a program.
+    ``instead``: how the target is computed in its place (JAX ops; a declared reference's values stay
+    those of the op's own semantics)."""
     from .values import apply_for, op_by_op
     from ..paths import make_path
     from ..paths.base import jax_config
@@ -77,9 +88,10 @@ def run_region(spec: str, region: Region) -> list[np.ndarray]:
         return [host(x) for x in sub.outputs(sub.evaluate([host(v) for v in region.values], apply_for(spec)))]
     if op_by_op(spec):
         path = make_path(spec)
+        apply = _bind if instead is None else _instead_at(region.program.ops[region.target], instead)
         with jax_config(path.options), jax.disable_jit():
-            return [host(x) for x in sub.outputs(sub.evaluate([jax.numpy.asarray(v) for v in region.values], _bind))]
-    outs = make_path(spec).run(region.function(), tuple(jax.numpy.asarray(v) for v in region.values))
+            return [host(x) for x in sub.outputs(sub.evaluate([jax.numpy.asarray(v) for v in region.values], apply))]
+    outs = make_path(spec).run(region.function(instead), tuple(jax.numpy.asarray(v) for v in region.values))
     return [host(x) for x in jax.tree_util.tree_leaves(outs)]
 
 

@@ -5,8 +5,10 @@
 2. cut the smallest region around that op which still diverges when each side runs it alone
    (``region``), then keep only its differing elements where its ops are elementwise;
 3. write the script (``script``), run it in a fresh process: it must exit 1; with ``--fixed`` (the
-   explanation's fix: a compile option, a serving flag or a model change on the region) it must
-   exit 0. A version that does not reproduce is never kept when an earlier one did.
+   explanation's fix: a compile option, a serving flag, a model change on the region, or the change
+   its fix search kept at the op, else one the same search finds on the region: ``searched``) it must
+   exit 0, else that fix is left out and the next tried. A version that does not reproduce is never
+   kept when an earlier one did.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ class Reduction:
     observed: list[np.ndarray]
     notes: list[str] = field(default_factory=list)
     markdown: str = ""
+    fix_said: str | None = None  # where --fixed's change was found and what that measured
+    # fixes written into --fixed whose fresh-process run still differed, each with what it gave: left out
+    fixes_left_out: tuple[str, ...] = ()
+    fix_ulp: int = 0  # --fixed lets elements this many ULP apart agree (two roundings of the same math)
 
 
 def _flat(outs: Any) -> list[np.ndarray]:
@@ -73,8 +79,12 @@ def _check_specs(baseline: str, path: str) -> None:
         raise ReduceError(f"{path} is a reference: put it first (--paths {path},PATH)")
 
 
-def _fixes(expl: Any, path: str, region: Region) -> tuple[dict[str, str], dict[str, str], ModelFix, str | None]:
-    """What ``--fixed`` changes: (compile options, environment, model change, description)."""
+Option = tuple[dict[str, str], dict[str, str], "ModelFix"]  # what --fixed changes: (compile options, env, model)
+MAX_FIXED = 3  # fixes written into --fixed and run in a fresh process, per region, before the script goes without
+
+
+def _flag_fix(expl: Any, path: str) -> Option | None:
+    """The explanation's compile option or serving flag, where it changes ``path``'s options."""
     _, mine = parse_spec(path)
     for fix in expl.fixes:  # the script verifies it on the region; the report says whether the whole case agrees
         if not fix.spec or "[" in fix.spec or fix.kind in ("model change", "runtime option"):
@@ -88,10 +98,35 @@ def _fixes(expl: Any, path: str, region: Region) -> tuple[dict[str, str], dict[s
         flags = {k: v for k, v in extra.items() if k.islower()}
         env = {k: v for k, v in extra.items() if k.isupper()}
         what = ", ".join(f"{k}={v}" for k, v in extra.items())
-        return flags, env, ModelFix(), f"{fix.kind}: {what}"
+        return flags, env, ModelFix(text=f"{fix.kind}: {what}")
+    return None
+
+
+def _fixes(expl: Any, path: str, region: Region, within: tuple) -> list[Option]:
+    """What ``--fixed`` may change, in the order the script tries them: the explanation's flag, the change
+    its fix search kept at the region's op (``searched``), the model change its confirmed cause names."""
+    from .searched import from_explanation
+
+    options = [o for o in [_flag_fix(expl, path)] if o is not None]
+    options += [({}, {}, ModelFix(instead=s.source, text=f"model change: {s.description}", said=s.said, ulp=s.ulp))
+                for s in from_explanation(expl, region, within)]
     causes = [c.cause for c in expl.causes if c.status == "confirmed"]
     change = _variant_fix(expl, region) or model_fix(region, causes)
-    return {}, {}, change, change.text
+    if change.text:
+        options.append(({}, {}, change))
+    return options
+
+
+def _region_fix(expl: Any, d: Any, region: Region, b: list[np.ndarray], p: list[np.ndarray], baseline: str,
+                path: str, log: Callable[[str], None]) -> Option | None:
+    """Where nothing the explanation found restores parity on the reproducer: the fix search on the region."""
+    from .searched import on_region
+
+    trigger = d.elements.trigger.predicate if d.elements is not None and d.elements.trigger is not None else None
+    found = on_region(expl, region, b, p, baseline, path, trigger, log)
+    if found is None:
+        return None
+    return {}, {}, ModelFix(instead=found.source, text=f"model change: {found.description}", said=found.said)
 
 
 def _variant_fix(expl: Any, region: Region) -> ModelFix | None:
@@ -122,6 +157,8 @@ class ModelFix:
     text: str | None = None
     # A function (its source, written into the script) computed instead of the target op under --fixed.
     instead: str | None = None
+    said: str | None = None  # where the fix was found and what that measured, for the report
+    ulp: int = 0  # with --fixed, elements this many ULP apart agree (a fix verified as rounding apart)
 
 
 def _is_index(v: np.ndarray, dimension: int) -> bool:
@@ -248,31 +285,53 @@ def reduce_case(fn: Callable[..., Any], args: tuple, baseline: str, path: str, *
         candidates.insert(0, small)
     when = datetime.datetime.now().strftime("%Y-%m-%d")
     for region, b, p in candidates:
-        flags, env, change, what = _fixes(expl, path, region)
-        doc = _docstring(expl, d, region, baseline, path, case_name, when, what, b, p, name)
-        script = write_script(region, baseline, path, docstring=doc, expected=b, fix_flags=flags, fix_env=env,
-                              model_fix=change.lines, fix_params=dict(change.params), fix_text=what, name=name,
-                              fix_instead=change.instead)
+        def write(option: Option | None, region: Region = region, b: list = b, p: list = p) -> Script:
+            flags, env, change = option if option is not None else ({}, {}, ModelFix())
+            said = change.text and change.text + (f" (then within {change.ulp} ULP: two roundings of the same math)"
+                                                  if change.ulp else "")
+            doc = _docstring(expl, d, region, baseline, path, case_name, when, said, b, p, name)
+            return write_script(region, baseline, path, docstring=doc, expected=b, fix_flags=flags, fix_env=env,
+                                model_fix=change.lines, fix_params=dict(change.params), fix_text=change.text,
+                                name=name, fix_instead=change.instead, fix_ulp=change.ulp)
+
+        def options(region: Region = region, b: list = b, p: list = p) -> Any:
+            yield from _fixes(expl, path, region, d.within)
+            found = _region_fix(expl, d, region, b, p, baseline, path, log)
+            if found is not None:
+                yield found
+
+        pending = options()
+        option = next(pending, None)
+        script = write(option)
         log(f"checking the script in a fresh process ({script.code_lines} lines of code)")
         rc, tail, fixed_run = _verify_both(script, name)
         if rc != 1 or " elements differ" not in tail:
             notes.append(f"a version on {region.size} input elements did not reproduce in a fresh process "
                          f"(exit {rc}): {tail.splitlines()[-1] if tail else ''}")
             continue
-        fixed = None
-        if script.fixed:
+        left_out: list[str] = []
+        while option is not None:
             rc_fixed, tail_fixed = fixed_run
-            fixed = rc_fixed == 0 and " elements differ" in tail_fixed
-            if not fixed:
-                notes.append(f"with --fixed ({what}) the script still exits {rc_fixed}: the fix is left out "
-                             f"({tail_fixed.splitlines()[-1] if tail_fixed else ''})")
-                doc = _docstring(expl, d, region, baseline, path, case_name, when, None, b, p, name)
-                script = write_script(region, baseline, path, docstring=doc, expected=b, name=name)
-                fixed = None
+            if rc_fixed == 0 and " elements differ" in tail_fixed:
+                break
+            last = next((ln for ln in reversed(tail_fixed.splitlines()) if " elements differ" in ln),
+                        tail_fixed.splitlines()[-1] if tail_fixed else "")
+            left_out.append(f"{option[2].text}: with it the script still exits {rc_fixed} ({last})")
+            notes.append(f"with --fixed ({option[2].text}) the script still exits {rc_fixed}: the fix is left out "
+                         f"({last})")
+            option = next(pending, None) if len(left_out) < MAX_FIXED else None
+            if option is not None:
+                script = write(option)
+                log(f"checking --fixed ({option[2].text}) in a fresh process")
+                fixed_run = verify_script(script, name, ["--fixed"])
+        if option is None and script.fixed:
+            script = write(None)
         red = Reduction(path, baseline, d.where(), tuple(region.program.ops[i].info.primitive for i in region.ops),
                         (len(region.elements) if region.elements else region.full_size or np.size(p[0]),
-                         region.full_size or np.size(p[0])), script, True, fixed, time.perf_counter() - start,
-                        expl, b, p, notes)
+                         region.full_size or np.size(p[0])), script, True, True if option is not None else None,
+                        time.perf_counter() - start, expl, b, p, notes,
+                        fix_said=option[2].said if option is not None else None, fixes_left_out=tuple(left_out),
+                        fix_ulp=option[2].ulp if option is not None else 0)
         from .report import markdown
 
         return replace(red, markdown=markdown(red, case_name, name))

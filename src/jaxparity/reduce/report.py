@@ -145,7 +145,12 @@ def markdown(red: Any, case: str, name: str) -> str:
                                               first.unrounded_by(red.path, red.baseline), variant) + "."]
     if wrong is not None:
         lines += ["", f"The differing result is wrong code, not rounding: {wrong.evidence}."]
-    if red.script.fixed:
+    if red.script.fixed and red.fix_said:  # a change the fix search found at the op
+        lines += ["", f"`python {name} --fixed` computes {red.region[-1]} with the change the fix search found "
+                  f"({red.script.fixed.removeprefix('model change: ')}) and exits 0: "
+                  + (f"every element within {red.fix_ulp} ULP (two roundings of the same math)" if red.fix_ulp else
+                     "parity") + f" on this reproducer, re-run in a fresh process; {red.fix_said}."]
+    elif red.script.fixed:
         whole = _whole_case(expl, red.script.fixed)
         if whole is None or whole.verified:
             lines += ["", f"`python {name} --fixed` applies the fix ({red.script.fixed}) and exits 0."]
@@ -153,6 +158,8 @@ def markdown(red: Any, case: str, name: str) -> str:
             lines += ["", f"`python {name} --fixed` applies {red.script.fixed} and exits 0 on this reproducer; on "
                       f"the whole case the same change does not restore parity ({whole.spec}: "
                       f"{whole.evidence.rsplit('; ', 1)[-1]}), so it is not a fix for the model."]
+    for said in red.fixes_left_out:  # written into --fixed and re-run: the reproducer still differs
+        lines += ["", f"Not a fix on this reproducer: {said}; `--fixed` leaves it out."]
     lines += ["", "## Versions", "", f"{versions(red.baseline, red.path)}; CPU {cpu_features()}; Python "
               f"{platform.python_version()}", "", "## Reproducer", "",
               f"Found in `{case}` at {red.where}; reduced by jaxparity (`jaxparity reduce`).", "", "```python",

@@ -14,16 +14,18 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from jax.extend.core import Literal
 
 from ..paths import PATHS, make_path
 from ..paths.base import parse_spec
+from ..localize.program import FlatProgram
 from ..localize.region import Region
 from .source import array_source, literal_source, params_source, primitive_source
 
-__all__ = ["Script", "runnable", "runnable_paths", "write_script"]
+__all__ = ["Script", "function_source", "runnable", "runnable_paths", "write_script"]
 
 INLINE_ELEMENTS = 256  # inputs larger than this (in total) go into a sidecar .npz
 
@@ -43,6 +45,26 @@ _REPORT = '''def report(k, e, o):  # prints the elements that differ (NaN equals
     idx = np.flatnonzero((e != o) & ~((np.isnan(e) & np.isnan(o)) if e.dtype.kind in "fcV" else False))
     print(f"output {k}: {idx.size} of {e.size} elements differ", *(f"[{i}] {e[i].item()!r} vs {o[i].item()!r}"
                                                                   for i in idx[:8]))
+    return idx.size
+'''
+
+# With a fix verified as two roundings of the same math (explain's fix search: within a few ULP), --fixed
+# counts only the elements further apart than that.
+_REPORT_ULP = '''def ulps(e, o):  # how many floats of their dtype lie between e and o, from their bit patterns
+    bits = 8 * e.dtype.itemsize
+    key = [np.where(i < 0, -(1 << (bits - 1)) - i, i) for i in (x.view(f"i{e.dtype.itemsize}").astype(np.int64)
+                                                                for x in (e, o))]
+    return np.abs(key[0] - key[1])
+
+
+def report(k, e, o):  # prints the elements that differ (NaN equals NaN; with --fixed: by more than ULP); how many
+    e, o = np.ravel(e), np.ravel(o)
+    bad = (e != o) & ~((np.isnan(e) & np.isnan(o)) if e.dtype.kind in "fcV" else False)
+    if ULP and e.dtype.kind in "fV":
+        bad &= ulps(e, o) > ULP
+    idx = np.flatnonzero(bad)
+    print(f"output {k}: {idx.size} of {e.size} elements differ" + (f" by more than {ULP} ULP" if ULP else ""),
+          *(f"[{i}] {e[i].item()!r} vs {o[i].item()!r}" for i in idx[:8]))
     return idx.size
 '''
 
@@ -66,6 +88,20 @@ def _fn_name(spec: str) -> str:
     return "run_" + parse_spec(spec)[0].replace("-", "_")
 
 
+def _bind_line(op: Any, ins: list[str], outs: list[str], fix_params: dict[str, str] | None = None) -> tuple[str, str]:
+    """(the names it assigns, the call): one op bound as JAX binds it, on the named inputs."""
+    params = params_source(dict(op.eqn.params), fix_params)
+    call = f"{primitive_source(op.info.primitive)}.bind({', '.join(ins)}{', ' if params and ins else ''}{params})"
+    target = ", ".join(outs) if op.eqn.primitive.multiple_results else outs[0]
+    if op.eqn.primitive.multiple_results and len(outs) == 1:
+        target += ","
+    return target, call
+
+
+def _operand(ref: Any, env: dict[int, str]) -> str:
+    return literal_source(ref.val, ref.aval.dtype) if isinstance(ref, Literal) else env[ref]
+
+
 def _function(region: Region, names: list[str], model_fix: Sequence[str],
               fix_params: dict[str, str] | None = None, fix_instead: str | None = None) -> list[str]:
     """``def f(x0, ...)``: the region's ops bound in program order, the target's outputs returned;
@@ -76,34 +112,49 @@ def _function(region: Region, names: list[str], model_fix: Sequence[str],
     lines += [f"    {ln}" for ln in model_fix]
     for k, i in enumerate(region.ops):
         op = prog.ops[i]
-        ins = [literal_source(r.val, r.aval.dtype) if isinstance(r, Literal) else env[r]  # type: ignore[attr-defined]
-               for r in op.inputs]  # a literal's aval is a ShapedArray, typed as AbstractValue
-        params = params_source(dict(op.eqn.params), fix_params if i == region.target else None)
+        ins = [_operand(r, env) for r in op.inputs]
         outs = [f"v{k}_{j}" for j in range(len(op.outputs))]
         for vid, name in zip(op.outputs, outs):
             if vid is not None:
                 env[vid] = name
-        call = f"{primitive_source(op.info.primitive)}.bind({', '.join(ins)}{', ' if params and ins else ''}{params})"
-        target = ", ".join(outs) if op.eqn.primitive.multiple_results else outs[0]
-        if op.eqn.primitive.multiple_results and len(outs) == 1:
-            target += ","
+        target, call = _bind_line(op, ins, outs, fix_params if i == region.target else None)
         where = op.info.user_source or op.info.source or ""
-        if fix_instead and i == region.target and not op.eqn.primitive.multiple_results:
+        if fix_instead and i == region.target:
             call = f"{fix_instead}({', '.join(ins)}) if FIXED else {call}"
         lines.append(f"    {target} = {call}" + (f"  # {where}" if where else ""))
     lines.append(f"    return {', '.join(env[v] for v in region.outputs)},")
     return lines
 
 
+def function_source(name: str, program: FlatProgram, comment: str = "", several: bool = False) -> str:
+    """``def NAME(a0, ...)``: a whole flat program (a change the fix search made to one op, traced on the op's
+    inputs) written as the primitives it binds, its constants bit for bit; it returns the program's outputs
+    (one value, or a tuple where there are several or ``several`` says the op has several). Raises ``NotWritable`` where a parameter has no source."""
+    env: dict[int, str] = {vid: f"a{i}" for i, vid in enumerate(program.arg_ids)}
+    lines = [f"def {name}({', '.join(env[v] for v in program.arg_ids)}):" + (f"  # {comment}" if comment else "")]
+    for k, (vid, value) in enumerate(program.consts.items()):
+        env[vid] = f"c{k}"
+        lines.append(f"    c{k} = {array_source(np.asarray(value))}")
+    for k, op in enumerate(program.ops):
+        outs = [f"t{k}_{j}" for j in range(len(op.outputs))]
+        env.update((vid, out) for vid, out in zip(op.outputs, outs) if vid is not None)
+        target, call = _bind_line(op, [_operand(r, env) for r in op.inputs], outs)
+        lines.append(f"    {target} = {call}")
+    results = [_operand(r, env) for r in program.out_ids]
+    lines.append(f"    return {results[0] if len(results) == 1 and not several else ', '.join(results) + ','}")
+    return "\n".join(lines) + "\n"
+
+
 def write_script(region: Region, baseline: str, path: str, *, docstring: str, expected: list[np.ndarray] | None,
                  fix_flags: dict[str, str] | None = None, fix_env: dict[str, str] | None = None,
                  model_fix: Sequence[str] = (), fix_params: dict[str, str] | None = None, fix_text: str | None = None,
-                 name: str = "repro.py", fix_instead: str | None = None) -> Script:
+                 name: str = "repro.py", fix_instead: str | None = None, fix_ulp: int = 0) -> Script:
     """The standalone script for ``region``: ``baseline`` and ``path`` each run ``f``; exit 1 while
     they differ. ``--fixed`` applies ``fix_flags`` (compile options of the path), ``fix_env``
     (environment of the process, e.g. XLA_FLAGS for TensorFlow), ``model_fix`` (lines at the top of
     ``f``), ``fix_params`` (parameters of the target op) or ``fix_instead`` (the source of a function
-    computed instead of the target op)."""
+    computed instead of the target op); ``fix_ulp``: with --fixed, elements this many ULP apart or fewer agree
+    (a fix verified as two roundings of the same math)."""
     names = [f"x{i}" for i in range(len(region.values))]
     data: list[str] = []
     sidecar: dict[str, np.ndarray] = {}
@@ -121,10 +172,13 @@ def write_script(region: Region, baseline: str, path: str, *, docstring: str, ex
                  "    sys.exit(print('no fix was verified for this divergence: --fixed changes nothing') or 2)"]
     code += ["", "import jax", "import numpy as np"] + (["from typing import Any  # the rewrite's annotations"]
                                                        if fix_instead else [])
-    if any(primitive_source(region.program.ops[i].info.primitive).startswith("primitives.") for i in region.ops):
+    if any(primitive_source(region.program.ops[i].info.primitive).startswith("primitives.") for i in region.ops) \
+            or "primitives." in (fix_instead or ""):
         code.append("import jax.extend.core.primitives as primitives")
     if uses_fixed:
         code += ["", "FIXED = '--fixed' in sys.argv"]
+    if fix_ulp:
+        code += [f"ULP = {fix_ulp} if '--fixed' in sys.argv else 0  # with --fixed: two roundings of the same math"]
     if inline:
         data += [f"{n} = {array_source(v)}" for n, v in zip(names, region.values)]
     else:
@@ -155,6 +209,7 @@ def write_script(region: Region, baseline: str, path: str, *, docstring: str, ex
                     f"{fn} = {fn}_fixed if FIXED else {fn}_as_found\n")
         if text not in runners:
             runners.append(text)
+    report = _REPORT_ULP if fix_ulp else _REPORT
     expected_lines = []
     if make_path(baseline).reference:
         expected_lines.append(f"EXPECTED = [  # {baseline}: the program's declared semantics, computed by jaxparity")
@@ -170,10 +225,10 @@ def write_script(region: Region, baseline: str, path: str, *, docstring: str, ex
             _versions_line(baseline, path),
             "sys.exit(1 if sum(report(k, e, o) for k, (e, o) in enumerate(zip(expected, observed))) else 0)"]
     text = "\n".join([f'"""{docstring.rstrip()}\n"""', "", *code, "", *data, "", "", *body, "", "",
-                      *[r + "\n" for r in runners], _REPORT, "", *expected_lines, *main]) + "\n"
+                      *[r + "\n" for r in runners], report, "", *expected_lines, *main]) + "\n"
     while "\n\n\n\n" in text:
         text = text.replace("\n\n\n\n", "\n\n\n")
-    counted = [*code, *body, *runners, _REPORT, *main]
+    counted = [*code, *body, *runners, report, *main]
     lines_of_code = sum(1 for block in counted for ln in block.splitlines()
                         if ln.strip() and not ln.strip().startswith("#"))
     return Script(text, lines_of_code, sidecar, fix_text if (uses_fixed or fix_env) else None)

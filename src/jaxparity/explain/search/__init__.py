@@ -27,7 +27,7 @@ from .remap import input_trigger, op_remaps, remaps
 from .rerun import as_accurate, recipe, rerun_candidate
 from .whole import bound_plainly, whole_calls
 
-__all__ = ["FORMULATIONS", "Candidate", "MAX_RERUNS", "candidates", "placed", "search_fixes"]
+__all__ = ["FORMULATIONS", "Candidate", "MAX_RERUNS", "candidates", "judge_on_inputs", "placed", "search_fixes"]
 
 MAX_RERUNS = 4  # candidates re-run as the whole program, per path explained (each a run on both sides)
 _CARRIERS = 2  # the ops searched: those that carry the most of the output difference
@@ -78,7 +78,7 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
             cands[k:k] = remapped
         for cand in cands:
             label = f"{cand.name} rewritten"
-            why = _on_captured(cand, op, ins, position, mine, theirs) if ins is not None else (
+            why = judge_on_inputs(cand, op, ins, position, mine, theirs) if ins is not None else (
                 None if cand.kind == "wider" else "no captured inputs to check it on")
             if why is not None:
                 tried.append(Fix("model change", f"{cand.code} (at {line})", None, False,
@@ -158,7 +158,7 @@ def _by_primitive(ctx: Context, tried: list[Fix], budget: int) -> Fix | None:
                     ins = [np.asarray(_read(ctx.program, ref, ctx.base_vals.values, args)) for ref in op.inputs]
                 except Exception:  # noqa: BLE001 - a value not captured: judged by the re-run alone
                     continue
-                why = _on_captured(cand, op, ins, 0, None, None)
+                why = judge_on_inputs(cand, op, ins, 0, None, None)
                 if why is not None:
                     break
             description = f"{cand.code} (at {', '.join(lines)}: every {primitive}){_flattened(ctx)}"
@@ -304,7 +304,7 @@ def _targets(ctx: Context) -> list[Target]:
     return found
 
 
-def _on_captured(cand: Candidate, op: Any, ins: list[np.ndarray], position: int, mine: np.ndarray | None,
+def judge_on_inputs(cand: Candidate, op: Any, ins: list[np.ndarray], position: int, mine: np.ndarray | None,
                  theirs: np.ndarray | None) -> str | None:
     """Why the candidate cannot be the fix, judged on the op's own captured inputs; None where it may be."""
     import jax

@@ -38,12 +38,15 @@ def recipe(ops: list[int], cand: Candidate, trigger: str | None, cands: list[Can
 
 def rerun_candidate(ctx: Context, cand: Candidate, index: int | set[int], label: str, line: str, trigger: Any,
           recipe: dict | None = None) -> Fix:
-    """The candidate in place of op ``index``, re-run as the whole program on the path and the baseline."""
+    """The candidate in place of op ``index``, re-run as the whole program on the path and the baseline. The
+    recipe is kept whatever the outcome (``jaxparity reduce`` applies a narrowing change to the op it isolates,
+    and says what the whole case measured for one it finds again)."""
     fixed = with_op(ctx.program, index, cand.instead)
     description = f"{cand.code} (at {line})"
     outs = both(ctx, fixed, label)
     if isinstance(outs, str):
-        return Fix("model change", description, None, False, f"{cand.name}: the rewritten model failed {outs}")
+        return Fix("model change", description, None, False, f"{cand.name}: the rewritten model failed {outs}",
+                   recipe=recipe)
     measured = ctx.compare(outs[0], outs[1])
     (n0, u0, _), (n1, u1, _) = measured.before, measured.after
     said = f"re-ran {ctx.path} and {ctx.baseline} with {cand.name}"
@@ -60,7 +63,7 @@ def rerun_candidate(ctx: Context, cand: Candidate, index: int | set[int], label:
                    f"{ctx.baseline}'s {b1:.3g}{guard}", rerun=measured, recipe=recipe)
     return Fix("model change", description, None, False,
                f"{cand.name}: {said}: they still differ in {n1} elements, max {u1} ULP (were {n0}, max {u0} ULP)",
-               rerun=measured)
+               rerun=measured, recipe=recipe)
 
 
 def as_accurate(ctx: Context, rerun: Any, mine: Any, theirs: Any) -> bool:
