@@ -10,6 +10,7 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # before keras is imported: Keras picks its backend once
 
+import jax  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -30,5 +31,10 @@ def make():
     for layer in model.layers:
         if isinstance(layer, keras.layers.BatchNormalization):
             layer.momentum = 0.0
-    model(images, training=True)
+    trained = [v.value for v in model.trainable_variables]
+    kept = [v.value for v in model.non_trainable_variables]
+    # One training-mode call, jitted (Keras's eager call runs op by op: 11 s of the example's 13).
+    _, stats = jax.jit(lambda t, n, x: model.stateless_call(t, n, x, training=True))(trained, kept, images)
+    for variable, value in zip(model.non_trainable_variables, stats):
+        variable.assign(value)
     return from_keras(model, images[:1])

@@ -275,3 +275,15 @@ def test_flags_and_options_reach_iree_and_bad_ones_are_clear():
         make_path("iree:cpu=host")
     path = make_path("iree:cpu_features=+avx2 +fma,flags=-a -b")
     assert path.compile_flags()[2:] == ["--iree-llvmcpu-target-cpu-features=+avx2,+fma", "-a", "-b"]
+
+
+@needs_iree
+@pytest.mark.slow
+def test_no_advice_beside_a_model_change_whose_rerun_changed_nothing(examples):
+    """round_like_declared re-run on IREE changes nothing (IREE computes bf16 in float32 either way): no cause's
+    advice to try it is added after that re-run's own line (it contradicted it, on GPT-2 and here)."""
+    case = load_case(str(examples / "transformer_bf16.py"))
+    (e,) = jaxparity.compare(case.fn, *case.args, paths=["eager", "iree"]).explain().explanations
+    assert any((f.spec or "").endswith("[fixed model]") and f.rerun is not None and f.rerun.outcome == "no change"
+               for f in e.fixes), e.fixes
+    assert "round_like_declared(fn) was tried and held" not in e.summary, e.summary

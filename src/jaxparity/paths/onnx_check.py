@@ -169,10 +169,13 @@ def _value_types(model: Any) -> dict[str, str]:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # noqa: BLE001 - inference is a courtesy here: the checker's words stand without it
         inferred = model
+    def graphs(top: Any) -> list[Any]:  # each graph once (``_all_nodes`` names a graph per node of it)
+        return list({id(g): g for g in [top, *(g for _, g in _all_nodes(top))]}.values())
+
     found: dict[str, int] = {}
-    for graph in [inferred.graph, *(g for _, g in _all_nodes(inferred.graph))]:
+    for graph in graphs(inferred.graph):
         found.update(declared(graph))
-    for graph in [model.graph, *(g for _, g in _all_nodes(model.graph))]:
+    for graph in graphs(model.graph):
         found.update(declared(graph))  # the converter's own declarations win: they are what is rejected
     return {k: np.dtype(onnx.helper.tensor_dtype_to_np_dtype(v)).name for k, v in found.items()
             if v in onnx.TensorProto.DataType.values()}

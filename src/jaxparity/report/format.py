@@ -499,9 +499,14 @@ def advice(e: Any) -> list[str]:
     proofs = [c.proof for c in e.causes if c.proof is not None]
     changed = any(f.verified and f.kind == "model change" and f not in proofs and not (f.spec or "").endswith(
         ("[fixed model]", "[well-conditioned model]")) for f in e.fixes)
+    # round_like_declared(fn) re-run and changing nothing: a cause whose fix is that change carries none of it
+    unmoved = any((f.spec or "").endswith("[fixed model]") and not f.verified and f.rerun is not None
+                  and f.rerun.outcome == "no change" for f in e.fixes)
     for c in [main, *others]:
         if changed and c.fix and (c.fix.startswith("report") or c is main):
             continue  # a verified change of the model is the fix shown; an unverified one beside it is not
+        if unmoved and c is not main and "round_like_declared" in (c.fix or ""):
+            continue  # its model change was re-run above ("no change"): no advice to add
         if not c.fix or c.fix in shown or (c.proof is not None and (c.proof in e.fixes or c is main) and
                                            c.proof.spec and "[" in c.proof.spec):
             continue  # a model change that was run: its re-run's line says it
