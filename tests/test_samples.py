@@ -261,3 +261,19 @@ def test_a_path_that_failed_on_every_sample_names_no_worst_sample():
     r = aggregate_samples(CaseInfo("t", None, "x", ()), alone, "eager", Tolerance(), set(alone),
                           [f"sample {i} of 5" for i in range(5)])
     assert r.input_source == "5 samples; tflite failed on all 5"
+
+
+def test_prng_keys_are_known_typed_or_raw_and_never_drawn():
+    """A typed key, and a raw uint32[2] key known by feeding jax.random's primitives, stay as they are: drawn as
+    data they would be other keys (a hunt once varied a Haiku sampler's key "in [0, 2]")."""
+    import jax
+
+    from jaxparity.execution.samples import key_inputs
+
+    def noisy(key, x, n):
+        return x + 0.01 * jax.random.normal(key, x.shape) * n.sum()
+
+    x, n = np.linspace(-1, 1, 8, dtype=np.float32), np.arange(3, dtype=np.int32)
+    assert key_inputs(noisy, (np.asarray(jax.random.PRNGKey(3)), x, n)) == {"arg0"}
+    assert key_inputs(noisy, (jax.random.key(3), x, n)) == {"arg0"}
+    assert key_inputs(lambda a, b: a * b, (x, x)) == set()

@@ -622,7 +622,8 @@ def compare_samples(
             labels = [f"{name} (file {i + 1} of {len(files)} in {inputs_dir})" for i, (name, _) in enumerate(files)]
             sets = [arrays for _, arrays in files]
         else:
-            example = runners.home.arrays()
+            keys = runners.home.keys()  # PRNG keys stay as they are: drawn, they would be other keys
+            example = {name: x for name, x in runners.home.arrays().items() if name not in keys}
             sets = draw_samples(example, int(samples or 1), seed, info.data)
             labels = [f"sample {i} of {len(sets)} (seed {seed})" for i in range(len(sets))]
         runs: dict[str, list[list[PathRun]]] = {}

@@ -195,6 +195,13 @@ class IsolatedRunner:
         self._conn.send(("arrays",))
         return dict(self._receive(self.load_timeout, "reading the inputs")[1])
 
+    def keys(self) -> set[str]:
+        """Names of the case's inputs that are PRNG keys (``samples.key_inputs``): never drawn as data."""
+        self.load()
+        assert self._conn is not None
+        self._conn.send(("keys",))
+        return set(self._receive(self.load_timeout, "finding the PRNG keys")[1])
+
     def call_failure(self) -> str | None:
         """Why the case's function fails called plainly on its inputs in the worker, or None when it runs
         (``inprocess.plain_call_failure``); a worker that dies doing it says so."""

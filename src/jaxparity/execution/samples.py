@@ -18,7 +18,9 @@ from pathlib import Path
 from collections.abc import Collection
 from typing import Any
 
+import jax
 import numpy as np
+from jax.extend.core import Literal
 
 from ..arrayio import ArrayFileError, load_arrays
 from ..rounding import is_float_dtype
@@ -45,6 +47,26 @@ def drawn_names(example: dict[str, np.ndarray], data: Collection[str] | None = N
         variables = {name.split("/", 1)[0] for name in example if LINEN_COLLECTIONS.intersection(name.split("/")[1:2])}
         data = [name for name in example if name.split("/", 1)[0] not in variables]
     return [name for name, x in example.items() if name in data and np.size(x) and _drawable(np.asarray(x))]
+
+
+def key_inputs(fn: Any, args: tuple) -> set[str]:
+    """Names of the input leaves that are PRNG keys: typed keys, and raw (legacy ``uint32[2]``) keys, known by
+    feeding a PRNG primitive of the program. Drawn as data they would be other keys, not other inputs."""
+    from ..localize.program import flatten
+    from ..localize.refusals import _RANDOM
+    from ..pytree import argument_leaves
+
+    leaves = argument_leaves(args)
+    keys = {name for name, x in leaves if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)}
+    try:
+        program = flatten(fn, args)
+    except Exception:  # noqa: BLE001 - a program that does not trace here: its typed keys only
+        return keys
+    names = dict(zip(program.arg_ids, (name for name, _ in leaves)))
+    for op in program.ops:
+        if op.eqn.primitive.name in _RANDOM:
+            keys.update(names[r] for r in op.inputs if not isinstance(r, Literal) and r in names)
+    return keys
 
 
 def _drawable(x: np.ndarray) -> bool:

@@ -74,6 +74,11 @@ def main(fd: int) -> None:
 
             assert case is not None, "arrays before load"
             conn.send(("arrays", [(name, host(x)) for name, x in argument_leaves(case.args)]))
+        elif message[0] == "keys":
+            from .samples import key_inputs
+
+            assert case is not None, "keys before load"
+            conn.send(("keys", sorted(key_inputs(case.fn, case.args))))
         elif message[0] == "capture":  # every op's values along one path, this environment's own trace
             from ..localize.align import capture_ops
 

@@ -454,7 +454,8 @@ def search_case(case: str, specs: Sequence[str], budget: int, seconds: float | N
                 message = (run.message or run.status).splitlines()[0]
                 raise ValueError(f"{spec} fails on the case's own inputs ({message}): `jaxparity compare` says why; "
                                  "a hunt searches where two paths that run part")
-        example = runner.arrays()
+        keys = runner.keys()
+        example = {name: x for name, x in runner.arrays().items() if name not in keys}  # keys stay as they are
         dom = parse_domain(domain, example, drawn_names(example, info.data))
         varied = dom.names
         try:
