@@ -4,9 +4,9 @@ Timing one call after the other measures whatever else the machine did in betwee
 2-core machine a ResNet's fix read −12% in one run and +21% in the next); alternating them, in
 alternating order, exposes both to the same conditions. The result is the ratio of the medians, and
 how much the median of the baseline call itself moves between the two halves of the rounds: a cost
-within that spread is not a measured cost. A call shorter than the timer's resolution is timed in runs of
-several calls (as ``timeit`` does), so a small model's cost on an accelerator is its cost per call, dispatch
-included, not "unmeasurable".
+within that spread is not a measured cost. On an accelerator a call shorter than the timer's resolution is
+timed in runs of several calls (as ``timeit`` does), so a small model's cost there is its cost per call,
+dispatch included, not "unmeasurable".
 """
 
 from __future__ import annotations
@@ -36,12 +36,14 @@ class Cost:
 
 
 def relative_cost(after: Callable[[], Any], before: Callable[[], Any], *, budget: float = 2.0,
-                  rounds: int = 16) -> Cost | None:
+                  rounds: int = 16, repeat: bool = False) -> Cost | None:
     """``after``'s run time against ``before``'s (both warm, blocking), interleaved in alternating order
-    for up to ``rounds`` rounds within ``budget`` seconds (at least 4). A call under ``MIN_TIMED`` is timed
-    in samples of as many calls as reach it (at most ``MAX_REPEAT``); None where even that many do not, or
-    where such a short call's cost is within the timing's spread."""
-    calls = _calls_per_sample(before)
+    for up to ``rounds`` rounds within ``budget`` seconds (at least 4). None where a call takes under
+    ``MIN_TIMED``; with ``repeat`` (an accelerator's calls, dispatched in microseconds) such a call is timed in
+    samples of as many calls as reach it (at most ``MAX_REPEAT``), and None where even that many do not, or
+    where the cost is within the timing's spread. On the host a call that short is left untimed: its cost
+    would be the machine's load, and a report that says it would differ from run to run."""
+    calls = _calls_per_sample(before) if repeat else 1
     if calls is None:
         return None
     a: list[float] = []
@@ -52,6 +54,8 @@ def relative_cost(after: Callable[[], Any], before: Callable[[], Any], *, budget
         for call, out in pair if len(a) % 2 == 0 else pair[::-1]:
             out.append(_sample(call, calls))
     mid = statistics.median(b)
+    if mid < MIN_TIMED and calls == 1:
+        return None
     half = len(b) // 2
     first, second = statistics.median(b[:half]), statistics.median(b[half:])
     cost = Cost(statistics.median(a) / mid - 1, abs(first - second) / mid, len(a), calls)

@@ -99,7 +99,7 @@ def _bind_line(op: Any, ins: list[str], outs: list[str], fix_params: dict[str, s
 
 
 def _operand(ref: Any, env: dict[int, str]) -> str:
-    return literal_source(ref.val, ref.aval.dtype) if isinstance(ref, Literal) else env[ref]
+    return literal_source(ref.val, ref.aval.dtype) if isinstance(ref, Literal) else env[ref]  # type: ignore[attr-defined]  # a Literal's aval is a ShapedArray
 
 
 def _function(region: Region, names: list[str], model_fix: Sequence[str],

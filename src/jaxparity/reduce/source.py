@@ -52,8 +52,9 @@ def _param(value: Any) -> str:
         return repr(value)
     if isinstance(value, float):
         return repr(value) if np.isfinite(value) else f"float({str(value)!r})"
-    if isinstance(value, type) and getattr(jnp, value.__name__, None) is value:  # jnp.float32, as the program has it
-        return f"jax.numpy.{value.__name__}"
+    name = getattr(value, "__name__", "")
+    if isinstance(value, type) and getattr(jnp, name, None) is value:  # jnp.float32, as the program has it
+        return f"jax.numpy.{name}"
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return f"jax.numpy.dtype({np.dtype(value).name!r})"
     if isinstance(value, enum.Enum):

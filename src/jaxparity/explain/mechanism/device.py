@@ -210,7 +210,7 @@ def _cost(ctx: Context, acc: Path) -> float | None:
         timed = make_path(f"jit:device={acc.device()}")
         after = timed.with_option("jax_default_matmul_precision", "highest").warm_call(ctx.fn, ctx.args)
         before = timed.warm_call(ctx.fn, ctx.args)
-        cost = relative_cost(after, before) if after is not None and before is not None else None
+        cost = relative_cost(after, before, repeat=True) if after is not None and before is not None else None
     except Exception:  # the cost is extra: the fix's verdict stands without it
         return None
     return None if cost is None else (round(cost.ratio, 3) if cost.measurable else 0.0)
