@@ -18,6 +18,7 @@ from jaxparity.cases import from_keras  # noqa: E402
 
 
 def make():
+    keras.utils.set_random_seed(0)  # the same random weights in every process that loads the case
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         model = keras.applications.MobileNetV3Small(

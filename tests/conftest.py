@@ -51,6 +51,17 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
                           timeout=timeout, env=env, cwd=ROOT)
 
 
+def valid_result(doc: dict) -> dict:
+    """``doc`` (a result read back from ``--json``), validated against the published schema."""
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    jsonschema.validate(doc, json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text()))
+    return doc
+
+
 @pytest.fixture(scope="session")
 def examples() -> Path:
     return EXAMPLES

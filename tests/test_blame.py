@@ -4,14 +4,12 @@ error into eager's replay of the program (``localize.blame``)."""
 import dataclasses
 import json
 import re
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 import jaxparity
-from conftest import run_cli
+from conftest import run_cli, valid_result
 from jaxparity.case import load_case
 from planted_lines import planted_line as planted_line_in
 
@@ -57,7 +55,7 @@ def test_two_divergences_that_cross_a_threshold_only_together_are_named_together
     r = run_cli("explain", f"{CASES}:make_only_together", "--paths", "jit", "--json", str(out))
     assert r.returncode == 1, r.stderr
     doc = json.loads(out.read_text())
-    jsonschema.validate(doc, json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text()))
+    valid_result(doc)
     loc = doc["explanations"][0]["localization"]
     # only the two divides diverge on their own: the product, the compare and the select do not
     assert [(d["op"]["primitive"], line(d["op"])) for d in loc["local"]] == [
@@ -122,15 +120,27 @@ def test_the_short_explanation_leads_with_the_triage_and_the_carrier_in_about_15
 
 
 def test_paths_with_the_same_values_share_one_explanation():
-    """jit and export give the same values bit for bit: export says so and is explained with jit."""
+    """jit, export and savedmodel give the same values bit for bit: export and savedmodel take jit's
+    explanation (no capture or experiment of their own), and each of jit's fixes is said in their terms and
+    re-run on them: the compile option as export's, as a flag in savedmodel's serving process."""
     from jaxparity.report.explanation import group_explanations
 
     case = load_case(f"{CASES}:make_small_ahead_of_matmul")
-    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "export"]).explain()
-    jit, export = result.explanations
-    assert export.same_values == "jit" and jit.same_values is None
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "export", "savedmodel"]).explain()
+    jit, export, saved = result.explanations
+    assert export.same_values == saved.same_values == "jit" and jit.same_values is None
     ((shown, same),) = group_explanations(result.explanations)
-    assert shown.path == "jit" and [o.path for o in same] == ["export"]
+    assert shown.path == "jit" and [o.path for o in same] == ["export", "savedmodel"]
+    assert [(f.spec, f.verified) for f in jit.fixes] == [("jit:xla_allow_excess_precision=false", True),
+                                                         ("jit [fixed model]", True)]
+    assert [(f.kind, f.spec, f.verified) for f in export.fixes] == [
+        ("compile option", "export:xla_allow_excess_precision=false", True), ("model change", "export [fixed model]", True)]
+    assert [(f.kind, f.spec, f.verified) for f in saved.fixes] == [
+        ("serving flag", "savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false", True),
+        ("model change", "savedmodel [fixed model]", True)]
+    assert "savedmodel differs from eager in 128 elements" in saved.fixes[0].evidence  # its own re-run's numbers
+    assert saved.notes[0].startswith("explained as jit: savedmodel gives jit's values bit for bit")
+    assert export.causes == jit.causes and export.localization == jit.localization
 
 
 def test_a_rerun_is_judged_once_narrows_only_when_nothing_grows():
@@ -268,3 +278,22 @@ def test_of_many_divergences_each_share_is_screened_and_agrees_with_replaying_ev
     assert any(f"{len(screened.carriers)} of the {len(loc.local)} divergences each carry 5% or more alone, "
                f"{screened.overlapping} of them half or more" in ln and
                "no one op is the cause" in ln for ln in lines), lines
+
+
+def test_a_fix_of_one_path_is_said_in_the_terms_of_another():
+    """``explain.same.on_path``: XLA options reach export as compile options and savedmodel as flags of its
+    serving process; JAX options only a path that takes them; a runtime's own option no other path."""
+    from jaxparity.explain.same import on_path
+    from jaxparity.paths import make_path
+
+    jit, export, saved = make_path("jit"), make_path("export"), make_path("savedmodel")
+    both = "jit:xla_allow_excess_precision=false,xla_backend_optimization_level=0"
+    assert on_path(both, jit, saved) == ("savedmodel:XLA_FLAGS=--xla_allow_excess_precision=false "
+                                         "--xla_backend_optimization_level=0")
+    assert on_path(both, jit, export) == "export:xla_allow_excess_precision=false,xla_backend_optimization_level=0"
+    assert on_path("savedmodel:XLA_FLAGS=--xla_cpu_enable_fast_math=true", saved, jit) == \
+        "jit:xla_cpu_enable_fast_math=true"
+    assert on_path("jit:jax_default_matmul_precision=highest", jit, export) == \
+        "export:jax_default_matmul_precision=highest"
+    assert on_path("jit:jax_default_matmul_precision=highest", jit, saved) is None  # no JAX where it is served
+    assert on_path("tflite:kernels=reference", make_path("tflite"), jit) is None

@@ -4,12 +4,9 @@ op came from (``localize.refusals.located_hint``)."""
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 
 import jax
 import jax.numpy as jnp
-import jsonschema
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -18,6 +15,7 @@ import jaxparity
 from jaxparity.localize.program import flatten
 from jaxparity.localize.refusals import converted_from, located_hint
 from jaxparity.paths.onnx_check import fault, rejected
+from conftest import valid_result
 
 PATHS = ["eager", "onnx", "onnx-ref"]
 
@@ -100,7 +98,7 @@ def test_an_invalid_bf16_model_is_the_converters_fault_on_both_runtimes(program,
         assert p.message.startswith("the converter's fault: jax2onnx ") and "onnxruntime" not in p.message
     assert not result.passed
     doc = result.to_dict()
-    jsonschema.validate(doc, json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text()))
+    valid_result(doc)
     assert {p["spec"]: p["fault"]["node"] for p in doc["paths"] if p["fault"]} == {
         "onnx": result.path("onnx").fault.node, "onnx-ref": result.path("onnx").fault.node}
 

@@ -5,15 +5,13 @@ refusal; the TPU runs are recorded in BENCHMARKS.md."""
 
 import json
 import os
-from importlib import resources
 
 import jax
 import jax.numpy as jnp
-import jsonschema
 import numpy as np
 
 import jaxparity
-from conftest import run_cli
+from conftest import run_cli, valid_result
 
 
 def f(x, w):
@@ -75,7 +73,7 @@ def test_the_report_and_json_name_the_device(tmp_path):
     assert r.returncode == 1, r.stderr
     assert "devices  cpu (every path that ran)" in r.stdout
     doc = json.loads(out.read_text())
-    jsonschema.validate(doc, json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text()))
+    valid_result(doc)
     assert {p["spec"]: p["device"] for p in doc["paths"]}["jit:device=cpu"] == "cpu"
 
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 import math
-from importlib import resources
 
 import jax
 import jax.numpy as jnp
-import jsonschema
 import ml_dtypes
 import numpy as np
 import pytest
@@ -24,7 +22,7 @@ from jaxparity.metrics import Tolerance
 from jaxparity.paths.reference import IDEAL_UNCERTAIN
 from jaxparity.report.format import path_line
 
-from conftest import CASES
+from conftest import CASES, valid_result
 from planted_lines import planted_line
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -215,7 +213,7 @@ def test_compare_withholds_closer_and_says_why():
     else:
         assert leaf.closer_to_f64 in ("path", "baseline") and leaf.ideal_uncertain_by is None
     doc = json.loads(r.to_json())
-    jsonschema.validate(doc, json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text()))
+    valid_result(doc)
     constants = next(p for p in doc["paths"] if p["spec"] == "f64")["ideal_uncertainty"]["constants"]
     assert {c["dtype"] for c in constants} == {"bfloat16"}
 

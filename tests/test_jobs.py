@@ -16,6 +16,10 @@ def test_lanes_put_runtimes_that_convert_side_by_side_and_keep_jax_paths_home():
     assert Runners.lanes(r, ["eager", "jit", "savedmodel"], 2) == [["eager", "jit", "savedmodel"]]  # one heavy
     assert Runners.lanes(r, ["eager", "jit", "savedmodel", "tflite", "onnx"], 2) == [
         ["eager", "jit", "savedmodel", "onnx"], ["tflite"]]
+    # onnx and onnx-ref run one converted model: one lane, where the second reuses the first's conversion
+    assert Runners.lanes(r, ["eager", "jit", "savedmodel", "tflite", "onnx", "onnx-ref", "iree"], 2) == [
+        ["eager", "jit", "savedmodel", "onnx", "onnx-ref"], ["tflite", "iree"]]
+    assert Runners.lanes(r, ["eager", "onnx", "onnx-ref"], 2) == [["eager", "onnx", "onnx-ref"]]
     assert Runners.lanes(r, ["eager", "savedmodel", "tflite"], 1) == [["eager", "savedmodel", "tflite"]]
     assert Runners.lanes(r, ["eager", "jit", "eager@old"], 2) == [["eager", "jit"], ["eager@old"]]
 
@@ -30,3 +34,18 @@ def test_two_workers_give_the_same_result_in_the_same_order():
         assert (a.status, a.verdict) == (b.status, b.verdict), a.spec
         assert [lf.diff.max_ulp if lf.diff else None for lf in a.leaves] == \
             [lf.diff.max_ulp if lf.diff else None for lf in b.leaves], a.spec
+
+
+def test_a_case_that_draws_other_inputs_each_load_runs_at_home_and_says_so(tmp_path):
+    """Weights drawn without a seed differ between the two workers: the second lane runs in the first worker
+    (one set of inputs for every path), and the report says the same command would report on other values."""
+    case = tmp_path / "unseeded.py"
+    case.write_text("import jax.numpy as jnp\nimport numpy as np\n\n\ndef make():\n"
+                    "    w = np.random.default_rng().normal(size=(8, 4)).astype(np.float32)\n"
+                    "    return (lambda w, x: jnp.tanh(x @ w)), (w, np.ones((2, 8), np.float32))\n")
+    result = compare_case(str(case), paths="eager,jit,tflite,onnx-ref", jobs=2)
+    assert all(p.status == "ok" for p in result.paths)
+    (note,) = [n for n in result.paths[0].notes if "when loaded again" in n]
+    assert note.startswith("the case drew other values for arg0 when loaded again"), note
+    seeded = compare_case(CASE, paths="eager,jit,tflite,onnx-ref", jobs=2)
+    assert not any("when loaded again" in n for n in seeded.paths[0].notes)

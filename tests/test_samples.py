@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, valid_result
 from jaxparity.arrayio import save_arrays
 from jaxparity.metrics import Tolerance
 from jaxparity.execution.samples import args_with, draw_sample, draw_samples
@@ -98,11 +98,9 @@ def test_samples_on_conv(examples, tmp_path):
                    "--seed", "0", "--json", str(out), "--save-worst", str(worst))
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(out.read_text())
-    from importlib import resources
 
-    import jsonschema
 
-    jsonschema.validate(doc, json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text()))
+    valid_result(doc)
     assert doc["samples"] == 20
     jit = next(p for p in doc["paths"] if p["spec"] == "jit")
     s = jit["samples"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from jaxparity.case import load_case
+from conftest import valid_result
 
 pytestmark = pytest.mark.slow
 
@@ -102,9 +103,7 @@ def test_a_baseline_that_is_wrong_is_no_noise_floor(cases):
 
 
 def test_candidates_tried_are_kept_with_why_and_the_json_validates(cases, tmp_path):
-    from importlib import resources
 
-    import jsonschema
 
     from conftest import run_cli
 
@@ -113,7 +112,7 @@ def test_candidates_tried_are_kept_with_why_and_the_json_validates(cases, tmp_pa
                   "--json", str(out))
     assert run.returncode == 1, run.stderr
     doc = json.loads(out.read_text())
-    jsonschema.validate(doc, json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text()))
+    valid_result(doc)
     (e,) = doc["explanations"]
     assert [f["verified"] for f in e["fixes"]].count(True) == 1
     lead = e["localization"]["local"][0]["elements"]

@@ -362,10 +362,14 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
             t.join()
     lanes = [[s for s in lane if s != specs[0]] for lane in lanes]
     for i, r in list(extra.items()):
-        if not _same_arrays(_quietly(r.arrays), home_inputs):
+        theirs = _quietly(r.arrays)
+        if not _same_arrays(theirs, home_inputs):
             lanes[0] = lanes[0] + lanes[i]  # the case draws other inputs each time it loads: run them at home
             lanes[i] = []
             del extra[i]
+            if theirs is not None and theirs.keys() == home_inputs.keys():
+                note = _redrawn(theirs, home_inputs)
+                runs[specs[0]] = dataclasses.replace(runs[specs[0]], notes=runs[specs[0]].notes + (note,))
     lock = threading.Lock()
 
     def lane(i: int) -> None:
@@ -385,6 +389,16 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
     for t in threads:
         t.join()
     return info, {s: runs[s] for s in specs}
+
+
+def _redrawn(theirs: dict, mine: dict) -> str:
+    """What a second load of the case drew otherwise: the report is of this load's values, and another run
+    of the same command reports on others."""
+    changed = [k for k in mine if not _same_arrays({k: theirs[k]}, {k: mine[k]})]
+    named = ", ".join(changed[:2]) + (f" and {len(changed) - 2} more" if len(changed) > 2 else "")
+    return (f"the case drew other values for {named} when loaded again (random weights or inputs without a fixed "
+            "seed): this report is of this load's values, and the same command run again reports on others; "
+            "draw them from a fixed seed for the same report each run")
 
 
 def _quietly(call: Callable[[], Any]) -> Any:

@@ -168,10 +168,18 @@ class Runners:
         up to ``jobs`` workers, JAX's own paths staying in the first."""
         home = [s for s in specs if spec_env(s) is None]
         heavy = [s for s in home if make_path(s).heavy]  # converted into another runtime: a worker of its own
+        # Paths that run one converted artifact (onnx and onnx-ref: ``Path.same_artifact``) share a lane: the
+        # second reuses the first's conversion in that worker.
+        families: dict[str, list[str]] = {}
+        for s in heavy:
+            path = make_path(s)
+            families.setdefault(min(path.name, path.same_artifact or path.name), []).append(s)
+        units = list(families.values())
         # One heavy path gains nothing from a second worker (it would import JAX again, on the same
         # cores): lanes only where heavy paths can overlap each other.
-        n = max(1, min(jobs, len(heavy)))
-        groups = [[s for s in home if s not in heavy] + heavy[0::n]] + [heavy[i::n] for i in range(1, n)]
+        n = max(1, min(jobs, len(units)))
+        spread = [[s for unit in units[i::n] for s in unit] for i in range(n)]
+        groups = [[s for s in home if s not in heavy] + spread[0]] + spread[1:]
         for env in dict.fromkeys(spec_env(s) for s in specs if spec_env(s) is not None):
             groups.append([s for s in specs if spec_env(s) == env])
         return [g for g in groups if g]

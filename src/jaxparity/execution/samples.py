@@ -52,8 +52,7 @@ def drawn_names(example: dict[str, np.ndarray], data: Collection[str] | None = N
 def key_inputs(fn: Any, args: tuple) -> set[str]:
     """Names of the input leaves that are PRNG keys: typed keys, and raw (legacy ``uint32[2]``) keys, known by
     feeding a PRNG primitive of the program. Drawn as data they would be other keys, not other inputs."""
-    from ..localize.program import flatten
-    from ..localize.refusals import _RANDOM
+    from ..localize.program import RANDOM_PRIMITIVES, flatten
     from ..pytree import argument_leaves
 
     leaves = argument_leaves(args)
@@ -64,7 +63,7 @@ def key_inputs(fn: Any, args: tuple) -> set[str]:
         return keys
     names = dict(zip(program.arg_ids, (name for name, _ in leaves)))
     for op in program.ops:
-        if op.eqn.primitive.name in _RANDOM:
+        if op.eqn.primitive.name in RANDOM_PRIMITIVES:
             keys.update(names[r] for r in op.inputs if not isinstance(r, Literal) and r in names)
     return keys
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..localize.program import RANDOM_PRIMITIVES
 from ..paths import CAPABILITIES
 
 __all__ = ["CAUSES", "Cause"]
@@ -416,8 +417,7 @@ CAUSES: tuple[Cause, ...] = (
         title="random number generator configuration or implementation",
         description="The same key gives other random bits when JAX's RNG is configured differently "
         "(jax_threefry_partitionable, jax_default_prng_impl) or comes from another JAX version.",
-        primitives=tuple(sorted({"random_bits", "threefry2x32", "random_split", "random_fold_in", "random_seed",
-                                 "random_wrap", "rng_bit_generator"})),
+        primitives=tuple(sorted(RANDOM_PRIMITIVES)),
         dtypes=None,
         devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,

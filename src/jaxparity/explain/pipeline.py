@@ -28,6 +28,7 @@ from .explanation import PathExplanation
 from .fix import closest_partial, verify_fixes
 from .localize import localize_path
 from .measure import identical
+from .same import explained_as
 from .search import placed, search_fixes
 from .mechanism import find_mechanism
 from .mechanism.artifact.fused import with_kernels
@@ -49,12 +50,14 @@ def explain_path(
     depth: int = 0,
     keep: dict | None = None,
     models: dict[str, Any] | None = None,
+    contexts: dict[str, Context] | None = None,
 ) -> PathExplanation:
     """Explain why ``path`` gave ``path_out`` where ``baseline`` gave ``base_out`` (flat output leaves).
     Where the closest fix restores parity only partly, what remains after it is explained too
     (``remainder``), up to ``fix.MAX_PEEL`` causes deep. ``keep``, when given, receives the program and
     both sides' per-op values of the case (key ``()``) and of every loop body opened (see
-    ``localize.loops.frame_key``): what ``jaxparity reduce`` cuts its reproducer from."""
+    ``localize.loops.frame_key``): what ``jaxparity reduce`` cuts its reproducer from. ``contexts``, when given,
+    receives the path's ``Context`` (its re-runs), by path."""
     import jax
 
     from ..paths.staging import reused, signature
@@ -77,6 +80,8 @@ def explain_path(
                   path_vals=None if view.unsound else view.path_vals, notes=list(notes), memo=view.memo)
     if models is not None:
         ctx.models = models  # the caller sees every model change tried (to re-run them on other paths)
+    if contexts is not None:
+        contexts[str(path)] = ctx
     causes = find_mechanism(ctx, keep)
     rounding = _rounding(ctx, causes, view.localization, notes)
     fixes = verify_fixes(ctx, causes)
@@ -134,8 +139,18 @@ def explain_paths(fn: Callable[..., Any], args: tuple, paths: Sequence[tuple[str
     from .every_path import on_every_path
 
     models: list[dict[str, Any]] = [{} for _ in paths]
-    found = [explain_or_report(fn, args, spec, baseline, outs, base_out, models[i])
-             for i, (spec, outs) in enumerate(paths)]
+    contexts: dict[str, Context] = {}
+    found: list[PathExplanation] = []
+    for i, (spec, outs) in enumerate(paths):
+        host = next((k for k in range(i) if paths[k][0] in contexts and _sharable(found[k], paths[k][0], spec)
+                     and identical(paths[k][1], outs)), None)
+        if host is not None:  # another path's values bit for bit: its explanation, the fixes re-run here
+            try:
+                found.append(explained_as(found[host], contexts[paths[host][0]], as_path(spec), outs))
+                continue
+            except Exception:  # noqa: BLE001 - explained on its own instead
+                pass
+        found.append(explain_or_report(fn, args, spec, baseline, outs, base_out, models[i], contexts))
     found = share_across(found, [outs for _, outs in paths])
     try:  # a model change the search verified, re-run on every other path of the comparison
         program = reused("flat program", (id(fn), signature(args)), fn, lambda: flatten(fn, args))
@@ -169,12 +184,23 @@ def share_across(found: Sequence[PathExplanation], outputs: Sequence[Sequence[np
     return out
 
 
+def _sharable(host: PathExplanation, host_spec: str, spec: str) -> bool:
+    """Whether ``spec`` may take ``host``'s explanation where their outputs are the same bit for bit: both
+    run in this environment, and the host was explained (its per-op view is the program's)."""
+    from ..paths import spec_env
+
+    return (spec_env(spec) is None and spec_env(host_spec) is None and host.localization is not None
+            and not any(n.startswith("explaining failed") for n in host.notes))
+
+
 def explain_or_report(fn: Callable[..., Any], args: tuple, path: str, baseline: str, path_out: Sequence[np.ndarray],
-                      base_out: Sequence[np.ndarray], models: dict[str, Any] | None = None) -> PathExplanation:
+                      base_out: Sequence[np.ndarray], models: dict[str, Any] | None = None,
+                      contexts: dict[str, Context] | None = None) -> PathExplanation:
     """``explain_path``, or, where explaining this path fails, an explanation that says why: one path
-    never stops the explanation of the others. ``models`` receives the model changes its re-runs tried."""
+    never stops the explanation of the others. ``models`` receives the model changes its re-runs tried;
+    ``contexts`` each path's ``Context``."""
     try:
-        return explain_path(fn, args, path, baseline, path_out, base_out, models=models)
+        return explain_path(fn, args, path, baseline, path_out, base_out, models=models, contexts=contexts)
     except Exception as e:
         import traceback
 

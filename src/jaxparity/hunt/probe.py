@@ -114,7 +114,7 @@ class _Model:
     def _site_measures(self, flat: Sequence[Any], which: Sequence[int]) -> list[Any]:
         """The measures of sites ``which`` on the program's inputs ``flat``; a site in a scan's body has one
         measure per iteration, stacked first."""
-        from ..localize.values import _bind
+        from ..localize.program import bind_op
 
         in_scans: dict[int, list[int]] = {}
         for k in which:
@@ -125,7 +125,7 @@ class _Model:
         def apply(op: Any, ins: list[Any]) -> Any:
             ks = in_scans.get(op.info.index)
             if not ks:
-                return _bind(op, ins)
+                return bind_op(op, ins)
             outs, measures = _scan_measuring(op, ins, [self.hazards[k] for k in ks])
             inner.update(zip(ks, measures))
             return outs
@@ -185,14 +185,14 @@ def _scan_measuring(op: Any, ins: list[Any], sites: Sequence[tuple[Any, Hazard, 
     from jax import lax
 
     from ..localize.loops.structure import body_of
-    from ..localize.values import _bind
+    from ..localize.program import bind_op
 
     body = body_of(op)
     consts, init, xs = body.split(ins)
     prog, n = body.program, body.n_carry
 
     def step(carry: Any, x: Any) -> Any:
-        values = prog.evaluate(list(consts) + list(carry) + list(x), _bind)
+        values = prog.evaluate(list(consts) + list(carry) + list(x), bind_op)
         outs = prog.outputs(values)
         return list(outs[:n]), (list(outs[n:]), [_measure(inner, hazard, values) for inner, hazard, _ in sites])
 

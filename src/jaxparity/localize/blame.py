@@ -665,12 +665,12 @@ class _Screen:
         args = [base_args[vid] for vid in program.arg_ids]
 
         def run(eps: dict[int, list[Any]]) -> list[Any]:
-            from .values import _bind
+            from .program import bind_op
 
             values: dict[int, Any] = dict(program.consts)
             values.update(zip(program.arg_ids, args))
             for op in program.ops:
-                outs = list(_bind(op, [r.val if isinstance(r, Literal) else values[r] for r in op.inputs]))
+                outs = list(bind_op(op, [r.val if isinstance(r, Literal) else values[r] for r in op.inputs]))
                 if op.info.index in eps:
                     outs = [o if e is None else (o.astype(e.dtype) + e).astype(o.dtype)
                             for o, e in zip(outs, eps[op.info.index])]

@@ -26,10 +26,10 @@ from jax.extend.core import Literal
 
 from ..metrics import as_wide, signed_zero_flips, ulp_distance
 from ..rounding import is_float_dtype
-from .program import FlatProgram, Op, OpInfo
+from .program import FlatProgram, Op, OpInfo, bind_op
 from .elements import ElementEvidence, element_evidence
 from .semantics import SemanticsMatch, fma_candidates
-from .values import OpValues, _bind
+from .values import OpValues
 
 __all__ = ["Localization", "LocalDivergence", "LoopFrame", "OpDrift", "localize", "output_cone", "replayable",
            "single_op_path", "values_equal"]
@@ -287,9 +287,9 @@ def _baseline_replay(baseline: Any, op: Op, ins: list[Any], on_host: bool = True
         from .loops.capture import run_op
 
         with jax_config(path.options), jax.disable_jit():
-            return [keep(x) for x in run_op(op, as_jax, _bind)]
+            return [keep(x) for x in run_op(op, as_jax, bind_op)]
     if path.has("compiled_in_process"):  # the one op, compiled with the path's options
-        return [keep(x) for x in single_op_path(path).run(lambda *xs: list(_bind(op, list(xs))), tuple(as_jax))]
+        return [keep(x) for x in single_op_path(path).run(lambda *xs: list(bind_op(op, list(xs))), tuple(as_jax))]
     return [host(x) for x in evaluate_eqn(op.eqn, ins, mode=path.mode)]
 
 

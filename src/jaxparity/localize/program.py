@@ -22,7 +22,7 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
 
 from ..jaxcompat import user_frames
 
-__all__ = ["FlatProgram", "Op", "OpInfo", "bind_op", "flatten", "flatten_jaxpr", "frame_line", "is_numeric", "library_frames",
+__all__ = ["RANDOM_PRIMITIVES", "FlatProgram", "Op", "OpInfo", "bind_op", "flatten", "flatten_jaxpr", "frame_line", "is_numeric", "library_frames",
            "op_sources", "user_line"]
 
 # jax 0.9.2 names of call-like primitives and the param holding their body.
@@ -226,6 +226,13 @@ def is_numeric(aval: Any) -> bool:
     """Values a path can return and we can compare: not PRNG keys, not tokens."""
     dtype = getattr(aval, "dtype", None)
     return dtype is not None and not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) and np.dtype(dtype).kind in "biufcV"
+
+
+# The primitives of JAX's random-number generator: what a key flows through (converters into TFLite and ONNX
+# have no kernel for threefry's 32-bit unsigned shifts and rotations, nor a type for a typed key; the hunt keeps
+# an input that feeds them as it is).
+RANDOM_PRIMITIVES = frozenset({"threefry2x32", "random_bits", "random_seed", "random_wrap", "random_unwrap",
+                               "random_split", "random_fold_in", "random_clone", "rng_bit_generator"})
 
 
 def bind_op(op: Op, ins: Sequence[Any]) -> list[Any]:

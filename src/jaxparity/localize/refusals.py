@@ -13,10 +13,6 @@ import numpy as np
 
 __all__ = ["converted_from", "located_hint", "primitive_hint", "random_hint", "refusal_hint"]
 
-# The primitives of JAX's random-number generator: converters into TFLite and ONNX have no kernel for
-# the 32-bit unsigned shifts and rotations of threefry, nor a type for a typed key.
-_RANDOM = ("threefry2x32", "random_bits", "random_seed", "random_wrap", "random_unwrap", "random_split",
-           "random_fold_in")
 
 _PRIMITIVES = ("div", "rem", "gather")  # where ``interpreter.variants.refusable`` looks
 
@@ -63,7 +59,7 @@ def random_hint(fn: Callable[..., Any], args: tuple) -> str | None:
     """Where the program draws random numbers, for a runtime that refused it ("the program draws random
     numbers: #12 random_bits (model.py:30, in Dropout) ...; make it deterministic ..."), or None."""
 
-    from .program import flatten
+    from .program import RANDOM_PRIMITIVES, flatten
 
     import jax
 
@@ -71,12 +67,12 @@ def random_hint(fn: Callable[..., Any], args: tuple) -> str | None:
 
     try:
         live = _primitives(jaxcompat.dce_jaxpr(jax.make_jaxpr(fn)(*args).jaxpr)[0])
-        if not live.intersection(_RANDOM):  # random ops whose values nothing uses (a key made and dropped)
+        if not live.intersection(RANDOM_PRIMITIVES):  # random ops whose values nothing uses (a key made and dropped)
             return None
         program = flatten(fn, args)
     except Exception:  # noqa: BLE001 - a courtesy, as above
         return None
-    ops = [op for op in program.ops if op.info.primitive in _RANDOM]
+    ops = [op for op in program.ops if op.info.primitive in RANDOM_PRIMITIVES]
     if not ops:
         return None
     first = ops[0]

@@ -51,7 +51,7 @@ class Region:
         """The region as a JAX function of its inputs: each op bound as the program bound it, the target
         computed by ``instead(op, inputs)`` where one is given (a change the fix search tries)."""
         sub = self.sub_program()
-        apply = _bind if instead is None else _instead_at(self.program.ops[self.target], instead)
+        apply = bind_op if instead is None else _instead_at(self.program.ops[self.target], instead)
 
         def region(*xs: Any) -> tuple:
             return tuple(sub.outputs(sub.evaluate(list(xs), apply)))
@@ -66,12 +66,9 @@ class Region:
 Instead = Callable[[Op, list[Any]], Sequence[Any]]  # (the op, its input values) -> its outputs
 
 
-def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
-    return bind_op(op, ins)
-
 
 def _instead_at(target: Op, instead: Instead) -> Instead:
-    return lambda op, ins: instead(op, ins) if op is target else _bind(op, ins)
+    return lambda op, ins: instead(op, ins) if op is target else bind_op(op, ins)
 
 
 def run_region(spec: str, region: Region, instead: Instead | None = None) -> list[np.ndarray]:
@@ -88,7 +85,7 @@ def run_region(spec: str, region: Region, instead: Instead | None = None) -> lis
         return [host(x) for x in sub.outputs(sub.evaluate([host(v) for v in region.values], apply_for(spec)))]
     if op_by_op(spec):
         path = make_path(spec)
-        apply = _bind if instead is None else _instead_at(region.program.ops[region.target], instead)
+        apply = bind_op if instead is None else _instead_at(region.program.ops[region.target], instead)
         with jax_config(path.options), jax.disable_jit():
             return [host(x) for x in sub.outputs(sub.evaluate([jax.numpy.asarray(v) for v in region.values], apply))]
     outs = make_path(spec).run(region.function(instead), tuple(jax.numpy.asarray(v) for v in region.values))

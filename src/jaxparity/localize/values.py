@@ -76,9 +76,6 @@ def _within_budget(values: dict[int, np.ndarray]) -> tuple[dict[int, np.ndarray]
     return kept, digests
 
 
-def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
-    return bind_op(op, ins)
-
 
 def op_by_op(spec: str) -> bool:
     """Does ``spec`` run op by op (so a loop body can be re-run on its own carry with the same values)?"""
@@ -89,7 +86,7 @@ def apply_for(spec: str) -> Callable[[Op, list[Any]], Sequence[Any]]:
     """How an op-by-op path computes one op: as JAX binds it, or as the interpreter computes it."""
     mode = make_path(spec).mode
     if mode is None:
-        return _bind
+        return bind_op
     from ..interpreter import evaluate_eqn
 
     return lambda op, ins: evaluate_eqn(op.eqn, ins, mode=mode)

@@ -292,23 +292,49 @@ def dtype_findings(model: Any, fn: Callable[..., Any], args: tuple) -> list[str]
 def _recorded(fn: Callable[..., Any], args: tuple, opset: int) -> tuple[Any, list[dict[str, Any]]]:
     """``fn`` converted again with jax2onnx's ``record_primitive_calls_file``: the model, and each call it
     converted (a primitive, or a flax module / jax.numpy function converted whole) as jax2onnx records it, in
-    order; no record where this jax2onnx cannot write one."""
+    order; no record where this jax2onnx cannot write one. Kept in jaxparity's cache with the model."""
     import inspect
     import json
+    import pathlib
     import tempfile
 
     import jax2onnx
 
     if "record_primitive_calls_file" not in inspect.signature(jax2onnx.to_onnx).parameters:
         return convert(fn, args, opset), []
-    with tempfile.TemporaryDirectory() as tmp:
-        record = os.path.join(tmp, "calls.json")
-        model = convert(fn, args, opset, record=record)
-        try:
-            with open(record) as f:
-                calls = json.load(f)
-        except (OSError, ValueError):  # no record written: the model stands without it
-            calls = []
+    from ..cache import cache, fingerprint, package_versions
+
+    def make(where: Any) -> dict[str, Any]:  # the model and its record, kept together: the record names its values
+        record = os.path.join(str(where), "calls.json")
+        (where / "model.onnx").write_bytes(convert(fn, args, opset, record=record).SerializeToString())
+        if not os.path.exists(record):  # no record written: the model stands without it
+            with open(record, "w") as f:
+                json.dump([], f)
+        return {}
+
+    store = cache()
+    if store is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            make(pathlib.Path(tmp))
+            return _read_recorded(pathlib.Path(tmp))
+    from .staging import staged
+
+    stage, leaves = staged(fn, _unbox(args))
+    key = fingerprint("onnx-record", stage.program_key(leaves), opset,
+                      package_versions("jax2onnx", "onnx", "onnx-ir", "flax"))
+    return _read_recorded(store.fetch("onnx-record", key, make).dir)
+
+
+def _read_recorded(where: Any) -> tuple[Any, list[dict[str, Any]]]:
+    import json
+
+    import onnx
+
+    model = onnx.load_from_string((where / "model.onnx").read_bytes())
+    try:
+        calls = json.loads((where / "calls.json").read_text())
+    except (OSError, ValueError):
+        calls = []
     return model, [c for c in calls if isinstance(c, dict)]
 
 

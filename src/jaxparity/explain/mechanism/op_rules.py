@@ -14,6 +14,7 @@ from typing import Any
 
 from ...metrics import MATH_LIBRARY_ULP
 from ...localize.elements import MATH_FUNCTIONS
+from ...localize.program import RANDOM_PRIMITIVES
 from ...paths import Path
 from ..causes import Cause
 from ..verdicts import CauseVerdict
@@ -352,10 +353,6 @@ def within_input_scale(d: Any, wrong: str | None) -> bool:
     return abs(got - correct) <= SCALE_EPS * eps * scale
 
 
-_RANDOM = {"random_bits", "threefry2x32", "random_split", "random_fold_in", "random_seed", "random_wrap",
-           "random_unwrap", "rng_bit_generator"}
-
-
 def _jax_options(path: Path) -> dict[str, str]:
     return {k: v for k, v in path.options.items() if k.startswith("jax_")}
 
@@ -363,7 +360,7 @@ def _jax_options(path: Path) -> dict[str, str]:
 def _rng(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
     """Random bits that differ for the same key: the RNG's configuration (per-path JAX config) or its
     implementation (another JAX version) differs."""
-    d = next((d for d in _real(loc) if d.op.primitive in _RANDOM), None)
+    d = next((d for d in _real(loc) if d.op.primitive in RANDOM_PRIMITIVES), None)
     if d is None:
         return None
     p_opts, b_opts = _jax_options(path), _jax_options(baseline)

@@ -160,9 +160,6 @@ def _remember(history: list[list[np.ndarray]], carry: Sequence[Any], keep: list[
 
 
 # ------------------------------------------------------------------------------ compiled
-def _bind(op: Op, ins: list[Any]) -> Sequence[Any]:
-    return bind_op(op, ins)
-
 
 def traced_program(program: FlatProgram, args: Sequence[Any], probe: Probe = (), *,
                    max_iterations: int = MAX_ITERATIONS) -> tuple[dict[int, Any], dict[str, Any]]:
@@ -185,7 +182,7 @@ def traced_program(program: FlatProgram, args: Sequence[Any], probe: Probe = (),
         elif kind == "cond" and step is not None:
             outs, got = _traced_cond(op, ins, step, rest, max_iterations)
         else:
-            outs, got = _bind(op, ins), None
+            outs, got = bind_op(op, ins), None
         if got is not None:
             inner = got
         for vid, out in zip(op.outputs, outs):
@@ -222,7 +219,7 @@ def _traced_scan(body: Body, ins: list[Any], k: int | None, rest: Probe, limit: 
         body_args = list(consts) + list(carry) + list(x)
         cap = None
         if k is None:
-            outs = prog.outputs(prog.evaluate(body_args, _bind))
+            outs = prog.outputs(prog.evaluate(body_args, bind_op))
         else:  # every value of every iteration, stacked like the scan's own outputs; iteration k kept below
             outs, cap = _level(prog, body_args, rest, limit)
         entering = [_as_data(c) for c, kk in zip(carry, keep) if kk]
@@ -258,7 +255,7 @@ def _traced_while(body: Body, ins: list[Any], k: int | None, rest: Probe, limit:
 
     def go(state: Any) -> Any:
         _, carry, _, _ = state
-        return cond.outputs(cond.evaluate(list(cconsts) + list(carry), _bind))[0]
+        return cond.outputs(cond.evaluate(list(cconsts) + list(carry), bind_op))[0]
 
     def step(state: Any) -> Any:
         i, carry, hist, bufs = state
@@ -267,7 +264,7 @@ def _traced_while(body: Body, ins: list[Any], k: int | None, rest: Probe, limit:
         hist = [lax.dynamic_update_index_in_dim(h, c, slot, 0) for h, c in zip(hist, entering)]
         body_args = list(consts) + list(carry)
         if k is None:
-            outs = prog.outputs(prog.evaluate(body_args, _bind))
+            outs = prog.outputs(prog.evaluate(body_args, bind_op))
         else:
             outs, cap = _level(prog, body_args, rest, limit)
             bufs = jax.tree_util.tree_map(lambda c, b: jax.numpy.where(i == k, c, b), cap, bufs)
@@ -292,7 +289,7 @@ def _traced_cond(op: Op, ins: list[Any], branch: int, rest: Probe, limit: int):
         def run(*operands: Any) -> Any:
             if j == branch:
                 return _level(prog, operands, rest, limit)
-            return prog.outputs(prog.evaluate(list(operands), _bind)), zeros
+            return prog.outputs(prog.evaluate(list(operands), bind_op)), zeros
         return run
 
     outs, cap = lax.switch(ins[0], [make(j) for j in range(n)], *ins[1:])

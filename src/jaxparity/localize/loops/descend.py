@@ -23,9 +23,9 @@ from jax.extend.core import Literal
 from ...metrics import ulp_distance
 from ...pytree import host
 from ..localizer import Localization, LocalDivergence, LoopFrame, localize, replayable, single_op_path, values_equal
-from ..program import FlatProgram
+from ..program import FlatProgram, bind_op
 from ..semantics import region_fma
-from ..values import OpValues, _bind, op_by_op, op_values, program_values
+from ..values import OpValues, op_by_op, op_values, program_values
 from .capture import Probe
 from .structure import Body, LoopTrace, body_of, loop_kind
 
@@ -79,7 +79,7 @@ def _replay(baseline: str, prog: Any, ins: Sequence[Any]) -> list[np.ndarray]:
         return [host(x) for x in program_values(prog, baseline, ins).outputs]
     hit = _REPLAY_FNS.get(id(prog))
     if hit is None or hit[0] is not prog:
-        hit = (prog, lambda *xs: prog.outputs(prog.evaluate(list(xs), _bind)))
+        hit = (prog, lambda *xs: prog.outputs(prog.evaluate(list(xs), bind_op)))
         _REPLAY_FNS[id(prog)] = hit
         while len(_REPLAY_FNS) > 16:
             _REPLAY_FNS.pop(next(iter(_REPLAY_FNS)))
