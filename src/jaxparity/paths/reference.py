@@ -80,4 +80,4 @@ class F64Path(DeclaredPath):
             self.notes.append(
                 f"{IDEAL_UNCERTAIN} by up to {max(u.moved.values()):.3g} (max abs) for {which} "
                 f"{u.constants[0].describe()}; a side is called closer to the ideal only where their errors "
-                f"against it differ by more")
+                f"against it differ by more than that")
