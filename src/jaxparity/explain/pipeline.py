@@ -57,7 +57,8 @@ def explain_path(
     (``remainder``), up to ``fix.MAX_PEEL`` causes deep. ``keep``, when given, receives the program and
     both sides' per-op values of the case (key ``()``) and of every loop body opened (see
     ``localize.loops.frame_key``): what ``jaxparity reduce`` cuts its reproducer from. ``contexts``, when given,
-    receives the path's ``Context`` (its re-runs), by path."""
+    receives the path's ``Context`` by path: its re-runs and model changes (shared, so later ones too), not its
+    per-op values."""
     import jax
 
     from ..paths.staging import reused, signature
@@ -80,8 +81,8 @@ def explain_path(
                   path_vals=None if view.unsound else view.path_vals, notes=list(notes), memo=view.memo)
     if models is not None:
         ctx.models = models  # the caller sees every model change tried (to re-run them on other paths)
-    if contexts is not None:
-        contexts[str(path)] = ctx
+    if contexts is not None:  # without the per-op values (held by the caller till every path is explained)
+        contexts[str(path)] = dataclasses.replace(ctx, base_vals=None, path_vals=None, memo={}, ahead={})
     causes = find_mechanism(ctx, keep)
     rounding = _rounding(ctx, causes, view.localization, notes)
     fixes = verify_fixes(ctx, causes)
