@@ -225,3 +225,18 @@ def test_exact_float32_program_reports_nothing():
     assert f64.ideal_uncertainty is None
     assert not any(n.startswith(IDEAL_UNCERTAIN) for n in f64.notes)
     assert all(lf.ideal_uncertain_by is None for p in r.paths for lf in p.leaves)
+
+
+def test_the_triage_calls_no_side_farther_from_an_ideal_that_moves_more():
+    """The baseline 200× farther from the f64 ideal than the path is its own error, not a noise floor; where
+    the ideal itself moves more than the two differ (constants rounded at trace time), the triage says that
+    neither is judged, and does not call the baseline's error its own."""
+    from types import SimpleNamespace
+
+    from jaxparity.report.brief import triage
+
+    judged = triage(SimpleNamespace(spec="jit", leaves=[_leaves(0.001, 0.2, None)]), "eager")
+    assert judged.startswith("a real divergence: eager is 200× farther from the f64 ideal than jit"), judged
+    moving = triage(SimpleNamespace(spec="jit", leaves=[_leaves(0.001, 0.2, 0.25)]), "eager")
+    assert "farther" not in moving and "which side is nearer the f64 ideal is not judged: the ideal itself " \
+        "moves by up to 0.25" in moving, moving

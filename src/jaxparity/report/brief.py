@@ -61,13 +61,19 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
                                          (p.spec if lead.declared_side == "baseline" else None))
     measured += _digits_lost(lf, floor, baseline) if amplified else ""
     scale = lf.baseline_error_vs_f64.ideal_scale if lf.baseline_error_vs_f64 is not None else None
-    if r < 2 and scale and floor > ROUNDING_SHARE * scale:
+    settled = lf.ideal_uncertain_by is None or lf.ideal_uncertain_by < floor / 2  # the ideal moves less than that
+    if r < 2 and scale and floor > ROUNDING_SHARE * scale and settled:
         # The baseline's own distance from the ideal is no rounding: a flipped decision, a wrong value. It is no
         # noise floor to judge the path by, whatever the ratio.
         return (f"a real divergence: {baseline} is itself {fmt(floor)} from the f64 ideal where the values reach "
                 f"{fmt(scale)}, an error rather than rounding, so it is no noise floor; {measured}")
     mine = lf.error_vs_f64
-    if r < 2 and mine is not None and floor > LESS_ACCURATE * mine.max_abs and \
+    if lf.ideal_uncertain_by is not None:
+        # The ideal moves with the constants the program rounded at trace time by more than the two sides'
+        # errors against it differ: neither side's distance from it is its own error, or a floor.
+        measured += (f"; which side is nearer the f64 ideal is not judged: the ideal itself moves by up to "
+                     f"{fmt(lf.ideal_uncertain_by)} with the constants the program rounded at trace time")
+    elif r < 2 and mine is not None and floor > LESS_ACCURATE * mine.max_abs and \
             (lf.baseline_error_vs_f64.max_ulp or 0) > MATH_LIBRARY_ULP:
         # The baseline's distance from the ideal is its own error, not rounding the path may share: the path is
         # far nearer the ideal (another device's arithmetic, a less accurate function), so that error is the
