@@ -61,6 +61,11 @@ def test_agreement_exits_0():
     (["compare", SEED, "--inputs", "missing.npz"], "--inputs missing.npz: no such file"),
     (["compare", "README.md"], "a case is a Python file"),
     (["compare", SEED, "--ulp", "-1"], "--ulp must be a non-negative integer"),
+    # an output in a directory that is not there: said before any path runs, not as a traceback at the end
+    (["reduce", SEED, "--paths", "eager,jit", "-o", "no/such/dir/repro.py"],
+     "-o/--out no/such/dir/repro.py: there is no directory no/such/dir; create it first"),
+    (["explain", SEED, "--json", "no/such/r.json"], "--json no/such/r.json: there is no directory no/such"),
+    (["compare", SEED, "--html", "no/such/r.html"], "--html no/such/r.html: there is no directory no/such"),
 ])
 def test_usage_errors_exit_2_with_one_clear_line(args, message):
     r = run_cli(*args)

@@ -432,7 +432,30 @@ def _note(message: str) -> None:
     Console(stderr=True, highlight=False).print(f"[dim]{message}[/]", soft_wrap=True)
 
 
+# Options naming a file the command writes: checked before any work, so that a typo in a directory does not
+# cost the run (an explanation of minutes, then a traceback at the end).
+_OUTPUT_FILES = ("json", "html", "write_fixed", "save_worst", "markdown")
+
+
+def _unwritable(args: argparse.Namespace) -> str | None:
+    """Why an output file of the command cannot be written (its directory missing or read-only), or None."""
+    names = list(_OUTPUT_FILES) + (["out"] if args.command in ("reduce", "capture") else [])
+    for name in names:
+        value = getattr(args, name, None)
+        if not isinstance(value, str) or value in ("", "-"):
+            continue
+        where = FsPath(value).parent
+        flag = "-o/--out" if name == "out" else "--" + name.replace("_", "-")
+        if not where.is_dir():
+            return f"{flag} {value}: there is no directory {where}; create it first"
+        if not os.access(where, os.W_OK):
+            return f"{flag} {value}: the directory {where} cannot be written"
+    return None
+
+
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if (why := _unwritable(args)) is not None:
+        return _error(why)
     if getattr(args, "no_cache", False):
         from .cache import disable
 
