@@ -462,6 +462,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         disable()  # this process and every worker it starts
     # The TensorFlow serving process stays for the next command (execution.warm.Daemon), 10 minutes idle.
     os.environ.setdefault("JAXPARITY_SERVE_IDLE", "600")
+    if args.command in ("reduce", "capture", "hunt") or getattr(args, "in_process", False):
+        from .cache import jax_cache
+
+        jax_cache()  # this process compiles the case's programs: kept across commands, as a worker keeps them
     ensure_host_devices([p for p in (getattr(args, "paths", None) or []) if isinstance(p, str)]
                         if not isinstance(getattr(args, "paths", None), str) else [args.paths])
     if args.command in ("compare", "explain", "snapshot", "check"):
