@@ -186,11 +186,14 @@ def share_across(found: Sequence[PathExplanation], outputs: Sequence[Sequence[np
 
 
 def _sharable(host: PathExplanation, host_spec: str, spec: str) -> bool:
-    """Whether ``spec`` may take ``host``'s explanation where their outputs are the same bit for bit: both
-    run in this environment, and the host was explained (its per-op view is the program's)."""
-    from ..paths import spec_env
+    """Whether ``spec`` may take ``host``'s explanation where their outputs are the same bit for bit: XLA
+    compiles the whole program on both (jit, export, savedmodel: one program, one compiler pipeline), both run
+    in this environment, and the host was explained. Two converters may reach the same values by different
+    mechanisms (TFLite drops a -0 that ONNX's atan2 decomposition reads as +0): each is explained on its own."""
+    from ..paths import make_path, spec_env
 
     return (spec_env(spec) is None and spec_env(host_spec) is None and host.localization is not None
+            and make_path(spec).has("takes_xla_options") and make_path(host_spec).has("takes_xla_options")
             and not any(n.startswith("explaining failed") for n in host.notes))
 
 

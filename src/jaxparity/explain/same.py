@@ -1,5 +1,5 @@
-"""A path whose outputs are another explained path's bit for bit (export and savedmodel often give jit's
-values) shares that path's mechanism: its explanation is the other's — per-op view, blame, causes and their
+"""A path compiled by XLA whose outputs are another such path's bit for bit (export and savedmodel often give
+jit's values: one program through one compiler pipeline) shares that path's mechanism: its explanation is the other's — per-op view, blame, causes and their
 experiments — and only what is its own is run again: each fix, said in this path's terms (a compile option
 as a serving flag where the path takes XLA's options in its serving process's XLA_FLAGS) and re-run on it,
 with its cost. Explaining it again from the start would repeat every capture and re-run of the other (the
