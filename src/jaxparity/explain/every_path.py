@@ -15,7 +15,7 @@ import numpy as np
 from .measure import distance
 from .sentence import summarize
 
-__all__ = ["on_every_path"]
+__all__ = ["WHOLE_MODEL_CHANGES", "on_every_path"]
 
 
 def on_every_path(args: tuple, program: Any, flat_args: Sequence[Any], found: list[Any],
@@ -40,7 +40,7 @@ def on_every_path(args: tuple, program: Any, flat_args: Sequence[Any], found: li
     for j, e in enumerate(found):
         for k, fix in enumerate(e.fixes):
             label = _label(fix)
-            if label is None or label in _WHOLE_MODEL or not fix.verified or fix.kind != "model change":
+            if label is None or label in WHOLE_MODEL_CHANGES or not fix.verified or fix.kind != "model change":
                 continue  # (a transform of the whole model, such as round_like_declared, is verified per path)
             model = models[j].get(label)
             if model is None:
@@ -80,7 +80,8 @@ def on_every_path(args: tuple, program: Any, flat_args: Sequence[Any], found: li
     return out
 
 
-_WHOLE_MODEL = ("fixed model", "well-conditioned model")
+# Transforms of the whole model (round_like_declared, the conditioning rewrite): verified per path, not here.
+WHOLE_MODEL_CHANGES = ("fixed model", "well-conditioned model")
 
 
 def _label(fix: Any) -> str | None:

@@ -15,15 +15,13 @@ import numpy as np
 from ..paths import Path, make_path
 from ..paths.base import parse_xla_flags
 from .context import Context
+from .every_path import WHOLE_MODEL_CHANGES
 from .explanation import PathExplanation
 from .fix import _rounded_like_declared, fixed_side, with_cost
 from .sentence import summarize
 from .verdicts import Fix
 
 __all__ = ["explained_as", "on_path"]
-
-_WHOLE_MODEL = ("fixed model", "well-conditioned model")  # transforms of the whole model, re-run per path
-
 
 def explained_as(host: PathExplanation, ctx: Context, path: Path, path_out: Sequence[np.ndarray]) -> PathExplanation:
     """``path``'s explanation where its outputs ``path_out`` are bit for bit those of ``host`` (explained with
@@ -95,7 +93,7 @@ def _moved(fix: Fix, host: Context, ctx: Context) -> Fix | None:
     if label:
         if label == "fixed model":
             return with_cost(ctx, _rounded_like_declared(ctx))
-        if label not in _WHOLE_MODEL:
+        if label not in WHOLE_MODEL_CHANGES:
             return None  # a change found at the host's op: ``every_path`` re-runs it on this path
         return with_cost(ctx, _model_change(fix, label, ctx))
     target = on_path(spec, host.path, ctx.path)
