@@ -240,3 +240,27 @@ def test_the_triage_calls_no_side_farther_from_an_ideal_that_moves_more():
     moving = triage(SimpleNamespace(spec="jit", leaves=[_leaves(0.001, 0.2, 0.25)]), "eager")
     assert "farther" not in moving and "which side is nearer the f64 ideal is not judged: the ideal itself " \
         "moves by up to 0.25" in moving, moving
+    # the ideal moves less than the two errors differ (jit is judged nearer), but by as much as the baseline's
+    # own distance from it: that distance is not called the baseline's error, nor 200x the path's
+    near = triage(SimpleNamespace(spec="jit", leaves=[_leaves(0.001, 0.2, 0.15)]), "eager")
+    assert "farther" not in near and "an error rather than rounding" not in near, near
+    assert "the f64 ideal itself moves by up to 0.15" in near, near
+    assert _leaves(0.001, 0.2, 0.15).closer_to_f64 == "path"  # the judgement itself stands
+
+
+def test_a_baseline_that_keeps_the_declared_rounding_is_not_called_wrong():
+    """A deep bf16 network's output is far from the f64 ideal by its own rounding, layer after layer. Where the
+    path departs from the declared rounding at the carrying op and the baseline keeps it, the baseline's
+    distance is not called an error of its own: the path's departure is named instead."""
+    from types import SimpleNamespace
+
+    from jaxparity.report.brief import triage
+
+    ideal = {"out": np.full(4, 0.8)}
+    leaf = _leaf("out", {"out": np.full(4, 0.875, np.float32)}, {"out": np.full(4, 0.87, np.float32)}, ideal, False,
+                 Tolerance(), None, True, None)
+    p = SimpleNamespace(spec="iree", leaves=[leaf])
+    assert triage(p, "eager").startswith("a real divergence: eager is itself 0.07 from the f64 ideal")
+    lead = SimpleNamespace(unrounded_by=lambda path, base: None, declared_side="baseline")
+    said = triage(p, "eager", lead)
+    assert "error rather than rounding" not in said and "iree departs from the declared rounding" in said, said

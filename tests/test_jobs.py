@@ -24,6 +24,40 @@ def test_lanes_put_runtimes_that_convert_side_by_side_and_keep_jax_paths_home():
     assert Runners.lanes(r, ["eager", "jit", "eager@old"], 2) == [["eager", "jit"], ["eager@old"]]
 
 
+def test_explanations_split_over_the_workers_that_ran_beside_the_first():
+    """The paths XLA compiles stay in the first worker (one may take another's explanation); converted runtimes,
+    by family, go to the twins first, then to whichever worker has the fewest."""
+    r = Runners.__new__(Runners)
+    r._runners, r.twins = {None: "home"}, ["twin"]
+    specs = ["jit", "export", "savedmodel", "tflite", "onnx", "onnx-ref", "iree"]
+    assert Runners.explain_lanes(r, specs, "cpu") == [
+        ("home", ["jit", "export", "savedmodel", "iree"]), ("twin", ["tflite", "onnx", "onnx-ref"])]
+    assert Runners.explain_lanes(r, ["jit", "iree"], "cpu") == [("home", ["jit"]), ("twin", ["iree"])]
+    assert Runners.explain_lanes(r, ["onnx", "iree"], None) == [("home", ["iree"]), ("twin", ["onnx"])]
+    # a baseline on an accelerator is captured there: a twin holds the host only
+    assert Runners.explain_lanes(r, ["jit", "iree"], "tpu") == [("home", ["jit", "iree"])]
+    r.twins = []
+    assert Runners.explain_lanes(r, ["jit", "iree"], "cpu") == [("home", ["jit", "iree"])]
+
+
+@pytest.mark.slow
+def test_explanations_in_two_workers_are_those_of_one():
+    """Explained over two workers (the converted path in the second), every explanation is the one a single
+    worker gives, and a fix found on one path is still re-run on the others (``every_path``)."""
+    paths = "eager,jit,savedmodel,tflite,iree"
+    one = compare_case(CASE, paths=paths, jobs=1, explain=True)
+    two = compare_case(CASE, paths=paths, jobs=2, explain=True)
+
+    def said(e):
+        notes = [n for n in e.notes if "jaxparity's cache" not in n and "compiled in" not in n]
+        return (e.path, e.summary, [(c.cause, c.status) for c in e.causes], [(f.spec, f.verified, f.evidence)
+                                                                              for f in e.fixes], e.same_values, notes)
+
+    assert [e.path for e in two.explanations] == [e.path for e in one.explanations] != []
+    assert "iree" in [e.path for e in two.explanations]  # explained by the second worker
+    assert [said(e) for e in two.explanations] == [said(e) for e in one.explanations]
+
+
 @pytest.mark.slow
 def test_two_workers_give_the_same_result_in_the_same_order():
     paths = "eager,jit,savedmodel,tflite"

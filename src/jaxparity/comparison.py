@@ -230,21 +230,18 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
     from .explain.across import explain_across
     from .paths import without_env
 
+    from .explain.pipeline import share_across
+
     env = spec_env(result.baseline)
     paths = _to_explain(result)
     here = [p for p in paths if spec_env(p) == env]
     found: dict[str, Any] = {}
     if here:
-        explained = runners.worker(env).explain([(without_env(p), runs[p].outputs) for p in here],
-                                                without_env(result.baseline), runs[result.baseline].outputs,
-                                                [without_env(p) for p in _agreeing(result, here)])
-        if isinstance(explained, str):  # the worker died outside any re-run: the comparison stands, said per path
-            from .explain.explanation import PathExplanation
-
-            explained = [PathExplanation(p, result.baseline, f"{p} could not be explained: {explained}; its "
-                                         "comparison above stands", None, None, None, (), ()) for p in here]
+        for spec, e in _explained_by_lanes(runners, result, runs, here).items():
+            found[spec] = e
         where = () if env is None else (f"explained in environment {env} ({runners.describe(env)}), where it ran",)
-        for spec, e in zip(here, explained):
+        shared = share_across([found[p] for p in here], [[a for _, a in runs[p].outputs or ()] for p in here])
+        for spec, e in zip(here, shared):
             found[spec] = dataclasses.replace(e, path=spec, baseline=result.baseline, notes=tuple(e.notes) + where)
     base_ops: list | str | None = None
     for spec in paths:
@@ -256,6 +253,42 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
                                      runners.worker(spec_env(spec)).capture(without_env(spec)), base_ops,
                                      _where(spec_env(spec), runners), _where(env, runners))
     return [found[p] for p in paths]
+
+
+def _explained_by_lanes(runners: Runners, result: ComparisonResult, runs: dict[str, PathRun],
+                        here: list[str]) -> dict[str, Any]:
+    """The paths ``here`` (of the baseline's environment) explained by its workers, each lane's group at the
+    same time as the others (``Runners.explain_lanes``); a worker that dies outside any re-run costs its
+    group's explanations only (said per path, the comparison stands)."""
+    import threading
+
+    from .explain.explanation import PathExplanation
+    from .paths import without_env
+
+    env = spec_env(result.baseline)
+    backend = result.environment.get("backend")
+    bare = {without_env(p): p for p in here}
+    lanes = (runners.explain_lanes(list(bare), backend) if env is None
+             else [(runners.worker(env), list(bare))])
+    agreeing = [without_env(p) for p in _agreeing(result, here)]
+    found: dict[str, Any] = {}
+
+    def explain(worker: Any, group: list[str]) -> None:
+        explained = worker.explain([(s, runs[bare[s]].outputs) for s in group], without_env(result.baseline),
+                                   runs[result.baseline].outputs, agreeing, list(bare))
+        if isinstance(explained, str):  # the worker died outside any re-run: the comparison stands, said per path
+            explained = [PathExplanation(bare[s], result.baseline, f"{bare[s]} could not be explained: {explained}; "
+                                         "its comparison above stands", None, None, None, (), ()) for s in group]
+        for s, e in zip(group, explained):
+            found[bare[s]] = e
+
+    threads = [threading.Thread(target=explain, args=lane) for lane in lanes[1:]]
+    for t in threads:
+        t.start()
+    explain(*lanes[0])
+    for t in threads:
+        t.join()
+    return found
 
 
 def _where(env: str | None, runners: Runners) -> str:
@@ -370,6 +403,7 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
             if theirs is not None and theirs.keys() == home_inputs.keys():
                 note = _redrawn(theirs, home_inputs)
                 runs[specs[0]] = dataclasses.replace(runs[specs[0]], notes=runs[specs[0]].notes + (note,))
+    runners.twins = list(extra.values())  # explained beside the first worker too (``Runners.explain_lanes``)
     lock = threading.Lock()
 
     def lane(i: int) -> None:
@@ -576,6 +610,7 @@ def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray]
         values=_values(got) if got.size <= 16 else None,
         rule=how,
         ideal_uncertain_by=uncertain,
+        ideal_moves_by=moved if moved else None,
     )
 
 

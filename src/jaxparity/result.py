@@ -99,6 +99,9 @@ class LeafResult:
     # Where neither side is called closer to the f64 ideal because the ideal itself moves by more than their
     # errors against it differ (the program's constants rounded at trace time): by how much it moves.
     ideal_uncertain_by: float | None = None
+    # How far the f64 ideal of this output moves with the constants the program rounded at trace time replaced
+    # by the short rationals they round (``ideal.constants``), judged or not; None where nothing was measured.
+    ideal_moves_by: float | None = None
 
 
 @dataclass(frozen=True)

@@ -219,11 +219,12 @@ class IsolatedRunner:
             return None  # slow, not failing: the paths' own messages stand
 
     def explain(self, paths: list[tuple[str, Any]], baseline: str, base_out: Any,
-                agreeing: Sequence[str] = ()) -> list | str:
-        """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed. A re-run that
-        kills the worker (a compiler crash under one flag) or runs past ``crashes.rerun_timeout()`` (a hang) is
-        skipped in a new worker, and said as that experiment's outcome (``execution.crashes``); a crash
-        outside any re-run ends the explanation."""
+                agreeing: Sequence[str] = (), explained: Sequence[str] | None = None) -> list | str:
+        """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed; not reasoned
+        across (``explain.share_across``: the caller's, with the paths other workers explained, ``explained``).
+        A re-run that kills the worker (a compiler crash under one flag) or runs past
+        ``crashes.rerun_timeout()`` (a hang) is skipped in a new worker, and said as that experiment's outcome
+        (``execution.crashes``); a crash outside any re-run ends the explanation."""
         from .crashes import last_attempt, running_for, rerun_timeout
 
         breadcrumb = self._log.name + ".rerun"
@@ -233,7 +234,8 @@ class IsolatedRunner:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
             assert self._conn is not None and self._proc is not None
-            self._conn.send(("explain", paths, baseline, base_out, breadcrumb, crashed, list(agreeing)))
+            self._conn.send(("explain", paths, baseline, base_out, breadcrumb, crashed, list(agreeing),
+                             None if explained is None else list(explained)))
             try:
                 while not self._conn.poll(1.0):  # a re-run past its time is stopped, the rest explained again
                     key, seconds = running_for(breadcrumb)

@@ -85,6 +85,7 @@ class Runners:
         self._failed: dict[str | None, str] = {}
         self._shared: str | None = None
         self._extra: dict[int, IsolatedRunner] = {}  # more workers of this environment (``lanes``)
+        self.twins: list[IsolatedRunner] = []  # those whose inputs were found the first's bit for bit
         self._tmp = tempfile.TemporaryDirectory(prefix="jaxparity-inputs-")
 
     def check(self, specs: Sequence[str]) -> None:
@@ -183,6 +184,34 @@ class Runners:
         for env in dict.fromkeys(spec_env(s) for s in specs if spec_env(s) is not None):
             groups.append([s for s in specs if spec_env(s) == env])
         return [g for g in groups if g]
+
+    def explain_lanes(self, specs: Sequence[str], backend: str | None) -> list[tuple[IsolatedRunner, list[str]]]:
+        """The paths of this environment to explain (``specs``, in order) split over its workers, each group
+        explained at the same time as the others: the paths XLA compiles (one may take another's explanation,
+        ``explain.same``) and JAX's own in the first worker; those converted into another runtime, by family
+        (``Path.same_artifact``), spread over the workers with the fewest, the twins first (``twins``: workers
+        that ran beside the first on the same inputs). One worker where there is no twin, or where the
+        baseline computes on an accelerator (a twin holds the host only)."""
+        home = self.home
+        if not self.twins or backend not in (None, "cpu"):
+            return [(home, list(specs))]
+        workers = [*self.twins, home]
+        groups: dict[int, list[str]] = {id(w): [] for w in workers}
+        units: dict[str, list[str]] = {}
+        for s in specs:
+            path = make_path(s)
+            if not path.heavy or path.has("takes_xla_options"):
+                groups[id(home)].append(s)
+            else:
+                units.setdefault(min(path.name, path.same_artifact or path.name), []).append(s)
+        count = {id(w): 0 for w in workers}
+        count[id(home)] = 1 if groups[id(home)] else 0
+        for unit in units.values():
+            w = min(workers, key=lambda w: count[id(w)])  # the first of the fewest: twins before the first worker
+            groups[id(w)] += unit
+            count[id(w)] += 1
+        order = {s: i for i, s in enumerate(specs)}
+        return [(w, sorted(groups[id(w)], key=order.__getitem__)) for w in [home, *self.twins] if groups[id(w)]]
 
     def extra_runner(self, lane: int) -> IsolatedRunner:
         """Another worker of this environment for lane ``lane``: it loads the case itself (at the same time

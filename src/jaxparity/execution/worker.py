@@ -107,13 +107,13 @@ def main(fd: int) -> None:
             assert case is not None, "explain before load"
             from .crashes import configure
 
-            _, paths, baseline, base_out, breadcrumb, crashed, agreeing = message
+            _, paths, baseline, base_out, breadcrumb, crashed, agreeing, explained = message
             configure(breadcrumb, crashed)
             base = [a for _, a in base_out]
             found: list[Any] | str
-            try:
+            try:  # the caller reasons across paths (``share_across``): some may be explained in another worker
                 found = explain_paths(case.fn, case.args, [(spec, [a for _, a in outs]) for spec, outs in paths],
-                                      baseline, base, agreeing)
+                                      baseline, base, agreeing, explained, across=False)
             except Exception as e:  # report, keep the comparison
                 import traceback
 

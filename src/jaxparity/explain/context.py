@@ -96,6 +96,13 @@ class Context:
         result = narrowing(before, after, distance(outs, self.path_out)[0] > 0)
         return Rerun(before, after, OUTCOMES[result], self.ideal_errors(outs)), result
 
+    def seen(self, rerun: Rerun, spec: str, result: str = "", against: str = "differs in") -> str:
+        """What a re-run ``spec`` showed, in one sentence: the path against the baseline before, and the
+        re-run's outputs ``against`` the other side after, then the judgement ``result``."""
+        before, after = rerun.before, rerun.after
+        return (f"{self.path} differs from {self.baseline} in {before[0]} elements (max {before[1]} ULP, max abs "
+                f"{before[2]:.3g}); {spec} {against} {after[0]} (max {after[1]} ULP, max abs {after[2]:.3g}){result}")
+
     def ideal_errors(self, mine: Sequence[np.ndarray], theirs: Sequence[np.ndarray] | None = None
                      ) -> tuple[float, float, float, float] | None:
         """Max abs error against the f64 ideal of the path before and after a re-run (``mine``), and of the

@@ -130,10 +130,14 @@ def _remainder(ctx: Context, partial: tuple[str, list[np.ndarray], str], evidenc
 
 
 def explain_paths(fn: Callable[..., Any], args: tuple, paths: Sequence[tuple[str, Sequence[np.ndarray]]],
-                  baseline: str, base_out: Sequence[np.ndarray], agreeing: Sequence[str] = ()) -> list[PathExplanation]:
-    """Each path of ``paths`` ((spec, flat outputs)) explained against ``baseline``, then reasoned across:
-    paths whose outputs are the same bit for bit say so, and one whose own experiments found no cause
-    takes the cause another such path confirmed ("iree gives jit's values: FMA contraction, as jit")."""
+                  baseline: str, base_out: Sequence[np.ndarray], agreeing: Sequence[str] = (),
+                  explained: Sequence[str] | None = None, across: bool = True) -> list[PathExplanation]:
+    """Each path of ``paths`` ((spec, flat outputs)) explained against ``baseline``, a model change verified on
+    one re-run on every other (``every_path``), then reasoned across (``across``): paths whose outputs are the
+    same bit for bit say so, and one whose own experiments found no cause takes the cause another such path
+    confirmed ("iree gives jit's values: FMA contraction, as jit"). ``explained``: every path of the comparison
+    explained, in its order, where some are explained elsewhere (another worker; then the caller reasons across
+    them all, ``across=False``)."""
     import jax
 
     from ..paths.staging import reused, signature
@@ -152,13 +156,14 @@ def explain_paths(fn: Callable[..., Any], args: tuple, paths: Sequence[tuple[str
             except Exception:  # noqa: BLE001 - explained on its own instead
                 pass
         found.append(explain_or_report(fn, args, spec, baseline, outs, base_out, models[i], contexts))
-    found = share_across(found, [outs for _, outs in paths])
     try:  # a model change the search verified, re-run on every other path of the comparison
         program = reused("flat program", (id(fn), signature(args)), fn, lambda: flatten(fn, args))
-        return on_every_path(args, program, jax.tree_util.tree_leaves(args), found, models,
-                             [spec for spec, _ in paths], agreeing, baseline)
+        found = on_every_path(args, program, jax.tree_util.tree_leaves(args), found, models,
+                              list(explained) if explained is not None else [spec for spec, _ in paths], agreeing,
+                              baseline)
     except Exception:  # noqa: BLE001 - the check adds to the fixes' evidence; the explanations stand without it
-        return found
+        pass
+    return share_across(found, [outs for _, outs in paths]) if across else found
 
 
 def share_across(found: Sequence[PathExplanation], outputs: Sequence[Sequence[np.ndarray]]) -> list[PathExplanation]:

@@ -104,10 +104,8 @@ def _moved(fix: Fix, host: Context, ctx: Context) -> Fix | None:
     if isinstance(outs, str):
         return Fix(kind, fix.description, target, False, f"the re-run failed ({outs})")
     rerun, result = ctx.measured(outs)
-    before, after = rerun.before, rerun.after
-    seen = (f"{ctx.path} differs from {ctx.baseline} in {before[0]} elements (max {before[1]} ULP, max abs "
-            f"{before[2]:.3g}); {target} differs in {after[0]} (max {after[1]} ULP, max abs {after[2]:.3g}){result}")
-    return with_cost(ctx, Fix(kind, fix.description, target, after[0] == 0, seen, rerun=rerun))
+    return with_cost(ctx, Fix(kind, fix.description, target, rerun.after[0] == 0, ctx.seen(rerun, str(target), result),
+                              rerun=rerun))
 
 
 def _model_change(fix: Fix, label: str, ctx: Context) -> Fix:

@@ -48,8 +48,9 @@ def rounding_interval(x: float, dtype: np.dtype) -> tuple[float, float]:
     """The values that round to ``x`` (a finite value of ``dtype``): from the midpoint with its lower
     neighbour to the midpoint with its upper one (ties at the ends go either way)."""
     v = np.asarray(x, dtype)
-    down = float(np.nextafter(v, np.asarray(-np.inf, dtype)))
-    up = float(np.nextafter(v, np.asarray(np.inf, dtype)))
+    with np.errstate(over="ignore"):  # the largest finite value's neighbour is infinity: handled below
+        down = float(np.nextafter(v, np.asarray(-np.inf, dtype)))
+        up = float(np.nextafter(v, np.asarray(np.inf, dtype)))
     # The largest finite value (finfo.min as a mask's fill): its neighbour past it is infinity, but rounding
     # goes to infinity only from the midpoint with where the next value would be, one spacing further.
     if math.isinf(up):
@@ -66,7 +67,9 @@ def short_value(x: float, dtype: np.dtype | str) -> ShortValue | None:
     dtype = np.dtype(dtype)
     if not is_float_dtype(dtype) or not math.isfinite(x) or x == 0 or np.dtype(dtype).itemsize >= 8:
         return None
-    if math.isinf(float(np.nextafter(np.asarray(abs(x), dtype), np.asarray(np.inf, dtype)))):
+    with np.errstate(over="ignore"):
+        past = float(np.nextafter(np.asarray(abs(x), dtype), np.asarray(np.inf, dtype)))
+    if math.isinf(past):
         return None  # finfo.max or finfo.min: "as large as there is" (a mask's fill), not a rounded number
     lo, hi = rounding_interval(x, dtype)
     sign, a, b = (1, lo, hi) if x > 0 else (-1, -hi, -lo)

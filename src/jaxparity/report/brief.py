@@ -61,8 +61,12 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
                                          (p.spec if lead.declared_side == "baseline" else None))
     measured += _digits_lost(lf, floor, baseline) if amplified else ""
     scale = lf.baseline_error_vs_f64.ideal_scale if lf.baseline_error_vs_f64 is not None else None
-    settled = lf.ideal_uncertain_by is None or lf.ideal_uncertain_by < floor / 2  # the ideal moves less than that
-    if r < 2 and scale and floor > ROUNDING_SHARE * scale and settled:
+    settled = lf.ideal_moves_by is None or lf.ideal_moves_by < floor / 2  # the ideal moves less than that
+    # Where the path departs from the declared rounding at the op below and the baseline keeps it, the baseline's
+    # distance from the ideal is the program's own rounding, however far many layers of it carry (a deep bf16
+    # network): not an error of the baseline's.
+    declared = departs is not None and departs == p.spec
+    if r < 2 and scale and floor > ROUNDING_SHARE * scale and settled and not declared:
         # The baseline's own distance from the ideal is no rounding: a flipped decision, a wrong value. It is no
         # noise floor to judge the path by, whatever the ratio.
         return (f"a real divergence: {baseline} is itself {fmt(floor)} from the f64 ideal where the values reach "
@@ -73,7 +77,12 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
         # errors against it differ: neither side's distance from it is its own error, or a floor.
         measured += (f"; which side is nearer the f64 ideal is not judged: the ideal itself moves by up to "
                      f"{fmt(lf.ideal_uncertain_by)} with the constants the program rounded at trace time")
-    elif r < 2 and mine is not None and floor > LESS_ACCURATE * mine.max_abs and \
+    elif not settled:
+        # The ideal moves by as much as the baseline's distance from it: that distance is no measure of the
+        # baseline's own error, nor a multiple of the path's.
+        measured += (f"; the f64 ideal itself moves by up to {fmt(lf.ideal_moves_by)} with the constants the "
+                     "program rounded at trace time, so neither side's distance from it is taken as its own error")
+    elif r < 2 and mine is not None and floor > LESS_ACCURATE * mine.max_abs and not declared and \
             (lf.baseline_error_vs_f64.max_ulp or 0) > MATH_LIBRARY_ULP:
         # The baseline's distance from the ideal is its own error, not rounding the path may share: the path is
         # far nearer the ideal (another device's arithmetic, a less accurate function), so that error is the

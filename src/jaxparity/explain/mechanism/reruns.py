@@ -41,9 +41,7 @@ def recompile(cause: Cause, ctx: Context, at_op: bool = True) -> CauseVerdict:
     if isinstance(outs, str):  # a re-run that fails tests nothing: the cause stands untested, never refuted
         return CauseVerdict(cause.id, cause.title, "not run", f"re-ran {spec}", f"the re-run failed ({outs})")
     rerun, result = ctx.measured(outs)
-    before, after = rerun.before, rerun.after
-    seen = (f"{ctx.path} differs from {ctx.baseline} in {before[0]} elements (max {before[1]} ULP, max abs "
-            f"{before[2]:.3g}); {spec} differs in {after[0]} (max {after[1]} ULP, max abs {after[2]:.3g})")
+    seen = ctx.seen(rerun, spec)
     status: Status = "confirmed" if result == ": parity restored" else "partly" if result == NARROWS else "refuted"
     if status != "confirmed" and at_op:  # judged at the op it names: the flag may fix that op and leave noise elsewhere
         found = at_the_op(cause, ctx, spec)
@@ -107,8 +105,7 @@ def baseline_flag_proof(cause: Cause, ctx: Context) -> tuple[Fix, str]:
     result = narrowing(before, after, distance(outs, ctx.base_out)[0] > 0)
     ideal = ctx.ideal_errors(ctx.path_out, outs)
     rerun = Rerun(before, after, OUTCOMES[result], ideal)
-    seen = (f"{ctx.path} differs from {ctx.baseline} in {before[0]} elements (max {before[1]} ULP, max abs "
-            f"{before[2]:.3g}); from {spec} in {after[0]} (max {after[1]} ULP, max abs {after[2]:.3g}){result}")
+    seen = ctx.seen(rerun, f"from {spec}", result, against="in")
     return Fix(kind, cause.fix, spec, after[0] == 0, seen, rerun=rerun), seen
 
 
