@@ -504,3 +504,42 @@ def test_a_served_graph_that_runs_where_the_instrumented_one_does_not_is_explain
     assert "converted into another model than the one served, which runs" in note
     assert "explained from the outputs only" in note
     assert e.causes  # judged at the outputs, not dropped
+
+
+def test_where_the_per_op_view_is_not_the_programs_the_artifacts_causes_still_read_it_and_say_so():
+    """Returning every intermediate can change what another compiler computes (IREE on Keras's MobileNetV3:
+    the instrumented module reproduces 79% of its output difference), so no op-level conclusion is drawn from
+    it. A kernel reproduced bit for bit on the op's captured inputs is still that kernel's arithmetic: with the
+    program's own view missing and no cause confirmed, the artifact's causes are decided on the instrumented
+    view (``mechanism.instrumented``), their evidence saying where they were seen."""
+    import jax
+
+    from jaxparity.explain.blame import blame_path
+    from jaxparity.explain.context import Context
+    from jaxparity.explain.localize import localize_path
+    from jaxparity.explain.mechanism import find_mechanism
+    from jaxparity.localize.program import flatten
+    from jaxparity.paths import make_path
+
+    case = load_case(f"{CASES}:make_bf16_matmul")
+    fn, args = case.fn, case.args
+    program, flat = flatten(fn, args), jax.tree_util.tree_leaves(args)
+    result = jaxparity.compare(fn, *args, paths=["eager", "iree"])
+    outs = {p.spec: [a for _, a in result._source["runs"][p.spec].outputs] for p in result.paths}
+    path, base = make_path("iree"), make_path("eager")
+    notes: list = []
+    view = localize_path(program, flat, path, base, outs["iree"], notes, {})
+    view = blame_path(view, fn, args, path, base, outs["iree"], outs["eager"], notes)
+    dtypes = {str(a.dtype) for a in program.avals.values() if hasattr(a, "dtype")}
+
+    def decided(instrumented):
+        ctx = Context(fn, tuple(args), path, base, outs["iree"], outs["eager"], "cpu", program, dtypes, None, None,
+                      {}, view.base_vals, flat, instrumented=instrumented)
+        return next(c for c in find_mechanism(ctx, {}) if c.cause == "narrow-accumulation")
+
+    assert decided(None).status != "confirmed"  # no op-level view: the op's evidence is not read
+    v = decided((view.localization, view.path_vals))
+    assert v.status == "confirmed", v
+    assert v.evidence.startswith("seen in the per-op values of the module that returns every intermediate (iree "
+                                 "computes it otherwise than the model it serves"), v.evidence
+    assert "reproduces its values bit for bit" in v.evidence and v.proof is not None and v.proof.verified

@@ -57,6 +57,10 @@ class Context:
     # as "PATH [LABEL]".
     models: dict[str, Callable[..., Any]] = dataclasses.field(default_factory=dict)
     path_vals: OpValues | None = None  # the path's per-op values of the case
+    # Where those per-op values are not the program's (returning every intermediate changed the path's
+    # outputs, so ``localization`` and ``path_vals`` are None): what they showed, kept for the causes the
+    # runtime's own artifact decides (``mechanism.instrumented``).
+    instrumented: tuple[Localization, OpValues] | None = None
     notes: list[str] = dataclasses.field(default_factory=list)  # what the experiments add to the report
     memo: dict[str, Any] = dataclasses.field(default_factory=dict)
     ahead: dict[str, Any] = dataclasses.field(default_factory=dict)  # spec -> its re-run started ahead (a Future)

@@ -78,11 +78,14 @@ def explain_path(
     dtypes = {str(a.dtype) for a in program.avals.values() if hasattr(a, "dtype")}
     ctx = Context(fn, tuple(args), mine, theirs, list(path_out), list(base_out), mine.device(), program, dtypes,
                   None if view.unsound else view.localization, seen.fingerprint, {}, view.base_vals, flat_args,
-                  path_vals=None if view.unsound else view.path_vals, notes=list(notes), memo=view.memo)
+                  path_vals=None if view.unsound else view.path_vals, notes=list(notes), memo=view.memo,
+                  instrumented=(view.localization, view.path_vals) if view.unsound and view.localization is not None
+                  and view.path_vals is not None else None)
     if models is not None:
         ctx.models = models  # the caller sees every model change tried (to re-run them on other paths)
     if contexts is not None:  # without the per-op values (held by the caller till every path is explained)
-        contexts[str(path)] = dataclasses.replace(ctx, base_vals=None, path_vals=None, memo={}, ahead={})
+        contexts[str(path)] = dataclasses.replace(ctx, base_vals=None, path_vals=None, memo={}, ahead={},
+                                                  instrumented=None)
     causes = find_mechanism(ctx, keep)
     rounding = _rounding(ctx, causes, view.localization, notes)
     fixes = verify_fixes(ctx, causes)

@@ -26,12 +26,14 @@ def _floor(leaf: Any) -> float | None:
     return None if err is None else float(err.max_abs)
 
 
-def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> str | None:
+def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False, kept: bool = False) -> str | None:
     """One sentence: the path's difference from the baseline against the model's own rounding noise (the
     baseline's distance to the f64 ideal, output by output); None where the path did not run. ``lead``:
     the divergence that carries the difference; where the path departs there from what the program
     declares, a difference of the noise's size is still not called noise. ``amplified``: blame found an op
-    that amplifies small differences; where the noise floor is then large against the values, that is said."""
+    that amplifies small differences; where the noise floor is then large against the values, that is said.
+    ``kept``: the baseline keeps the declared rounding where the path departs (seen in per-op values that are
+    not the program's own: no op is named), so its distance from the ideal is not called an error."""
     leaves = [lf for lf in getattr(p, "leaves", ()) if lf.diff is not None and not lf.diff.bitwise_equal]
     if not leaves:
         return None
@@ -65,7 +67,7 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False) -> 
     # Where the path departs from the declared rounding at the op below and the baseline keeps it, the baseline's
     # distance from the ideal is the program's own rounding, however far many layers of it carry (a deep bf16
     # network): not an error of the baseline's.
-    declared = departs is not None and departs == p.spec
+    declared = kept or (departs is not None and departs == p.spec)
     if r < 2 and scale and floor > ROUNDING_SHARE * scale and settled and not declared:
         # The baseline's own distance from the ideal is no rounding: a flipped decision, a wrong value. It is no
         # noise floor to judge the path by, whatever the ratio.
@@ -357,7 +359,10 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     unseen = loc is not None and loc.perturbed and bool(loc.local)  # per-op values not the program's own
     # an op of a perturbed capture says nothing about the program the path runs: the triage names none
     lead = loc.lead if loc is not None and not unseen else None
-    t = triage(p, e.baseline, lead, amplified) if p is not None else None
+    # the baseline's own per-op values are its own whatever the path's capture did: where it keeps the declared
+    # rounding at the divergence that carries the difference, its distance from the ideal is the program's
+    kept = loc is not None and loc.lead is not None and loc.lead.declared_side == "baseline"
+    t = triage(p, e.baseline, lead, amplified, kept) if p is not None else None
     if getattr(e, "rounding", None) is not None:
         leaves = [lf.name for lf in getattr(p, "leaves", ())] if p is not None else []
         name = leaves[e.rounding.output] if e.rounding.output < len(leaves) else "out"

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..context import Context
 from ..verdicts import CauseVerdict
 from .decide import decide_causes, start_ahead
+from .instrumented import on_instrumented
 from .layer import at_fault
 
 __all__ = ["find_mechanism"]
@@ -20,6 +21,6 @@ def find_mechanism(ctx: Context, keep: dict) -> list[CauseVerdict]:
     for started ahead on threads where they run in a process of their own."""
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="jaxparity-rerun") as pool:
         start_ahead(ctx, pool)
-        causes = decide_causes(ctx)
+        causes = on_instrumented(ctx, decide_causes(ctx))
         ctx.settle()  # a re-run started ahead that no experiment needed still ends here
     return at_fault(causes, ctx, keep)
