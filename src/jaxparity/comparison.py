@@ -228,17 +228,15 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
     than the baseline's is explained from both sides' per-op values aligned by provenance (``explain.across``).
     A string where the worker failed."""
     from .explain.across import explain_across
-    from .paths import without_env
-
     from .explain.pipeline import share_across
+    from .paths import without_env
 
     env = spec_env(result.baseline)
     paths = _to_explain(result)
     here = [p for p in paths if spec_env(p) == env]
     found: dict[str, Any] = {}
     if here:
-        for spec, e in _explained_by_lanes(runners, result, runs, here).items():
-            found[spec] = e
+        found.update(_explained_by_lanes(runners, result, runs, here))
         where = () if env is None else (f"explained in environment {env} ({runners.describe(env)}), where it ran",)
         shared = share_across([found[p] for p in here], [[a for _, a in runs[p].outputs or ()] for p in here])
         for spec, e in zip(here, shared):
@@ -274,8 +272,11 @@ def _explained_by_lanes(runners: Runners, result: ComparisonResult, runs: dict[s
     found: dict[str, Any] = {}
 
     def explain(worker: Any, group: list[str]) -> None:
-        explained = worker.explain([(s, runs[bare[s]].outputs) for s in group], without_env(result.baseline),
-                                   runs[result.baseline].outputs, agreeing, list(bare))
+        try:
+            explained = worker.explain([(s, runs[bare[s]].outputs) for s in group], without_env(result.baseline),
+                                       runs[result.baseline].outputs, agreeing, list(bare))
+        except Exception as e:  # noqa: BLE001 - one lane's failure costs its own paths only
+            explained = f"{type(e).__name__}: {e}"
         if isinstance(explained, str):  # the worker died outside any re-run: the comparison stands, said per path
             explained = [PathExplanation(bare[s], result.baseline, f"{bare[s]} could not be explained: {explained}; "
                                          "its comparison above stands", None, None, None, (), ()) for s in group]
