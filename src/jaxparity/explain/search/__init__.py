@@ -77,7 +77,7 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
             k = sum(c.kind == "formulation" for c in cands)
             cands[k:k] = remapped
         for cand in cands:
-            label = f"{cand.name} rewritten"
+            label = f"{cand.name} at #{index} rewritten"  # one model per op: two carriers, two re-runs
             why = judge_on_inputs(cand, op, ins, position, mine, theirs) if ins is not None else (
                 None if cand.kind == "wider" else "no captured inputs to check it on")
             if why is not None:
@@ -141,13 +141,18 @@ def _by_primitive(ctx: Context, tried: list[Fix], budget: int) -> Fix | None:
     """Where no op could be singled out (the per-op view is not the program's, or changing one op did not
     do): each formulation of a primitive applied at every op of that primitive at once, judged first on the
     baseline's own inputs of each (the same math there), then re-run. The rewritten model is the program
-    bound primitive by primitive, so a converter sees no whole call either."""
+    bound primitive by primitive, so a converter sees no whole call either. Where the per-op view is the
+    program's, only primitives with an op that departs on its own inputs are tried."""
     from ...localize.localizer import _read
 
     if ctx.base_vals is None or budget <= 0:
         return None
     args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
     present = list(dict.fromkeys(op.info.primitive for op in ctx.program.ops if op.info.primitive in FORMULATIONS))
+    if ctx.localization is not None:  # the program's own per-op view: a primitive no op of which departs on its
+        # own inputs is computed alike on both sides, and no other formulation of it is owed
+        departing = {d.op.primitive for d in ctx.localization.local}
+        present = [p for p in present if p in departing]
     for primitive in present:
         ops = [op for op in ctx.program.ops if op.info.primitive == primitive]
         lines = sorted({op.info.user_source or op.info.source or "?" for op in ops})
