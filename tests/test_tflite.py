@@ -184,3 +184,28 @@ def test_a_converter_error_at_a_library_line_is_traced_to_the_users_line():
     assert hint is not None and hint.startswith(f"#{inside.info.index} {inside.info.primitive} at ")
     assert "test_tflite.py:" in hint and "flax" not in hint
     assert located_hint(fn, args, "error: no line named here") is None
+
+
+def _conv(x, k):  # a library's line: the conv the model calls, through it
+    return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def test_a_refusal_at_a_line_that_creates_no_op_of_its_kind_names_the_ops_created_there():
+    """Keras's MobileNetV3 on TFLite: "keras/src/backend/jax/nn.py:762: failed to legalize 'tfl.transpose'"
+    (TensorFlow lowers the bf16 convolution through transposes): no transpose is created at that line, so the
+    ops that are, the first with its module and the count of the others, are named."""
+    from jaxparity.localize.program import flatten
+    from jaxparity.localize.refusals import line_hint, located_hint
+
+    def fn(x, k1, k2):
+        return _conv(_conv(x, k1), k2)
+
+    args = (jnp.ones((1, 4, 4, 2), jnp.bfloat16), jnp.ones((3, 3, 2, 2), jnp.bfloat16),
+            jnp.ones((3, 3, 2, 2), jnp.bfloat16))
+    convs = [op.info for op in flatten(fn, args).ops if op.info.primitive == "conv_general_dilated"]
+    message = f"{convs[0].source}:13: error: failed to legalize operation 'tfl.transpose' that was explicitly marked"
+    assert located_hint(fn, args, message) is None  # no op of the kind named there
+    hint = line_hint(fn, args, message)
+    assert hint == f"{convs[0].source} creates #{convs[0].index} conv_general_dilated and 1 more op " \
+                   "(conv_general_dilated)", hint
+    assert line_hint(fn, args, "error: no line named here") is None

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["converted_from", "located_hint", "primitive_hint", "random_hint", "refusal_hint"]
+__all__ = ["converted_from", "line_hint", "located_hint", "primitive_hint", "random_hint", "refusal_hint"]
 
 
 _PRIMITIVES = ("div", "rem", "gather")  # where ``interpreter.variants.refusable`` looks
@@ -151,6 +151,39 @@ def located_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | Non
     op = ranked[0]
     module = f", in {op.info.name_stack}" if op.info.name_stack else ""
     return f"#{op.info.index} {op.info.primitive} at {op.info.user_source}{module}"
+
+
+def line_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:
+    """Where the converter names a line but no op of the kind it names was created there (TensorFlow lowers a
+    convolution through transposes, and refuses the 'tfl.transpose'), the ops the program creates at that
+    line, with the module of the first: "keras/src/backend/jax/nn.py:762 creates #2 conv_general_dilated (in
+    conv) and 51 more ops (conv_general_dilated)"; None where the program creates none there."""
+    import re
+
+    from .program import flatten
+
+    named = {(os.path.basename(f), int(n)) for f, n in re.findall(r'([\w.-]+\.py)"?:(\d+)', message)}
+    if not named:
+        return None
+    try:
+        program = flatten(fn, args)
+    except Exception:  # noqa: BLE001 - a courtesy: never hide the converter's own message
+        return None
+
+    def at(src: str | None) -> bool:
+        file, _, line = (src or "").rpartition(":")
+        return line.isdigit() and (os.path.basename(file), int(line)) in named
+
+    ops = [op.info for op in program.ops if at(op.info.source)]
+    if not ops:
+        return None
+    first = ops[0]
+    module = f" (in {first.name_stack})" if first.name_stack else ""
+    more = ""
+    if len(ops) > 1:
+        kinds = ", ".join(dict.fromkeys(op.primitive for op in ops[1:]))
+        more = f" and {len(ops) - 1} more op{'s' if len(ops) > 2 else ''} ({kinds})"
+    return f"{first.source} creates #{first.index} {first.primitive}{module}{more}"
 
 
 def primitive_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:

@@ -322,10 +322,12 @@ class TFLitePath(Path):
             model = converter.convert()
         except Exception as e:
             message = "TFLite cannot convert this model: " + "\n".join(_converter_lines(e))
-            from ..localize.refusals import located_hint
+            from ..localize.refusals import line_hint, located_hint
 
             if (yours := located_hint(fn, args, message)) is not None:
                 message += f"\n(the op the converter names, in your code: {yours})"
+            elif (there := line_hint(fn, args, message)) is not None:  # no op of the kind it names at that line
+                message += f"\n(the line the converter names: {there})"
             narrow = _narrow_float_dtypes(fn, args)
             if narrow:
                 message += (f"\n(the model computes in {' and '.join(narrow)}; TFLite's built-in ops have no "
