@@ -264,3 +264,40 @@ def test_a_baseline_that_keeps_the_declared_rounding_is_not_called_wrong():
     lead = SimpleNamespace(unrounded_by=lambda path, base: None, declared_side="baseline")
     said = triage(p, "eager", lead)
     assert "error rather than rounding" not in said and "iree departs from the declared rounding" in said, said
+
+
+def _count_to_one(step):
+    """Adds ``step`` until the sum reaches 1: in bfloat16 the running sum rounds, so the loop stops at another
+    count than in float64 (0.01: 94 iterations against 100)."""
+    return jax.lax.while_loop(lambda c: c[0] < 1, lambda c: (c[0] + step, c[1] + 1),
+                              (jnp.zeros((), step.dtype), jnp.int32(0)))
+
+
+def test_an_ideal_that_takes_other_loop_decisions_is_no_noise_floor():
+    """The diffrax neural ODE: its adaptive step-size controller accepts other steps in float64 (10 iterations
+    of its while loop against 7), so every path is 18,032 ULP from the ideal. That distance is another
+    computation's, not rounding: the f64 row says which loop, neither side is called closer, and the triage
+    judges no difference against it."""
+    from types import SimpleNamespace
+
+    from jaxparity.paths.reference import IDEAL_OTHER_DECISIONS
+    from jaxparity.report.brief import triage
+
+    r = jaxparity.compare(_count_to_one, jnp.asarray(0.01, jnp.bfloat16), paths=["eager", "jit", "f64"])
+    (note,) = [n for n in r.path("f64").notes if n.startswith(IDEAL_OTHER_DECISIONS)]
+    assert "runs 100 iterations in float64 and 94 with each op rounded to its declared dtype" in note, note
+    assert "test_ideal_constants.py:" in note
+    leaves = r.path("jit").leaves
+    assert all(lf.ideal_decides_otherwise and lf.closer_to_f64 is None for lf in leaves)
+    valid_result(json.loads(r.to_json()))
+    # a difference judged against that ideal: no floor
+    ideal = {"out": np.full(4, 1.0)}
+    leaf = _leaf("out", {"out": np.full(4, 0.95, np.float32)}, {"out": np.full(4, 0.9, np.float32)}, ideal, False,
+                 Tolerance(), None, False, None, True)
+    said = triage(SimpleNamespace(spec="jit", leaves=[leaf]), "eager")
+    assert said.startswith("out differs from eager by up to") and "no noise floor to judge it by: the f64 ideal " \
+        "takes other loop or branch decisions" in said, said
+    # the same loop where every decision is the same (float32, 0.3: 4 iterations either way): nothing said
+    same = jaxparity.compare(_count_to_one, jnp.asarray(0.3, jnp.float32), paths=["eager", "f64"])
+    assert not any(n.startswith(IDEAL_OTHER_DECISIONS) for n in same.path("f64").notes)
+    assert not any(lf.ideal_decides_otherwise for p in same.paths for lf in p.leaves)

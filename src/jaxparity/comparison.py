@@ -26,7 +26,7 @@ from .execution.inprocess import run_in_process
 from .metrics import Tolerance, UnsupportedDtype, diff_leaf, dtype_class, reference_error
 from .rounding import round_to_dtype
 from .paths import DEFAULT_BASELINE, DEFAULT_PATHS, make_path, spec_env
-from .paths.reference import IDEAL_UNDEFINED
+from .paths.reference import IDEAL_OTHER_DECISIONS, IDEAL_UNDEFINED
 from .execution.runners import Runners
 from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
 
@@ -497,6 +497,10 @@ def build_result(
     ideal_out = dict(ideal.outputs) if ideal and ideal.status == "ok" and ideal.outputs else {}
     # An integer x / 0 in the program: no ideal there, so no side is nearer it (the ideal run says why).
     judge_ideal = not (ideal and any(n.startswith(IDEAL_UNDEFINED) for n in ideal.notes))
+    # Loops and branches that go otherwise in float64: the ideal is another computation, so neither side is
+    # nearer it, and the baseline's distance from it is no rounding noise floor (the ideal run says which).
+    decides = bool(ideal and any(n.startswith(IDEAL_OTHER_DECISIONS) for n in ideal.notes))
+    judge_ideal = judge_ideal and not decides
     # Constants the program rounded at trace time: how far the ideal itself moves, output by output.
     uncertainty = ideal.ideal_uncertainty if ideal and ideal.status == "ok" else None
     moved = uncertainty.moved if uncertainty is not None else {}
@@ -525,7 +529,7 @@ def build_result(
             else:
                 try:
                     leaves = [_leaf(name, dict(outputs), dict(base.outputs), ideal_out, spec == baseline, tolerance,
-                                    rules.get(name), judge_ideal, moved.get(name)) for name, _ in outputs]
+                                    rules.get(name), judge_ideal, moved.get(name), decides) for name, _ in outputs]
                     verdict = _verdict(leaves) if spec != baseline else "baseline"
                 except UnsupportedDtype as e:  # never "equal" for values nothing can measure
                     leaves, verdict, message = [], "error", f"cannot compare its outputs: {e}"
@@ -570,12 +574,13 @@ def build_result(
 
 def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray], ideal: dict[str, np.ndarray],
           is_baseline: bool, tolerance: Tolerance, rule: OutputRule | None, judge_ideal: bool = True,
-          moved: float | None = None) -> LeafResult:
+          moved: float | None = None, decides: bool = False) -> LeafResult:
     """One output leaf against the baseline's and the ideal's; with a ``rule``, each pair is first
     brought to the canonical form the math defines (eigenvectors up to sign...). ``judge_ideal`` False: the
     ideal is undefined somewhere (``IDEAL_UNDEFINED``), so neither side is called closer to it. ``moved``: how
     far the ideal of this output moves with the program's rounded constants replaced (``ideal.constants``);
-    where the two sides' errors against it differ by no more, neither is called closer either."""
+    where the two sides' errors against it differ by no more, neither is called closer either. ``decides``: the
+    ideal takes other loop and branch decisions than the program (``IDEAL_OTHER_DECISIONS``)."""
     got = outputs[name]
     kind = dtype_class(got.dtype)  # raises UnsupportedDtype first, whatever the baseline says
     how = None
@@ -612,6 +617,7 @@ def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray]
         rule=how,
         ideal_uncertain_by=uncertain,
         ideal_moves_by=moved if moved else None,
+        ideal_decides_otherwise=decides and numeric,
     )
 
 

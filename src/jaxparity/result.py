@@ -102,6 +102,10 @@ class LeafResult:
     # How far the f64 ideal of this output moves with the constants the program rounded at trace time replaced
     # by the short rationals they round (``ideal.constants``), judged or not; None where nothing was measured.
     ideal_moves_by: float | None = None
+    # The f64 ideal takes other loop and branch decisions than the program (an adaptive solver accepts other
+    # steps): it computes another program, so neither side is called closer to it, and the baseline's distance
+    # from it is no rounding noise floor.
+    ideal_decides_otherwise: bool = False
 
 
 @dataclass(frozen=True)

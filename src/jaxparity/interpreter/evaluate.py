@@ -46,11 +46,15 @@ Hook = Callable[[EqnEvent], None] | None
 # Values read instead of the program's own literals and consts, by the id of the Literal or constvar
 # (``evaluate_jaxpr(constants=...)``), in this semantics' representation.
 _CONSTANTS: ContextVar[Mapping[int, Any] | None] = ContextVar("constants", default=None)
+# The control-flow decisions taken, in the order they complete, where the caller records them
+# (``evaluate_jaxpr(decisions=...)``): ("while", its line, iterations) and ("cond", its line, branch index).
+_DECISIONS: ContextVar[list[tuple[str, str, int]] | None] = ContextVar("decisions", default=None)
 
 
 def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], *,
                    mode: Mode | Semantics, on_eqn: Hook = None,
-                   constants: Mapping[int, Any] | None = None) -> list[np.ndarray]:
+                   constants: Mapping[int, Any] | None = None,
+                   decisions: list[tuple[str, str, int]] | None = None) -> list[np.ndarray]:
     """Evaluate `closed_jaxpr` on `args` in `mode` (a string or a :class:`Semantics`);
     returns the outputs as numpy arrays.
 
@@ -60,12 +64,14 @@ def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], 
     ``constants`` replaces literals and consts, nested jaxprs' included: ``{id(literal or constvar):
     value}``, each value taken as is (a float64 value is not rounded to the declared dtype first):
     what the ideal would be had the program held other constants (``ideal.constants``).
+    ``decisions``, when given, receives each while loop's iteration count and each cond's branch, in the
+    order they complete: where two semantics take other decisions they compute other programs.
     """
     sem = _semantics(mode)
     jaxpr = closed_jaxpr.jaxpr
     if len(args) != len(jaxpr.invars):
         raise ValueError(f"expected {len(jaxpr.invars)} arguments, got {len(args)}")
-    token = _CONSTANTS.set(constants)
+    token, taken = _CONSTANTS.set(constants), _DECISIONS.set(decisions)
     try:
         with _x64(True):
             # Converted when first read, freed after their last use (``_eval_jaxpr``): a model's weights are
@@ -73,6 +79,7 @@ def evaluate_jaxpr(closed_jaxpr: jcore.ClosedJaxpr, args: Sequence[np.ndarray], 
             return _eval_jaxpr(jaxpr, closed_jaxpr.consts, args, sem, 0, on_eqn, "<unknown>", coerce_args=True)
     finally:
         _CONSTANTS.reset(token)
+        _DECISIONS.reset(taken)
 
 
 def evaluate_eqn(eqn: jcore.JaxprEqn, inputs: Sequence[Any], *, mode: Mode | Semantics = "declared",
@@ -213,7 +220,21 @@ def _eval_eqn(eqn: jcore.JaxprEqn, invals: list, sem: Semantics, depth: int, hoo
     if name in _CALL_PARAM:  # recurse (never bind) so that every inner op is rounded
         outs = run(eqn.params[_CALL_PARAM[name]], invals)
     elif name in _RECURSE:
-        outs = _RECURSE[name](eqn.params, invals, run)
+        taken = _DECISIONS.get() if name in ("while", "cond") else None
+        if taken is None:
+            outs = _RECURSE[name](eqn.params, invals, run)
+        elif name == "cond":
+            taken.append(("cond", where, int(np.clip(np.asarray(invals[0]), 0, len(eqn.params["branches"]) - 1))))
+            outs = _cond(eqn.params, invals, run)
+        else:
+            body, count = eqn.params["body_jaxpr"], [0]
+
+            def counted(j: Any, vals: list) -> list:
+                count[0] += j is body
+                return run(j, vals)
+
+            outs = _while(eqn.params, invals, counted)
+            taken.append(("while", where, count[0]))
     elif _has_jaxpr(eqn.params) and name not in _COMBINER_PARAMS:
         raise InterpretError(f"cannot evaluate {name} at {where}: primitive carries a "
                              "sub-jaxpr and the interpreter has no rule for it")

@@ -47,6 +47,12 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False, kep
         lf = huge[0]
         return (f"a real divergence: {lf.name} has inf where {baseline} has a finite value, or the reverse "
                 f"({lf.diff.n_differ} of {lf.diff.size} elements differ)")
+    other = [lf for lf in leaves if getattr(lf, "ideal_decides_otherwise", False)]
+    if other:
+        worst = max(other, key=lambda lf: lf.diff.max_abs)
+        return (f"{worst.name} differs from {baseline} by up to {fmt(worst.diff.max_abs)}; no noise floor to judge it "
+                "by: the f64 ideal takes other loop or branch decisions than the program (the f64 row says which), "
+                f"so {baseline}'s distance from it is not rounding")
     maybe_floors = [(lf, _floor(lf)) for lf in leaves]
     if any(f is None for _, f in maybe_floors):
         worst = max(leaves, key=lambda lf: lf.diff.max_abs)
