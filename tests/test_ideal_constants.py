@@ -301,3 +301,12 @@ def test_an_ideal_that_takes_other_loop_decisions_is_no_noise_floor():
     same = jaxparity.compare(_count_to_one, jnp.asarray(0.3, jnp.float32), paths=["eager", "f64"])
     assert not any(n.startswith(IDEAL_OTHER_DECISIONS) for n in same.path("f64").notes)
     assert not any(lf.ideal_decides_otherwise for p in same.paths for lf in p.leaves)
+    # explain's own output-level noise check takes no floor from it either
+    from jaxparity.explain.triage import within_own_noise
+    from jaxparity.localize.program import flatten
+
+    step = jnp.asarray(0.01, jnp.bfloat16)
+    outs = [np.asarray(x) for x in jax.tree_util.tree_leaves(_count_to_one(step))]
+    program = flatten(_count_to_one, (step,))
+    assert within_own_noise(outs, outs, program, [step])  # measured against the ideal alone: "noise"
+    assert not within_own_noise(outs, outs, program, [step], _count_to_one, (step,))

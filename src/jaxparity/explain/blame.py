@@ -60,7 +60,7 @@ def blame_path(view: OpView, fn: Callable[..., Any], args: tuple, path: Path, ba
                          f"element{'s' if already > 1 else ''}: their values depend on how the program is compiled, "
                          f"e.g. a read out of bounds); the divergences seen in its per-op values reproduce "
                          f"{together:.0%} of its output difference: judged by them")
-        elif (within := within_own_noise(path_out, base_out, program, flat_args)) and (together or 0) >= PARTLY:
+        elif (within := within_own_noise(path_out, base_out, program, flat_args, fn, args)) and (together or 0) >= PARTLY:
             notes.append(f"{seen}; the divergences seen in its per-op values reproduce {together:.0%} of its "
                          "own output difference, and its outputs are within twice the model's own rounding noise: "
                          "judged by them as far as they go")

@@ -18,10 +18,15 @@ __all__ = ["moved_where_differing", "unstable", "within_own_noise"]
 
 
 def within_own_noise(path_out: Sequence[np.ndarray], base_out: Sequence[np.ndarray], program: FlatProgram,
-                     flat_args: Sequence[Any]) -> bool:
+                     flat_args: Sequence[Any], fn: Any = None, args: tuple = ()) -> bool:
     """Is every output of the path within twice the baseline's own distance from the f64 ideal (the model's
-    own rounding noise)? An output-level fact, whatever the per-op values show."""
+    own rounding noise)? An output-level fact, whatever the per-op values show. Not where the ideal of ``fn``
+    takes other loop or branch decisions than the program (``ideal.decisions``): its distance is no floor."""
+    from ..ideal.decisions import decides_otherwise
     from ..localize.values import program_values
+
+    if fn is not None and decides_otherwise(fn, args):
+        return False
 
     try:
         ideal = program_values(program, "f64", flat_args).outputs

@@ -67,35 +67,17 @@ class F64Path(DeclaredPath):
         return out
 
     def _other_decisions(self, closed: Any, leaves: list, ideal: list[tuple[str, str, int]]) -> None:
-        """Where the program's loops and branches go otherwise in float64 than with each op rounded to its
-        declared dtype (an adaptive solver accepts other steps, a loop stops at another count), the ideal
-        computes another program: its distance from any path is not rounding alone. Said in a note
-        beginning ``IDEAL_OTHER_DECISIONS``."""
-        from ..interpreter import evaluate_jaxpr
-        from ..localize.program import _relative
+        """Where the program's loops and branches go otherwise in float64 than as declared (``ideal.decisions``),
+        said in a note beginning ``IDEAL_OTHER_DECISIONS``."""
+        from ..ideal.decisions import other_decisions
 
-        declared: list[tuple[str, str, int]] = []
         try:
-            evaluate_jaxpr(closed, leaves, mode="declared", decisions=declared)
+            said = other_decisions(closed, leaves, ideal)
         except Exception:  # noqa: BLE001 - a note the ideal stands without
             return
-        if declared == ideal:
-            return
-        first = next((i for i, (a, b) in enumerate(zip(ideal, declared)) if a != b), min(len(ideal), len(declared)))
-        if first < min(len(ideal), len(declared)):
-            kind, where, mine = ideal[first]
-            file, sep, rest = where.partition(".py:")  # "/…/site-packages/equinox/….py:271:11 (fn)"
-            where = f"{_relative(file + '.py')}:{rest.split(' ')[0].rsplit(':', 1)[0]}" if sep else where
-            theirs = declared[first][2]
-            said = (f"the while loop at {where} runs {mine} iteration{'s' if mine != 1 else ''} in float64 and "
-                    f"{theirs} with each op rounded to its declared dtype" if kind == "while" else
-                    f"the cond at {where} takes branch {mine} in float64 and {theirs} with each op rounded to its "
-                    "declared dtype")
-        else:
-            said = (f"the program takes {len(ideal)} loop and branch decisions in float64 and {len(declared)} with "
-                    "each op rounded to its declared dtype")
-        self.notes.append(f"{IDEAL_OTHER_DECISIONS}: {said} (the first of the decisions that differ): a path's "
-                          "distance from the ideal is that of another computation, not its rounding alone")
+        if said is not None:
+            self.notes.append(f"{IDEAL_OTHER_DECISIONS}: {said} (the first of the decisions that differ): a path's "
+                              "distance from the ideal is that of another computation, not its rounding alone")
 
     def _measure_constants(self, closed: Any, leaves: list, outs: list, names: list[str]) -> None:
         """How far the ideal moves with the program's rounded constants replaced (``ideal_uncertainty``)."""

@@ -43,7 +43,7 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
     from ..triage import within_own_noise
 
     wrong = _one_side_wrong(ctx)
-    if not wrong and within_own_noise(ctx.path_out, ctx.base_out, ctx.program, ctx.flat_args):
+    if not wrong and within_own_noise(ctx.path_out, ctx.base_out, ctx.program, ctx.flat_args, ctx.fn, ctx.args):
         return [], []  # the outputs are as far apart as the model's own rounding: no change is owed
     tried: list[Fix] = []
     for alternative, words in ctx.path.alternatives():
