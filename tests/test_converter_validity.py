@@ -48,6 +48,11 @@ def test_an_output_declared_other_than_inferred_is_named_in_dtypes_not_numbers()
     (node,) = rejected(model)[1]
     assert node.op_type == "ReduceMean" and node.outputs == ("float32",) and node.inputs[0] == "bfloat16"
     assert "(bfloat16) vs (float32)" in node.what, node.what
+    # the checker's own text may go on after the second code (a miniGPT's Reshape): both are named
+    from jaxparity.paths.onnx_check import _named_types
+
+    said = _named_types("elem type differs from existing elem type: (16) vs (1)\n\n==> Context: Bad node spec")
+    assert said.startswith("elem type differs from existing elem type: (bfloat16) vs (float32)\n"), said
 
 
 def test_the_rejected_node_is_placed_at_the_op_its_recorded_call_converted():

@@ -140,7 +140,7 @@ def _named_types(text: str) -> str:
         except (KeyError, TypeError, ValueError):
             return m[0]
 
-    return re.sub(r"\((\d+)\)(?= vs |$|\s*[.;,])", name, text)
+    return re.sub(r"\((\d+)\)(?= vs |\s*$|\s*[.;,\n])", name, text)  # "... (1)\n\n==> Context": the last
 
 
 def _all_nodes(graph: Any) -> list[tuple[Any, Any]]:

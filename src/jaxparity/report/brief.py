@@ -240,8 +240,10 @@ def blame_line(loc: Any, notes: Sequence[str] = (), tested: bool = False) -> lis
         lines.append(f"no divergence found carries the output difference: together they reproduce {_pct(b.together)} "
                      "of it")
     if b.noise:
-        lines.append(f"{len(b.noise)} other ops depart on their own but carry none of it (noise)" if len(b.noise) > 1
-                     else "1 other op departs on its own but carries none of it (noise)")
+        # each measured alone below ``localize.blame.CARRIES`` (5%): a share that small, not nothing (and not
+        # said to be rounding: they may depart as the carriers do)
+        lines.append(f"{len(b.noise)} other ops depart on their own, each carrying under 5% of it alone"
+                     if len(b.noise) > 1 else "1 other op departs on its own, carrying under 5% of it alone")
     if b.unmeasured:
         lines.append(f"{b.unmeasured} more were not replayed alone ({b.why_unmeasured}; --verbose)")
     return lines

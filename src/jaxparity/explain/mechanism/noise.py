@@ -93,7 +93,7 @@ def carried_noise(cause: Cause, ctx: Context, loc: Localization) -> CauseVerdict
     others = len(loc.local) - len(named)
     if blamed:
         found = (f"the {len(named)} divergences that carry the output difference (together {b.together:.0%} of "
-                 f"it) are rounding only: {shown}" + (f"; the other {others} carry none of it" if others else ""))
+                 f"it) are rounding only: {shown}" + (f"; the other {others} each carry under 5% of it alone" if others else ""))
     else:
         found = (f"all {len(how)} local divergences are rounding only ({shown}); together they reproduce "
                  f"{b.together:.0%} of the output difference, the rest arises where per-op values cannot be "
