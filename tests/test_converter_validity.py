@@ -184,3 +184,21 @@ def test_tflites_refusal_of_a_bf16_take_names_the_gather():
         message = result.path("tflite").message
         assert "'tfl.gather_nd'" in message, message
         assert f"in your code: #{gather.index} gather at " in message, message
+
+
+def test_a_whole_call_placed_by_output_types_alone_names_no_unrelated_op():
+    """jax2onnx records a miniGPT's nnx.linear_general as float32 where the program computes it in bfloat16; the
+    first float32 op of that shape is a LayerNorm's upcast a block later, which was named ("#191
+    convert_element_type (nnx.linear_general)"). Without an op of what the rejected node computes in the call's
+    span, only the call is named; with one (a MatMul's dot_general), that op."""
+    from jaxparity.paths.onnx_check import _op_of
+
+    def fn(x, w):
+        h = x @ w.astype(jnp.bfloat16)
+        return jnp.tanh(h.astype(jnp.float32))
+
+    args = (jnp.ones((2, 4), jnp.bfloat16), jnp.ones((4, 4), jnp.float32))
+    call = {"sequence_id": 0, "primitive_name": "nnx.linear", "outputs_aval": [[[2, 4], "float32", "ShapedArray"]]}
+    assert _op_of(call, [call], "Reshape", fn, args) is None
+    op = _op_of(call, [call], "MatMul", fn, args)
+    assert op is not None and op.primitive == "dot_general"

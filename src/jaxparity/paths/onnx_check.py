@@ -113,7 +113,7 @@ def _sentence(f: Fault) -> str:
         text += (f": node {f.node} ({f.op_type}, {', '.join(f.node_inputs) or 'no inputs'} -> "
                  f"{', '.join(f.node_outputs) or 'no outputs'}): {f.what}")
         if f.primitive is not None:
-            whole = f" ({f.call})" if f.call and f.call.rsplit(".", 1)[-1] != f.primitive else ""
+            whole = f" ({f.call})" if f.call and f.primitive not in (f.call, f.call.rsplit(".", 1)[-1]) else ""
             at = f" at {f.source}" if f.source else ""
             module = f", in {f.name_stack}" if f.name_stack else ""
             text += f"; it converts {f'#{f.op} ' if f.op is not None else ''}{f.primitive}{whole}{at}{module}"
@@ -210,7 +210,8 @@ def _op_of(call: dict[str, Any], calls: Sequence[dict[str, Any]], op_type: str, 
     """The op of the program's per-op view (``localize.program.flatten``) that ``call`` converted: the recorded
     calls aligned with the program's ops in order, a primitive's call with the next op of that primitive and
     output types, a whole call (jax.numpy.einsum) with the ops up to the next one giving its output types; of
-    those, the op that computes what ``op_type`` does, else the last. None where it cannot be placed."""
+    those, the op that computes what ``op_type`` does (a primitive's call: that op). None where it cannot be
+    placed."""
     from ..localize.program import flatten
 
     try:
@@ -229,6 +230,11 @@ def _op_of(call: dict[str, Any], calls: Sequence[dict[str, Any]], op_type: str, 
         span = ops[cursor:end + 1] if "." in name else [ops[end]]
         if c is call:
             wanted = _COMPUTES.get(op_type, ())
-            return next((op for op in reversed(span) if op.primitive in wanted), span[-1])
+            found = next((op for op in reversed(span) if op.primitive in wanted), None)
+            # A whole call is placed by its output types alone, which another op may share (jax2onnx records an
+            # nnx.linear_general as float32 where the program computes it in bfloat16, and the first float32 op
+            # of that shape is a LayerNorm's upcast a block later): without an op of what the node computes in
+            # its span, no op is named, only the call.
+            return found if found is not None or "." in name else span[-1]
         cursor = end + 1
     return None
