@@ -310,3 +310,13 @@ def test_an_ideal_that_takes_other_loop_decisions_is_no_noise_floor():
     program = flatten(_count_to_one, (step,))
     assert within_own_noise(outs, outs, program, [step])  # measured against the ideal alone: "noise"
     assert not within_own_noise(outs, outs, program, [step], _count_to_one, (step,))
+
+
+def test_a_constant_used_at_several_lines_names_each():
+    """A miniGPT's LayerNorm epsilon, 1e-6 in bfloat16, used by layer_norm1 at line 40 and layer_norm2 at 42: both
+    lines are named, not the first alone."""
+    from jaxparity.ideal.constants import _lines
+
+    assert _lines(["m.py:40", "m.py:40", "m.py:42"]) == "m.py:40 and m.py:42"
+    assert _lines(["m.py:1", "m.py:2", "m.py:3", "m.py:4"]) == "m.py:1, m.py:2 and 2 more lines"
+    assert _lines([]) is None

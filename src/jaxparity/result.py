@@ -52,7 +52,7 @@ class RoundedConstant:
     interval: tuple[float, float]  # every value strictly inside rounds to ``value``
     alternatives: tuple[str, ...] = ()  # other short values that round to it ("1/127" beside "0.0079")
     uses: int = 1  # literals and consts of the program that hold it
-    where: str | None = None  # the user's line of its first use ("model.py:12")
+    where: str | None = None  # the user's lines of its uses ("model.py:12", "model.py:12 and model.py:30")
 
     def describe(self) -> str:
         """'0.007874 (bfloat16), which 0.0079, 1/127 or anything in [0.007843, 0.007904] rounds to (0.33% from

@@ -80,8 +80,19 @@ def _grouped(sites: list[Site]) -> tuple[RoundedConstant, ...]:
             value=value, dtype=dtype, short=sv.text, short_value=sv.value,
             relative_error=abs(value - sv.value) / abs(sv.value), interval=sv.interval,
             alternatives=sv.alternatives, uses=len(group),
-            where=next((s.where for s in group if s.where), None)))
+            where=_lines([s.where for s in group if s.where])))
     return tuple(sorted(out, key=lambda c: -c.relative_error))
+
+
+def _lines(wheres: list[str]) -> str | None:
+    """The distinct lines of a constant's uses: "model.py:40", "model.py:40 and model.py:42", "model.py:40,
+    model.py:42 and 3 more lines"."""
+    lines = list(dict.fromkeys(wheres))
+    if not lines:
+        return None
+    if len(lines) <= 2:
+        return " and ".join(lines)
+    return f"{lines[0]}, {lines[1]} and {len(lines) - 2} more line{'s' if len(lines) > 3 else ''}"
 
 
 def _moved(before: Any, after: Any) -> float:

@@ -242,11 +242,14 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
         parts.append(_Fit(t))
         parts.append(Text(blame_legend(b), style="italic"))
     if loc is not None:
-        shown = [d for d in loc.local if not d.within_noise_bound][:5] or list(loc.local[:5])
+        real = [d for d in loc.local if not d.within_noise_bound]
+        shown = real[:5] or list(loc.local[:5])
         if shown:
             opened = " and the loop bodies opened" if any(d.within for d in loc.local) else ""
+            left = len(real or loc.local) - len(shown)
             t = Table(title=f"first ops that diverge on their own ({len(loc.local)} among {loc.ops} ops{opened}; "
-                      f"{sum(d.within_noise_bound for d in loc.local)} are reduction noise)",
+                      f"{sum(d.within_noise_bound for d in loc.local)} are reduction noise"
+                      + (f"; the first {len(shown)} shown, {left} more in --json" if left else "") + ")",
                       title_justify="left", show_edge=False, header_style="bold", pad_edge=False)
             loops = any(d.within for d in shown)
             for col in ("#",) + (("in loop",) if loops else ()) + ("op", "module", "line", "max diff", "differ",

@@ -437,7 +437,7 @@ def _explanation_one(e: Any, result: Any = None) -> str:
         out.append(_table(f"cone-{sid}", "ops computed together where the difference arises (per-op values hide it)",
                           ["#", "op", "module", "line"], rows, {0}))
     if loc is not None:
-        shown = [d for d in loc.local if not d.within_noise_bound][:5] or list(loc.local[:5])
+        shown = [d for d in loc.local if not d.within_noise_bound] or list(loc.local)  # a report to attach: all
         if shown:
             noise = sum(d.within_noise_bound for d in loc.local)
             loops = any(d.within for d in shown)
