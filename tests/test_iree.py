@@ -287,3 +287,26 @@ def test_no_advice_beside_a_model_change_whose_rerun_changed_nothing(examples):
     assert any((f.spec or "").endswith("[fixed model]") and f.rerun is not None and f.rerun.outcome == "no change"
                for f in e.fixes), e.fixes
     assert "round_like_declared(fn) was tried and held" not in e.summary, e.summary
+
+
+def _attention(q, k, v):
+    return jax.nn.dot_product_attention(q, k, v)  # the user's line
+
+
+@needs_iree
+def test_a_refused_op_is_named_in_the_users_code_by_its_types():
+    """IREE refuses the bf16 dot_general of jax.nn.dot_product_attention (it carries a dot algorithm; found on
+    flax's NNX miniGPT): its diagnostic prints the op with its operand and result types, which place it in the
+    program as the user's op and line."""
+    import re
+
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(2, 16, 4, 8)), jnp.bfloat16)
+    result = jaxparity.compare(_attention, x, x, x, paths=["eager", "iree"])
+    p = result.path("iree")
+    assert p.status == "error" and "stablehlo.dot_general" in p.message, p.message
+    said = re.search(r"\(the op IREE refuses, in your code: #(\d+) dot_general at ([^,]+)", p.message)
+    assert said and said[2].endswith(f"test_iree.py:{_attention.__code__.co_firstlineno + 1}"), p.message
+    from jaxparity.localize.program import flatten
+
+    op = flatten(_attention, (x, x, x)).ops[int(said[1])]
+    assert op.info.primitive == "dot_general" and op.eqn.params.get("preferred_element_type") is not None

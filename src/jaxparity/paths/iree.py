@@ -78,6 +78,44 @@ def stablehlo(fn: Callable[..., Any], args: tuple) -> str:
     return module.operation.get_asm(enable_debug_info=False)
 
 
+_TYPE = re.compile(r"tensor<((?:\d+x)*)(\w+)>")
+_MLIR_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "i1": "bool",
+                "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "ui8": "uint8", "ui32": "uint32"}
+
+
+def _jax_type(mlir: str) -> str:
+    """'tensor<2x16x4x8xbf16>' -> 'bfloat16[2,16,4,8]', as the per-op view writes a value's type."""
+    m = _TYPE.fullmatch(mlir.strip())
+    if m is None:
+        return mlir
+    return f"{_MLIR_DTYPES.get(m[2], m[2])}[{','.join(d for d in m[1].split('x') if d)}]"
+
+
+def _located(fn: Callable[..., Any], args: tuple, diagnostic: str) -> str | None:
+    """The op of the program behind IREE's refusal, from the op it prints (``%34 = stablehlo.dot_general ... :
+    (tensor<...>, tensor<...>) -> tensor<...>``): the program's op of that primitive with those operand and
+    result types, as "#41 dot_general at model.py:38, in Block_0" (and how many others match); None where no
+    op of the program matches."""
+    from ..localize.program import flatten
+    from ..localize.refusals import converted_from
+
+    for m in re.finditer(r"stablehlo\.(\w+)[^\n]*?:\s*\(([^()]*)\)\s*->\s*(tensor<[^>]*>)", diagnostic):
+        kinds = converted_from(f"'stablehlo.{m[1]}'")
+        ins = tuple(_jax_type(t) for t in re.findall(r"tensor<[^>]*>", m[2]))
+        out = _jax_type(m[3])
+        try:
+            ops = [op.info for op in flatten(fn, args).ops]
+        except Exception:  # noqa: BLE001 - a courtesy: IREE's own words stand without it
+            return None
+        same = [op for op in ops if op.primitive in kinds and op.outputs[:1] == (out,) and op.inputs[:len(ins)] == ins]
+        if same:
+            op = same[0]
+            module = f", in {op.name_stack}" if op.name_stack else ""
+            more = f" (and {len(same) - 1} more of those types)" if len(same) > 1 else ""
+            return f"#{op.index} {op.primitive} at {op.user_source or op.source or 'an unknown line'}{module}{more}"
+    return None
+
+
 def _diagnostic(error: Exception) -> str:
     """IREE's own words: the diagnostics of a CompilerToolError, from the first error, 3 lines; where
     iree-compile crashed (a stack dump, no diagnostic), the signal and the first of IREE's own frames."""
@@ -170,6 +208,16 @@ class IreePath(Path):
         if reason := self.unavailable_reason():
             raise PathUnavailable(reason)
         text = stablehlo(fn, args)
+        try:
+            return self._cached_compile(text, extra)
+        except PathError as e:
+            yours = _located(fn, args, getattr(e, "diagnostic", ""))
+            if yours is None:
+                raise
+            raise PathError(f"{e}\n(the op IREE refuses, in your code: {yours})") from None
+
+    def _cached_compile(self, text: str, extra: tuple[str, ...] = ()) -> tuple[bytes, str]:
+        """``_compile_text``, or its output kept in jaxparity's cache."""
         store = cache()
         if store is None:
             return self._compile_text(text, extra)
@@ -206,7 +254,9 @@ class IreePath(Path):
                 hint = (f"\n(the CPU code IREE generated calls the compiler runtime's float32 -> {narrow} "
                         "conversion, which IREE's linker does not provide: a known llvm-cpu limitation with "
                         f"{narrow} conversions; run a float32 version of the model on IREE)")
-            raise PathError(f"IREE could not compile the case{what}:\n{diag}{hint}") from None
+            refused = PathError(f"IREE could not compile the case{what}:\n{diag}{hint}")
+            refused.diagnostic = str(e)  # type: ignore[attr-defined]  # the whole of it, for ``_located``
+            raise refused from None
         return out, stderr.getvalue()
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
