@@ -27,7 +27,6 @@ def within_own_noise(path_out: Sequence[np.ndarray], base_out: Sequence[np.ndarr
 
     if fn is not None and decides_otherwise(fn, args):
         return False
-
     try:
         ideal = program_values(program, "f64", flat_args).outputs
     except Exception:  # the interpreter cannot run it: not established

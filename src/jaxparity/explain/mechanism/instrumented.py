@@ -1,9 +1,10 @@
 """Causes read from per-op values that are not the program's. Where returning every intermediate changes the
 path's outputs (another compiler fuses the instrumented module otherwise), no op-level conclusion is drawn
 from its per-op values (``blame``). Yet the causes the runtime's own artifact decides reproduce a kernel's
-values bit for bit on the op's captured inputs, with the kernels of the model it serves (IREE's dispatch
-configurations): that evidence stands for the kernel whatever module it was seen in. Where nothing else
-explained the divergence, those causes are decided on the instrumented view, and said so."""
+values bit for bit on the op's captured inputs (with the served model's own dispatch configuration where its
+artifact gives one: IREE's reduction tile): evidence of how that runtime computes such an op, if seen in
+another module than the one it serves. Where nothing else explained the divergence, those causes are decided
+on the instrumented view, and their evidence says where they were seen."""
 
 from __future__ import annotations
 
