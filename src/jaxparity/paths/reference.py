@@ -57,9 +57,9 @@ class F64Path(DeclaredPath):
         taken: list[tuple[str, str, int]] = []
         outs = evaluate_jaxpr(closed, leaves, mode="f64", decisions=taken)
         out = jax.tree_util.tree_unflatten(tree, outs)
-        self._measure_constants(closed, leaves, outs, [n for n, _ in named_leaves(out, "out")])
         if taken:
             self._other_decisions(closed, leaves, taken)
+        self._measure_constants(closed, leaves, outs, [n for n, _ in named_leaves(out, "out")])
         undefined = refusal_hint(fn, args, primitives=("div", "rem"))
         if undefined:
             self.notes.append(f"{IDEAL_UNDEFINED} ({undefined.split('; mask')[0]}): XLA's values stand in there, "
@@ -94,7 +94,8 @@ class F64Path(DeclaredPath):
             n = len(u.constants)
             which = (f"{n} constants rounded at trace time, the most rounded" if n > 1
                      else "a constant rounded at trace time,")
+            decides = any(n.startswith(IDEAL_OTHER_DECISIONS) for n in self.notes)  # no side is called closer
             self.notes.append(
                 f"{IDEAL_UNCERTAIN} by up to {max(u.moved.values()):.3g} (max abs) for {which} "
-                f"{u.constants[0].describe()}; a side is called closer to the ideal only where their errors "
-                f"against it differ by more than that")
+                f"{u.constants[0].describe()}" + ("" if decides else "; a side is called closer to the ideal only "
+                                                  "where their errors against it differ by more than that"))
