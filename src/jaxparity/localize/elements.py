@@ -154,8 +154,14 @@ class ElementEvidence:
             label = ("JAX's reference" if ex.implementation_defined else "exact" if self.exact_op
                      else "correctly rounded")
             correct = f", {label} {_fmt(ex.correct)}" if ex.correct is not None else ""
-            parts.append(f"e.g. element {list(ex.index)}: inputs ({ins}) give {path} {_fmt(ex.path)}, {baseline} "
-                         f"{_fmt(ex.baseline)}{correct}")
+            if unrounded in (path, baseline):  # that side read another input than the one shown: said so
+                other = baseline if unrounded == path else path
+                mine, theirs = (ex.path, ex.baseline) if unrounded == path else (ex.baseline, ex.path)
+                parts.append(f"e.g. element {list(ex.index)}: the declared inputs ({ins}) give {other} "
+                             f"{_fmt(theirs)}{correct}; {unrounded} gives {_fmt(mine)} from its input unrounded")
+            else:
+                parts.append(f"e.g. element {list(ex.index)}: inputs ({ins}) give {path} {_fmt(ex.path)}, {baseline} "
+                             f"{_fmt(ex.baseline)}{correct}")
         return "; ".join(parts)
 
     def as_accurate(self) -> bool | None:
