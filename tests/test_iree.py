@@ -310,3 +310,7 @@ def test_a_refused_op_is_named_in_the_users_code_by_its_types():
 
     op = flatten(_attention, (x, x, x)).ops[int(said[1])]
     assert op.info.primitive == "dot_general" and op.eqn.params.get("preferred_element_type") is not None
+    # the experiment: the same module without dot algorithms compiles, so the algorithm is what IREE refuses
+    assert "carries a dot algorithm (bf16 x bf16 -> f32" in p.message, p.message
+    assert "the same module without dot algorithms compiles" in p.message
+    assert "BF16_BF16_F32" in str(op.eqn.params["precision"])

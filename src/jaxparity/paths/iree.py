@@ -211,10 +211,35 @@ class IreePath(Path):
         try:
             return self._cached_compile(text, extra)
         except PathError as e:
-            yours = _located(fn, args, getattr(e, "diagnostic", ""))
-            if yours is None:
+            diagnostic = getattr(e, "diagnostic", "")
+            said = [f"the op IREE refuses, in your code: {yours}"] if (yours := _located(fn, args, diagnostic)) else []
+            if (why := self._without_algorithm(text, extra, diagnostic)) is not None:
+                said.append(why)
+            if not said:
                 raise
-            raise PathError(f"{e}\n(the op IREE refuses, in your code: {yours})") from None
+            raise PathError(f"{e}\n" + "\n".join(f"({s})" for s in said)) from None
+
+    def _without_algorithm(self, text: str, extra: tuple[str, ...], diagnostic: str) -> str | None:
+        """Where IREE refuses a dot_general that carries a dot algorithm (``precision=DotAlgorithmPreset...``,
+        which jax.nn.dot_product_attention sets on bf16 logits): the module compiled again without the
+        algorithms; where that compiles, the algorithm is what IREE refuses, said so. None otherwise."""
+        found = re.search(r"algorithm = (?:#stablehlo\.dot_algorithm)?<([^>]*)>", diagnostic)
+        if "dot_general" not in diagnostic or found is None:
+            return None
+        plain = re.sub(r",\s*algorithm = <[^>]*>", "", text)
+        if plain == text:
+            return None
+        try:
+            self._compile_text(plain, extra)
+        except Exception:  # noqa: BLE001 - refused for another reason too: nothing said
+            return None
+        kinds = dict(re.findall(r"(\w+_type) = (\w+)", found[1]))
+        algorithm = " x ".join(kinds.get(k, "?") for k in ("lhs_precision_type", "rhs_precision_type"))
+        return (f"the dot_general carries a dot algorithm ({algorithm} -> {kinds.get('accumulation_type', '?')}, "
+                "a precision=jax.lax.DotAlgorithmPreset; jax.nn.dot_product_attention sets one on bf16 inputs): "
+                "the same module without dot algorithms compiles, so the algorithm is what IREE refuses; compute that "
+                "dot with precision left at its default (preferred_element_type=jnp.float32 keeps float32 "
+                "accumulation) for IREE")
 
     def _cached_compile(self, text: str, extra: tuple[str, ...] = ()) -> tuple[bytes, str]:
         """``_compile_text``, or its output kept in jaxparity's cache."""
