@@ -1,5 +1,5 @@
 """The four real models of issue 39 (benchmarks/models/: Keras MobileNetV3 under mixed_bfloat16, Hugging Face
-GPT-2 in bf16, Haiku's char-LSTM sampler, diffrax's neural ODE), each written with a `jaxparity.cases` helper
+GPT-2 in bf16, Haiku's char-LSTM sampler, diffrax's neural ODE) and flax's NNX miniGPT, each written with a `jaxparity.cases` helper
 in a few lines: they load, run eager, jit and export, and what the issue found on them holds."""
 
 import re
@@ -20,7 +20,7 @@ def compared(name, paths):
     return jaxparity.compare(case.fn, *case.args, paths=paths)
 
 
-@pytest.mark.parametrize("name", ["hf_gpt2.py", "haiku_char_lstm.py", "keras_mobilenetv3.py"])
+@pytest.mark.parametrize("name", ["hf_gpt2.py", "haiku_char_lstm.py", "keras_mobilenetv3.py", "nnx_minigpt.py"])
 def test_each_model_runs_eager_jit_and_export_with_its_weights_named_by_module(name):
     result = compared(name, ["eager", "jit", "export"])
     assert all(p.status == "ok" for p in result.paths if p.spec in ("eager", "jit", "export")), \
@@ -34,6 +34,19 @@ def test_gpt2s_bf16_difference_on_jit_is_excess_precision_and_its_flag_restores_
     (e,) = result.explanations
     assert any(c.cause == "excess-precision" and c.status == "confirmed" for c in e.causes), e.summary
     assert any(f.verified and f.spec == "jit:xla_allow_excess_precision=false" for f in e.fixes), e.fixes
+
+
+def test_minigpts_bf16_difference_on_jit_is_excess_precision_at_its_layernorms():
+    """flax's NNX miniGPT in bf16 (tried after the issue, as a new user would): jit keeps the residual sums
+    unrounded into the LayerNorms; the flag and round_like_declared each restore parity (both checked by hand
+    too: the four residual adds in float32 reproduce jit bit for bit)."""
+    result = compared("nnx_minigpt.py", ["eager", "jit"]).explain()
+    (e,) = result.explanations
+    assert any(c.cause == "excess-precision" and c.status == "confirmed" for c in e.causes), e.summary
+    assert any(f.verified and f.spec == "jit:xla_allow_excess_precision=false" for f in e.fixes), e.fixes
+    assert any(f.verified and f.spec == "jit [fixed model]" for f in e.fixes), e.fixes
+    lead = e.localization.lead
+    assert lead.op.primitive == "convert_element_type" and "nnx_minigpt.py:" in (lead.op.user_source or ""), lead.op
 
 
 def test_the_neural_odes_host_callbacks_are_named_and_equinoxs_switch_runs_export(monkeypatch):
