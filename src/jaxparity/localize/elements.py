@@ -154,11 +154,11 @@ class ElementEvidence:
             label = ("JAX's reference" if ex.implementation_defined else "exact" if self.exact_op
                      else "correctly rounded")
             correct = f", {label} {_fmt(ex.correct)}" if ex.correct is not None else ""
-            if unrounded in (path, baseline):  # that side read another input than the one shown: said so
+            if unrounded in (path, baseline):  # that side read another input than the one shown (said before)
                 other = baseline if unrounded == path else path
                 mine, theirs = (ex.path, ex.baseline) if unrounded == path else (ex.baseline, ex.path)
-                parts.append(f"e.g. element {list(ex.index)}: the declared inputs ({ins}) give {other} "
-                             f"{_fmt(theirs)}{correct}; {unrounded} gives {_fmt(mine)} from its input unrounded")
+                parts.append(f"e.g. element {list(ex.index)}: rounded inputs ({ins}) give {other} {_fmt(theirs)}"
+                             f"{correct}; {unrounded} {_fmt(mine)}")
             else:
                 parts.append(f"e.g. element {list(ex.index)}: inputs ({ins}) give {path} {_fmt(ex.path)}, {baseline} "
                              f"{_fmt(ex.baseline)}{correct}")
