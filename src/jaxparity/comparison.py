@@ -280,8 +280,8 @@ def _explained_by_lanes(runners: Runners, result: ComparisonResult, runs: dict[s
         if isinstance(explained, str):  # the worker died outside any re-run: the comparison stands, said per path
             explained = [PathExplanation(bare[s], result.baseline, f"{bare[s]} could not be explained: {explained}; "
                                          "its comparison above stands", None, None, None, (), ()) for s in group]
-        for s, e in zip(group, explained):
-            found[bare[s]] = e
+        for s, one in zip(group, explained):
+            found[bare[s]] = one
 
     threads = [threading.Thread(target=explain, args=lane) for lane in lanes[1:]]
     for t in threads:
