@@ -118,13 +118,9 @@ def converted_from(message: str) -> set[str]:
     return found
 
 
-def located_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:
-    """The op of the program behind a converter's error, by the line and the op it names: at a library's line
-    (``loc("flax/linen/attention.py":910:...)``), the op created there that the failing op comes from ("failed
-    to legalize operation 'tfl.gather_nd'": the gather, not the comparison jnp.take's index fix-up makes at
-    the same line) with the user's own line, as "#41 ne at models.py:123, in TransformerLM/.../
-    MultiHeadDotProductAttention_0"; at the user's own line, that op where the error names its kind; None
-    where none is."""
+def _named_lines(fn: Callable[..., Any], args: tuple, message: str) -> tuple[Any, Callable[[str | None], bool]] | None:
+    """The program, and whether a source ("file.py:12") is a line the converter's ``message`` names; None where
+    it names none, or the program cannot be traced (a courtesy: never hide the converter's own message)."""
     import re
 
     from .program import flatten
@@ -134,14 +130,27 @@ def located_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | Non
         return None
     try:
         program = flatten(fn, args)
-    except Exception:  # noqa: BLE001 - a courtesy: never hide the runtime's own message
+    except Exception:  # noqa: BLE001 - a courtesy
         return None
-    kinds = converted_from(message)
 
     def at(src: str | None) -> bool:
         file, _, line = (src or "").rpartition(":")
         return line.isdigit() and (os.path.basename(file), int(line)) in named
 
+    return program, at
+
+
+def located_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:
+    """The op of the program behind a converter's error, by the line and the op it names: at a library's line
+    (``loc("flax/linen/attention.py":910:...)``), the op created there that the failing op comes from ("failed
+    to legalize operation 'tfl.gather_nd'": the gather, not the comparison jnp.take's index fix-up makes at
+    the same line) with the user's own line, as "#41 ne at models.py:123, in TransformerLM/.../
+    MultiHeadDotProductAttention_0"; at the user's own line, that op where the error names its kind; None
+    where none is."""
+    if (found := _named_lines(fn, args, message)) is None:
+        return None
+    program, at = found
+    kinds = converted_from(message)
     library = [op for op in program.ops if at(op.info.source) and op.info.user_source
                and op.info.user_source != op.info.source]
     yours = [op for op in program.ops if at(op.info.user_source) and op.info.primitive in kinds]
@@ -158,22 +167,9 @@ def line_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:
     convolution through transposes, and refuses the 'tfl.transpose'), the ops the program creates at that
     line, with the module of the first: "keras/src/backend/jax/nn.py:762 creates #2 conv_general_dilated (in
     conv) and 51 more ops (conv_general_dilated)"; None where the program creates none there."""
-    import re
-
-    from .program import flatten
-
-    named = {(os.path.basename(f), int(n)) for f, n in re.findall(r'([\w.-]+\.py)"?:(\d+)', message)}
-    if not named:
+    if (found := _named_lines(fn, args, message)) is None:
         return None
-    try:
-        program = flatten(fn, args)
-    except Exception:  # noqa: BLE001 - a courtesy: never hide the converter's own message
-        return None
-
-    def at(src: str | None) -> bool:
-        file, _, line = (src or "").rpartition(":")
-        return line.isdigit() and (os.path.basename(file), int(line)) in named
-
+    program, at = found
     ops = [op.info for op in program.ops if at(op.info.source)]
     if not ops:
         return None
