@@ -12,16 +12,21 @@ CASE = str(Path(__file__).parents[1] / "examples" / "conv_bf16.py")
 
 
 def test_lanes_put_runtimes_that_convert_side_by_side_and_keep_jax_paths_home():
+    """JAX's paths stay in the first worker, which runs the baseline; the converted ones go, costliest first
+    (``Path.cost``), to the worker with the least to do, so that both finish together."""
     r = Runners.__new__(Runners)
     assert Runners.lanes(r, ["eager", "jit", "savedmodel"], 2) == [["eager", "jit", "savedmodel"]]  # one heavy
     assert Runners.lanes(r, ["eager", "jit", "savedmodel", "tflite", "onnx"], 2) == [
-        ["eager", "jit", "savedmodel", "onnx"], ["tflite"]]
+        ["eager", "jit", "tflite"], ["savedmodel", "onnx"]]
     # onnx and onnx-ref run one converted model: one lane, where the second reuses the first's conversion
-    assert Runners.lanes(r, ["eager", "jit", "savedmodel", "tflite", "onnx", "onnx-ref", "iree"], 2) == [
-        ["eager", "jit", "savedmodel", "onnx", "onnx-ref"], ["tflite", "iree"]]
+    assert Runners.lanes(r, ["eager", "jit", "export", "f64", "savedmodel", "tflite", "onnx", "onnx-ref", "iree"],
+                         2) == [["eager", "jit", "export", "f64", "tflite"], ["savedmodel", "onnx", "onnx-ref", "iree"]]
     assert Runners.lanes(r, ["eager", "onnx", "onnx-ref"], 2) == [["eager", "onnx", "onnx-ref"]]
     assert Runners.lanes(r, ["eager", "savedmodel", "tflite"], 1) == [["eager", "savedmodel", "tflite"]]
     assert Runners.lanes(r, ["eager", "jit", "eager@old"], 2) == [["eager", "jit"], ["eager@old"]]
+    # three workers: each converted runtime where the least is queued
+    assert Runners.lanes(r, ["eager", "savedmodel", "tflite", "onnx", "iree"], 3) == [
+        ["eager"], ["tflite", "onnx"], ["savedmodel", "iree"]]
 
 
 def test_explanations_split_over_the_workers_that_ran_beside_the_first():

@@ -96,7 +96,7 @@ def test_each_formulation_computes_the_ops_own_math(primitive):
             want = np.asarray(out)
         for v, o in zip(e.outvars, out if e.primitive.multiple_results else [out]):
             env[v] = o
-    for name, _code, rewrite in FORMULATIONS[primitive]:
+    for name, _code, rewrite, _only_on in FORMULATIONS[primitive]:
         got = np.asarray(rewrite(eqn, *ins)).astype(want.dtype)
         u = ulp_distance(got, want)
         assert got.shape == want.shape and ((u >= 0) & (u <= MATH_LIBRARY_ULP)).all(), (name, int(u.max()))
@@ -113,3 +113,40 @@ def test_no_threshold_is_drawn_around_one_or_two_elements():
     y[57] = np.nan
     t = find_trigger([y], ~differ)
     assert t is not None and t.exact and t.predicate == "the input is NaN"
+
+
+def test_a_formulation_said_to_differ_only_on_special_values_is_the_op_elsewhere():
+    """``Candidate.only_on``: where its test finds none of the special values it names (NaN, two zeros, bounds
+    out of order), the formulation gives the primitive's values bit for bit, so the search owes it no re-run;
+    where it finds one, the formulation can compute otherwise, and the test says so."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from jaxparity.explain.search.candidates import FORMULATIONS
+
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-3, 3, 256).astype(np.float32)
+    b = rng.uniform(-3, 3, 256).astype(np.float32)
+    lo, hi = np.full(256, -1, np.float32), np.full(256, 2, np.float32)
+    ordinary = {"max": [a, b], "min": [a, b], "reduce_max": [a.reshape(16, 16)], "reduce_min": [a.reshape(16, 16)],
+                "clamp": [lo, a + 0.01, hi]}
+    pair = [np.r_[a[:-2], np.nan, -0.0].astype(np.float32), np.r_[b[:-2], 1.0, 0.0].astype(np.float32)]
+    special = {"max": pair, "min": pair, "reduce_max": [np.r_[a[:-1], np.nan].reshape(16, 16)],
+               "reduce_min": [np.r_[a[:-1], np.nan].reshape(16, 16)], "clamp": [hi, a, lo]}
+    calls = {"max": lax.max, "min": lax.min, "reduce_max": lambda x: jnp.max(x, axis=0),
+             "reduce_min": lambda x: jnp.min(x, axis=0), "clamp": lax.clamp}
+    checked = 0
+    for primitive, fn in calls.items():
+        for name, _code, rewrite, only_on in FORMULATIONS[primitive]:
+            assert only_on is not None, (primitive, name)
+            words, test = only_on
+            assert test([np.asarray(x) for x in special[primitive]]), (name, words)
+            ins = [np.asarray(x) for x in ordinary[primitive]]
+            assert not test(ins), (name, words)
+            eqn = next(e for e in jax.make_jaxpr(fn)(*ins).eqns if e.primitive.name == primitive)
+            want = np.asarray(eqn.primitive.bind(*map(jnp.asarray, ins), **eqn.params))
+            got = np.asarray(rewrite(eqn, *map(jnp.asarray, ins))).astype(want.dtype)
+            assert got.tobytes() == want.tobytes(), name
+            checked += 1
+    assert checked == 7

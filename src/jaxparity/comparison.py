@@ -378,23 +378,28 @@ def _run_each(specs: list[str], run: Callable[[str], PathRun], progress: Progres
 def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeout: float | None,
                progress: Progress | None) -> tuple[Any, dict[str, PathRun]]:
     """Each lane's specs in order, the lanes at the same time; results in ``specs`` order. An extra worker
-    of this environment loads the case while the first one does, and runs its lane only when its inputs
-    are the first worker's bit for bit (else the lane runs in the first worker, after its own)."""
+    of this environment loads the case while the first one does, and runs its lane, beside the baseline's
+    run in the first, only when its inputs are the first worker's bit for bit (else the lane runs in the
+    first worker, after its own). Where the function fails on its own inputs, the lanes stop after the
+    path each is running and that error is raised."""
     import threading
 
     extra = {i: runners.extra_runner(i) for i in range(1, len(lanes)) if all(spec_env(s) is None for s in lanes[i])}
     loading = {i: threading.Thread(target=_quietly, args=(r.load,)) for i, r in extra.items()}
     for t in loading.values():
         t.start()
+    lock = threading.Lock()
+    said = _locked(progress, lock)
+    runs: dict[str, PathRun] = {}
     info = runners.load()
     home_inputs = runners.home.arrays() if extra else {}
-    runs: dict[str, PathRun] = _run_each(specs[:1], lambda s: runners.run(s, timeout), progress)
-    try:
-        _model_runs(runners, runs[specs[0]], info)  # the baseline first, while the other workers load
-    finally:
-        for t in loading.values():
-            t.join()
+    baseline = threading.Thread(target=lambda: runs.update(_run_each(specs[:1], lambda s: runners.run(s, timeout),
+                                                                     said)))
+    baseline.start()  # while the other workers finish loading
+    for t in loading.values():
+        t.join()
     lanes = [[s for s in lane if s != specs[0]] for lane in lanes]
+    notes: list[str] = []
     for i, r in list(extra.items()):
         theirs = _quietly(r.arrays)
         if not _same_arrays(theirs, home_inputs):
@@ -402,13 +407,14 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
             lanes[i] = []
             del extra[i]
             if theirs is not None and theirs.keys() == home_inputs.keys():
-                note = _redrawn(theirs, home_inputs)
-                runs[specs[0]] = dataclasses.replace(runs[specs[0]], notes=runs[specs[0]].notes + (note,))
+                notes.append(_redrawn(theirs, home_inputs))
     runners.twins = list(extra.values())  # explained beside the first worker too (``Runners.explain_lanes``)
-    lock = threading.Lock()
+    stop = threading.Event()  # the baseline failed: no lane starts another path
 
     def lane(i: int) -> None:
         for spec in lanes[i]:
+            if stop.is_set():
+                return
             with lock:
                 if progress:
                     progress(spec, None)
@@ -418,12 +424,35 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
                 if progress:
                     progress(spec, run)
 
-    threads = [threading.Thread(target=lane, args=(i,)) for i in range(len(lanes)) if lanes[i]]
+    threads = [threading.Thread(target=lane, args=(i,)) for i in range(1, len(lanes)) if lanes[i]]
     for t in threads:
         t.start()
+    baseline.join()
+    if notes:
+        runs[specs[0]] = dataclasses.replace(runs[specs[0]], notes=runs[specs[0]].notes + tuple(notes))
+    try:
+        _model_runs(runners, runs[specs[0]], info)
+    except BaseException:
+        stop.set()
+        for t in threads:
+            t.join()
+        raise
+    lane(0)
     for t in threads:
         t.join()
     return info, {s: runs[s] for s in specs}
+
+
+def _locked(progress: Progress | None, lock: Any) -> Progress | None:
+    """``progress`` called under ``lock`` (lanes report from several threads)."""
+    if progress is None:
+        return None
+
+    def said(spec: str, run: PathRun | None) -> None:
+        with lock:
+            progress(spec, run)
+
+    return said
 
 
 def _redrawn(theirs: dict, mine: dict) -> str:

@@ -166,7 +166,9 @@ class Runners:
         """The specs split into groups that run concurrently, each group in order in one worker: every
         other environment is its own group; in this one, the paths that convert and serve in another
         runtime (TensorFlow, TFLite, ONNX, IREE: seconds of imports and conversion each) are spread over
-        up to ``jobs`` workers, JAX's own paths staying in the first."""
+        up to ``jobs`` workers, JAX's own paths (the baseline first) staying in the first. Each converted
+        path goes, costliest first (``Path.cost``), to the worker with the least to do so far (the others
+        before the first, which runs the baseline while they start), so that the workers finish together."""
         home = [s for s in specs if spec_env(s) is None]
         heavy = [s for s in home if make_path(s).heavy]  # converted into another runtime: a worker of its own
         # Paths that run one converted artifact (onnx and onnx-ref: ``Path.same_artifact``) share a lane: the
@@ -179,8 +181,14 @@ class Runners:
         # One heavy path gains nothing from a second worker (it would import JAX again, on the same
         # cores): lanes only where heavy paths can overlap each other.
         n = max(1, min(jobs, len(units)))
-        spread = [[s for unit in units[i::n] for s in unit] for i in range(n)]
-        groups = [[s for s in home if s not in heavy] + spread[0]] + spread[1:]
+        groups = [[s for s in home if s not in heavy]] + [[] for _ in range(1, n)]
+        load = [sum(make_path(s).cost for s in groups[0])] + [0.0] * (n - 1)
+        for unit in sorted(units, key=lambda u: -sum(make_path(s).cost for s in u)):  # stable: specs' order in ties
+            i = min(range(n), key=lambda i: (load[i], i == 0))
+            groups[i] += unit
+            load[i] += sum(make_path(s).cost for s in unit)
+        order = {s: i for i, s in enumerate(specs)}
+        groups = [sorted(g, key=order.__getitem__) for g in groups]
         for env in dict.fromkeys(spec_env(s) for s in specs if spec_env(s) is not None):
             groups.append([s for s in specs if spec_env(s) == env])
         return [g for g in groups if g]

@@ -63,6 +63,9 @@ class Context:
     instrumented: tuple[Localization, OpValues] | None = None
     notes: list[str] = dataclasses.field(default_factory=list)  # what the experiments add to the report
     memo: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # The model changes re-run that computed ops in float32 (op indices, the change's label, its Rerun): the fix
+    # search re-runs no op wider where one of them came no closer.
+    widened: list[tuple[frozenset[int], str, Any]] = dataclasses.field(default_factory=list)
     ahead: dict[str, Any] = dataclasses.field(default_factory=dict)  # spec -> its re-run started ahead (a Future)
 
     def artifact(self) -> Any:

@@ -179,6 +179,10 @@ class Path(ABC):
     xla_option_kind: ClassVar[XlaOptionKind | None] = None
     # Running it converts the program into another runtime in a process of its own: worth a worker of its own.
     heavy: ClassVar[bool] = False
+    # A rough guess of one run's cost on a real model, a jit run's being 1 (compiling it op by op, converting
+    # it, another compiler): only for spreading paths over workers so that they finish together
+    # (``Runners.lanes``); no result reads it.
+    cost: ClassVar[float] = 1.0
     # Running it traces the function (eager runs it op by op, observed reads a file): output rules can be read
     # from the trace once it has run.
     traces: ClassVar[bool] = True

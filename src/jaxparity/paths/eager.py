@@ -21,6 +21,7 @@ class EagerPath(Path):
                     "device": DEVICE_HELP}
     capabilities = frozenset({"op_by_op"})
     traces = False
+    cost = 3.0  # each primitive compiled on its own
 
     def device(self) -> str:
         return device_of(self.options)

@@ -440,9 +440,12 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         lines.append(("fix", text))
     if getattr(e, "searched", ()) and not any(f.verified for f in e.fixes):
         n = len(e.searched)
+        ran = sum(_was_run(f) for f in e.searched)
+        how = ("each re-run; none restored parity" if ran == n else
+               "each ruled out without a re-run: none could restore parity" if ran == 0 else
+               f"{ran} re-run, none restored parity; {n - ran} ruled out without a re-run")
         lines.append(("searched", f"{n} change{'s' if n != 1 else ''} at the carrying op (other formulations, "
-                      "guards, wider dtypes, the runtime's settings), each re-run; none restored parity "
-                      "(--verbose lists each and why)"))
+                      f"guards, wider dtypes, the runtime's settings), {how} (--verbose lists each and why)"))
     real = t is not None and t.startswith(("a real divergence", "not noise"))
     exact_side = _exact_side(p, e.path, e.baseline)
     for line in advice(e):  # the fix or workaround of a cause that no re-run above shows
@@ -465,6 +468,12 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     if getattr(e, "rounding", None) is not None:  # noise: nothing to report to anyone
         lines = [(k, v) for k, v in lines if not (k == "what to do" and v.startswith("report"))]
     return lines
+
+
+def _was_run(f: Any) -> bool:
+    """A change the search ran (its re-run measured, its run failed, or the baseline's outputs changed by it),
+    not one ruled out before any run (on the op's own values, by an earlier re-run, or by the budget)."""
+    return f.rerun is not None or "failed" in f.evidence or "not the same model" in f.evidence
 
 
 def _exact_side(p: Any, path: str, baseline: str) -> str | None:

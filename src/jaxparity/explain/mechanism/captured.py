@@ -80,15 +80,18 @@ def op_inputs(ctx: Any, d: Any) -> list[Any]:
 
 
 def model_change(cause: Any, ctx: Any, what: str, seen: str, remedy: str, fixed: Callable[..., Any], label: str,
-                 change: str) -> CauseVerdict:
+                 change: str, widened: set[int] | None = None) -> CauseVerdict:
     """A cause confirmed on the op's own evidence, with its model change (``fixed``, named ``label``, said as
-    ``change``) re-run on the path and on the baseline: the fix holds where the two then agree."""
+    ``change``) re-run on the path and on the baseline: the fix holds where the two then agree. ``widened``:
+    the ops the change computes in float32, kept for the fix search (``Context.widened``)."""
     outs = [ctx.run(spec, fixed, label) for spec in (ctx.path, ctx.baseline)]
     failed = next((o for o in outs if isinstance(o, str)), None)
     if failed is not None:
         return CauseVerdict(cause.id, cause.title, "confirmed", what, seen, remedy,
                             Fix("model change", remedy, None, False, f"the rewritten model failed: {failed}"))
     rerun = ctx.compare(outs[0], outs[1])
+    if widened:
+        ctx.widened.append((frozenset(widened), label, rerun))
     words = (f"re-ran {ctx.path} and {ctx.baseline} on the model {change}: they differ in {rerun.after[0]} elements "
              f"(were {rerun.before[0]})")
     if rerun.after == rerun.before:

@@ -80,6 +80,7 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
             label = f"{cand.name} at #{index} rewritten"  # one model per op: two carriers, two re-runs
             why = judge_on_inputs(cand, op, ins, position, mine, theirs) if ins is not None else (
                 None if cand.kind == "wider" else "no captured inputs to check it on")
+            why = why or _owes_nothing(ctx, cand, index, ins)
             if why is not None:
                 tried.append(Fix("model change", f"{cand.code} (at {line})", None, False,
                                  f"#{index} {info.primitive}: {cand.name}: {why}"))
@@ -97,6 +98,39 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
             tried.append(fix)
     last = _by_primitive(ctx, tried, MAX_RERUNS - reruns) or _input_remaps(ctx, tried)
     return ([with_cost(ctx, last)] if last is not None else []), tried
+
+
+def _owes_nothing(ctx: Context, cand: Candidate, index: int, ins: list[np.ndarray] | None) -> str | None:
+    """Why re-running ``cand`` at op ``index`` can show nothing new, from what is already known; None where it
+    may. A formulation that differs from the op only on special values (``Candidate.only_on``) is the op itself
+    where neither side's inputs hold one; computing the op wider was already re-run where a fix computed it
+    in float32 (with others, ``Context.widened``) and came no closer."""
+    if cand.only_on is not None:  # it aligns the two sides only where both hold such values at the op
+        words, test = cand.only_on
+        for side, x in ((ctx.baseline, _baseline_inputs(ctx, ctx.program.ops[index])), (ctx.path, ins)):
+            if x is not None and not test(x):
+                return f"it differs from the op only on {words}, and {side}'s inputs to it hold none"
+    if cand.kind == "wider":
+        for ops, label, rerun in ctx.widened:
+            if index in ops and rerun.outcome in ("no closer", "no change"):
+                others = f" and {len(ops) - 1} other{'s' if len(ops) > 2 else ''}" if len(ops) > 1 else ""
+                return (f"not re-run: the re-run with {label} computed this op{others} in float32 and came "
+                        f"{rerun.outcome} (the fix above)")
+    return None
+
+
+def _baseline_inputs(ctx: Context, op: Any) -> list[np.ndarray] | None:
+    """The op's inputs as the baseline computed them, or None where they were not captured."""
+    from ...localize.localizer import _read
+
+    if ctx.base_vals is None:
+        return None
+    args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
+    try:
+        found = [np.asarray(_read(ctx.program, ref, ctx.base_vals.values, args)) for ref in op.inputs]
+    except Exception:  # noqa: BLE001 - a value not captured
+        return None
+    return None if any(x.dtype == object for x in found) else found
 
 
 def _one_side_wrong(ctx: Context) -> bool:
@@ -157,15 +191,20 @@ def _by_primitive(ctx: Context, tried: list[Fix], budget: int) -> Fix | None:
         ops = [op for op in ctx.program.ops if op.info.primitive == primitive]
         lines = sorted({op.info.user_source or op.info.source or "?" for op in ops})
         for cand in (c for c in candidates(ops[0], None) if c.kind == "formulation"):
-            why = None
+            why, special = None, cand.only_on is None
             for op in ops:
                 try:
                     ins = [np.asarray(_read(ctx.program, ref, ctx.base_vals.values, args)) for ref in op.inputs]
                 except Exception:  # noqa: BLE001 - a value not captured: judged by the re-run alone
+                    special = True
                     continue
                 why = judge_on_inputs(cand, op, ins, 0, None, None)
                 if why is not None:
                     break
+                special = special or (cand.only_on is not None and cand.only_on[1](ins))
+            if why is None and not special and cand.only_on is not None:
+                why = (f"it differs from {primitive} only on {cand.only_on[0]}, and {ctx.baseline}'s inputs to its "
+                       f"{len(ops)} ops hold none")
             description = f"{cand.code} (at {', '.join(lines)}: every {primitive}){_flattened(ctx)}"
             if why is not None:
                 tried.append(Fix("model change", description, None, False, f"{primitive}: {cand.name}: {why}"))
@@ -176,8 +215,9 @@ def _by_primitive(ctx: Context, tried: list[Fix], budget: int) -> Fix | None:
             fix = rerun_candidate(ctx, cand, {op.info.index for op in ops}, f"{cand.name} at every {primitive} rewritten",
                          ", ".join(lines), None, {"ops": sorted(op.info.index for op in ops), "candidate": cand.name,
                                                   "trigger": None})
+            fix = dataclasses.replace(fix, description=description)
             if fix.verified:
-                return dataclasses.replace(fix, description=description)
+                return fix
             tried.append(fix)
     return None
 

@@ -28,6 +28,11 @@ class Candidate:
     code: str  # the change at the user's line: "jax.nn.sigmoid(x) -> 1 / (1 + jnp.exp(-x))"
     kind: Kind
     instead: Callable[[Any, list[Any]], list[Any]]  # (op, its inputs) -> its outputs, as JAX values
+    # Where a formulation can compute otherwise than the op at all: (the inputs' words, a test of the op's
+    # inputs). An op that rounds nothing (max, a select) differs between runtimes only on such values (NaN,
+    # a zero's sign); on inputs without them the formulation is the op, and re-running it can change nothing.
+    # None: on any inputs (another formulation rounds otherwise).
+    only_on: tuple[str, Callable[[list[np.ndarray]], bool]] | None = None
 
 
 def _one(f: Callable[..., Any]) -> Callable[[Any, list[Any]], list[Any]]:
@@ -41,8 +46,47 @@ def _one(f: Callable[..., Any]) -> Callable[[Any, list[Any]], list[Any]]:
     return instead
 
 
-def _f(name: str, code: str, f: Callable[..., Any]) -> tuple[str, str, Callable[..., Any]]:
-    return name, code, f
+Special = tuple[str, Callable[[list[np.ndarray]], bool]]
+
+
+def _f(name: str, code: str, f: Callable[..., Any], only_on: Special | None = None
+       ) -> tuple[str, str, Callable[..., Any], Special | None]:
+    return name, code, f, only_on
+
+
+def _floats(ins: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.asarray(x, np.float64) for x in ins if np.asarray(x).dtype.kind in "fV"]
+
+
+def _any_nan(ins: list[np.ndarray]) -> bool:
+    return any(np.isnan(x).any() for x in _floats(ins))
+
+
+def _nan_or_zeros(ins: list[np.ndarray]) -> bool:
+    """A NaN, or two operands both zero (a zero's sign is all that can tell them apart)."""
+    floats = _floats(ins)
+    if any(np.isnan(x).any() for x in floats):
+        return True
+    if len(floats) < 2:
+        return False
+    try:
+        a, b = np.broadcast_arrays(floats[0], floats[1])
+    except ValueError:
+        return True
+    return bool(((a == 0) & (b == 0)).any())
+
+
+def _nan_or_inverted(ins: list[np.ndarray]) -> bool:
+    """clamp(lo, x, hi): a NaN, a zero (its sign), or lo above hi (where the orders of min and max differ)."""
+    floats = _floats(ins)
+    if len(floats) != 3 or any(np.isnan(x).any() for x in floats):
+        return True
+    lo, x, hi = floats
+    return bool((lo > hi).any() or (x == 0).any())
+
+
+_NAN: Special = ("a NaN", _any_nan)
+_NAN_OR_ZEROS: Special = ("a NaN or two zeros", _nan_or_zeros)
 
 
 def _jnp() -> Any:
@@ -180,7 +224,7 @@ def _integer_pow(e: Any, x: Any) -> Any:
 
 
 # Other formulations of one primitive's math, as data: (name, the change at the user's line, rewrite).
-FORMULATIONS: dict[str, tuple[tuple[str, str, Callable[..., Any]], ...]] = {
+FORMULATIONS: dict[str, tuple[tuple[str, str, Callable[..., Any], Special | None], ...]] = {
     "logistic": (
         _f("the logistic from exp(-|x|)", "jax.nn.sigmoid(x) -> z = jnp.exp(-jnp.abs(x)); "
            "jnp.where(x >= 0, 1 / (1 + z), z / (1 + z))", _stable_logistic),
@@ -197,20 +241,20 @@ FORMULATIONS: dict[str, tuple[tuple[str, str, Callable[..., Any]], ...]] = {
                  "jnp.where((d > 0.5) | ((d == 0.5) & (f % 2 != 0)), f + 1, f)", _round),),
     "max": (
         _f("max with NaN said", "jnp.maximum(a, b) -> jnp.where(jnp.isnan(a) | jnp.isnan(b), jnp.nan, "
-           "jnp.maximum(a, b))", _nan_max),
-        _f("max as a select", "jnp.maximum(a, b) -> jnp.where(a > b, a, b)", _select_max),
+           "jnp.maximum(a, b))", _nan_max, _NAN),
+        _f("max as a select", "jnp.maximum(a, b) -> jnp.where(a > b, a, b)", _select_max, _NAN_OR_ZEROS),
     ),
     "min": (
         _f("min with NaN said", "jnp.minimum(a, b) -> jnp.where(jnp.isnan(a) | jnp.isnan(b), jnp.nan, "
-           "jnp.minimum(a, b))", _nan_min),
-        _f("min as a select", "jnp.minimum(a, b) -> jnp.where(a < b, a, b)", _select_min),
+           "jnp.minimum(a, b))", _nan_min, _NAN),
+        _f("min as a select", "jnp.minimum(a, b) -> jnp.where(a < b, a, b)", _select_min, _NAN_OR_ZEROS),
     ),
     "reduce_max": (_f("the max with NaN said", "jnp.max(x, axis) -> jnp.where(jnp.isnan(x).any(axis), jnp.nan, "
-                      "jnp.max(x, axis))", _reduce_nan("max")),),
+                      "jnp.max(x, axis))", _reduce_nan("max"), _NAN),),
     "reduce_min": (_f("the min with NaN said", "jnp.min(x, axis) -> jnp.where(jnp.isnan(x).any(axis), jnp.nan, "
-                      "jnp.min(x, axis))", _reduce_nan("min")),),
+                      "jnp.min(x, axis))", _reduce_nan("min"), _NAN),),
     "clamp": (_f("the clip as min(max(x, lo), hi)", "jnp.clip(x, lo, hi) -> jnp.minimum(jnp.maximum(x, lo), hi)",
-                 _clamp_ordered),),
+                 _clamp_ordered, ("a NaN, a zero or a lower bound above the upper", _nan_or_inverted)),),
     "rem": (_f("the remainder as fmod", "x % y -> jnp.fmod(x, y)", _float_rem),),
     "integer_pow": (_f("the power as products", "x ** n -> x * x * ... (n factors)", _integer_pow),),
     "pow": (_f("the power through exp and log", "x ** y -> jnp.exp(y * jnp.log(x))",
@@ -301,15 +345,15 @@ def candidates(op: Any, trigger: str | None) -> Iterator[Candidate]:
     """The candidate changes for ``op`` (an ``Op`` of the flat program), formulations first, then the op
     computed wider, then guards built from its trigger (the predicate's words, or None)."""
     name = op.eqn.primitive.name
-    for fname, code, f in FORMULATIONS.get(name, ()):
-        yield Candidate(fname, code, "formulation", _one(f))
+    for fname, code, f, only_on in FORMULATIONS.get(name, ()):
+        yield Candidate(fname, code, "formulation", _one(f), only_on)
     if name in ("top_k", "argmax", "argmin"):
         yield Candidate(f"{name} with NaN keys ranked first explicitly", "rank NaN keys first yourself: "
                         + (f"jnp.where(jnp.isnan(x).any(axis), jnp.argmax(jnp.isnan(x), axis), "
                            f"{name}(jnp.where(jnp.isnan(x), 0, x), axis))" if name != "top_k" else
                            "top_k(jnp.where(jnp.isnan(x), jnp.inf, x)), values read back with "
                            "jnp.take_along_axis(x, indices, -1) (a NaN then ties with +inf)"),
-                        "formulation", _nan_first(name))
+                        "formulation", _nan_first(name), _NAN)
     in_dtypes = [str(getattr(v.aval, "dtype", "")) for v in op.eqn.invars if hasattr(v, "aval")]
     if name in _ACCUMULATING and any(d in _NARROW for d in in_dtypes):
         narrow = next(d for d in in_dtypes if d in _NARROW)

@@ -120,7 +120,7 @@ def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) 
     remedy = (f"accumulate in float32 on every path: preferred_element_type=jnp.float32 on the {what_op} at {at}, "
               f"then .astype(jnp.{narrow}) ({flax})")
     one = _model_change(cause, ctx, what, seen, remedy, _with_op(ctx.program, d.op.index, wide),
-                        "float32 accumulator", f"with a float32 accumulator at {at}")
+                        "float32 accumulator", f"with a float32 accumulator at {at}", widened={d.op.index})
     others = [i for i in _narrow_contractions(ctx.program) if i != d.op.index]
     if one.proof is None or one.proof.verified or not others or one.proof.rerun is None:
         return one
@@ -131,7 +131,7 @@ def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) 
                   f"{what_op} at {at} and {n} other{'s' if n != 1 else ''}: {ctx.path} accumulates them alike): "
                   f"preferred_element_type=jnp.float32, then .astype(jnp.{narrow}) ({flax})")
     every_fix = _model_change(cause, ctx, what, seen, remedy_all, _with_op(ctx.program, every, wide), "float32 accumulators",
-                              f"with float32 accumulators at its {n + 1} {narrow} dots and convolutions")
+                              f"with float32 accumulators at its {n + 1} {narrow} dots and convolutions", widened=every)
     if every_fix.proof is None or every_fix.proof.rerun is None:
         return one
     one_rerun, every_rerun = one.proof.rerun, every_fix.proof.rerun
