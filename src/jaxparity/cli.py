@@ -420,9 +420,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command_env() -> Iterator[None]:
     """What a command sets for itself and its workers (``--no-cache``, the serving process kept for the
     next command) set back as it was afterwards: ``main`` called from Python leaves the caller's alone."""
+    import time
+
+    from .cache.store import SINCE
     from .execution.runners import environ_kept
 
-    with environ_kept("JAXPARITY_NO_CACHE", "JAXPARITY_SERVE_IDLE"):
+    with environ_kept("JAXPARITY_NO_CACHE", "JAXPARITY_SERVE_IDLE", SINCE):
+        os.environ[SINCE] = repr(time.time())  # what its workers find in the cache made before it is reused
         yield
 
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cache", "Entry", "cache", "disable", "enabled", "jax_cache"]
+__all__ = ["SINCE", "Cache", "Entry", "cache", "disable", "enabled", "jax_cache"]
 
 _META = "meta.json"
+SINCE = "JAXPARITY_COMMAND_START"  # when the running command started (time.time()), for its workers too
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class Entry:
     @property
     def short(self) -> str:
         return self.key[:12]
+
+    @property
+    def earlier(self) -> bool:
+        """Made before this command started (``SINCE``; always, outside a command): only such an entry is
+        said to be reused. One that another path of the same command made minutes ago is its own work."""
+        return float(self.meta.get("made", 0.0)) < float(os.environ.get(SINCE, "inf"))
 
 
 class Cache:

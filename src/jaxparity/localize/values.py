@@ -123,7 +123,7 @@ def op_values(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: 
 
     entry = store.fetch("op-values", values_key(program, spec, flat_args, probe), make)
     found: OpValues = pickle.loads((entry.dir / "values.pkl").read_bytes())
-    if entry.reused:
+    if entry.reused and entry.earlier:
         found.reused = entry.short
     return found
 

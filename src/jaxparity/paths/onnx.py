@@ -111,7 +111,7 @@ def convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str | 
 
     entry = store.fetch("onnx", key, make)
     model = onnx.load_from_string((entry.dir / "model.onnx").read_bytes())
-    if entry.reused:
+    if entry.reused and entry.earlier:
         mark = model.metadata_props.add()
         mark.key, mark.value = CACHED, entry.short
     return model

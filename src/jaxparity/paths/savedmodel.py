@@ -244,6 +244,7 @@ class SavedModelPath(Path):
         if entry.reused:
             self.notes.extend(entry.meta["notes"])
             self._artifact, self._exported_by = entry.meta["artifact"], entry.meta["exported_by"]
+        if entry.reused and entry.earlier:
             self.notes.append(f"SavedModel reused from jaxparity's cache (entry {entry.short}: same program, "
                               "options and versions; --no-cache converts again)")
         model_dir = str(entry.dir / "model")

@@ -256,6 +256,7 @@ class TFLitePath(Path):
         entry = store.fetch("tflite", key, make)
         if entry.reused:
             self.notes.extend(entry.meta["notes"])
+        if entry.reused and entry.earlier:
             self.notes.append(f"TFLite model reused from jaxparity's cache (entry {entry.short}: same program, "
                               "converter options and versions; --no-cache converts again)")
         return (entry.dir / "model.tflite").read_bytes()

@@ -16,10 +16,17 @@ from .base import Path, PathError, PathOptionError, PathUnavailable, jax_config,
 from .devices import DEVICE_HELP, device_of, on_device, placed_on
 from .staging import reused, reusing, signature
 
-# The executables of the last few runs, keyed by (path spec, function, arguments): explaining a
-# path reads the optimized HLO of the very compile that produced its numbers instead of compiling
+# The executables of the last few runs, keyed by (path spec, function, arguments), each held with that
+# function and those arguments (so that their ids cannot be reused meanwhile): explaining a path reads the
+# optimized HLO of the very compile that produced its numbers, and times a fix on it, instead of compiling
 # the model again.
-_RECENT: OrderedDict[tuple[str, int, int], Any] = OrderedDict()
+_RECENT: OrderedDict[tuple[str, int, int], tuple[Any, Any, Any]] = OrderedDict()
+
+
+def _recent(spec: str, fn: Callable[..., Any], args: tuple) -> Any:
+    """The executable of the last run of ``fn`` on ``args`` along ``spec``, or None."""
+    hit = _RECENT.get((spec, id(fn), id(args)))
+    return hit[2] if hit is not None and hit[0] is fn and hit[1] is args else None
 
 
 def xla_option_names() -> list[str]:
@@ -59,7 +66,7 @@ def check_xla_flags(spec: str, flags: str) -> None:
 
 
 def recent_optimized_hlo(spec: str, fn: Callable[..., Any], args: tuple) -> str | None:
-    compiled = _RECENT.get((spec, id(fn), id(args)))
+    compiled = _recent(spec, fn, args)
     return compiled.as_text() if compiled is not None else None
 
 
@@ -198,8 +205,9 @@ class _CompiledPath(Path):
         # One executable per (spec, function, shapes, JAX configuration) within compile_once (many-inputs
         # mode, a sweep worker): every input set runs on one compile. Elsewhere every run compiles.
         compiled = reused("executable", (self.spec, id(key or fn), signature(args)), key or fn, compile_)
-        _RECENT[(self.spec, id(key or fn), id(args_key if args_key is not None else args))] = compiled
-        while len(_RECENT) > 8:
+        held = args_key if args_key is not None else args
+        _RECENT[(self.spec, id(key or fn), id(held))] = (key or fn, held, compiled)
+        while len(_RECENT) > 16:
             _RECENT.popitem(last=False)
         out = compiled(*args)
         # Many-inputs mode (compile_once) copies a chunk's outputs to the host after dispatching the
@@ -208,13 +216,22 @@ class _CompiledPath(Path):
 
 
     def warm_call(self, fn: Callable[..., Any], args: tuple) -> Callable[[], Any] | None:
-        """``fn`` compiled with this path's options, run once: a blocking call for timing a fix's cost."""
+        """``fn`` compiled with this path's options, run once: a blocking call for timing a fix's cost. The
+        executable of this path's last run of ``fn`` on ``args`` where it is still held (a fix's re-run, the
+        path's own run): the program timed is the one that ran, and it is not compiled again."""
         import jax
 
-        args = self.placed(args)
+        from .staging import staged
+
+        recent = _recent(self.spec, fn, args)
+        placed = self.placed(args)
         with jax_config(self.options), on_device(self.options):
-            compiled = jax.jit(fn).trace(*args).lower().compile(compiler_options=self.compiler_options())
-        call = lambda: jax.block_until_ready(compiled(*args))  # noqa: E731
+            if recent is not None:
+                leaves = tuple(staged(fn, placed)[1])
+                call = lambda: jax.block_until_ready(recent(*leaves))  # noqa: E731
+            else:
+                compiled = jax.jit(fn).trace(*placed).lower().compile(compiler_options=self.compiler_options())
+                call = lambda: jax.block_until_ready(compiled(*placed))  # noqa: E731
         call()  # warm
         return call
 

@@ -291,7 +291,7 @@ def compiler_evidence(fn: Callable[..., Any], args: tuple, *, compiler_options: 
     entry = store.fetch("compiler-evidence", key, make)
     data = json.loads((entry.dir / "evidence.json").read_text())
     notes = tuple(data["notes"])
-    if entry.reused:
+    if entry.reused and entry.earlier:
         notes += (f"read from jaxparity's cache (entry {entry.short}: the same program, compile options and "
                   "versions; --no-cache compiles again)",)
     return CompilerEvidence(data["path"], tuple(WidenedResult(**w) for w in data["widened"]),
