@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 from jaxparity.execution.timing import relative_cost
 
 
@@ -20,3 +22,32 @@ def test_short_calls_are_timed_in_runs_and_a_call_of_nothing_is_not():
     assert cost is not None and cost.calls > 1 and cost.measurable and cost.ratio > 1, cost
     assert relative_cost(spin(4000), spin(1000), budget=0.5) is None  # on the host: left untimed
     assert relative_cost(lambda: None, lambda: None, repeat=True) is None
+
+
+def test_a_fixs_cost_is_timed_on_the_executable_its_run_compiled(monkeypatch):
+    """jit and export time a fix on the executable their run of that function on those arguments compiled
+    (the program that gave the numbers), with no compile of their own; another function is compiled."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxparity.execution.inprocess import run_in_process
+    from jaxparity.paths import make_path
+
+    def fn(x):
+        return jnp.tanh(x) * 2
+
+    args = (np.linspace(-1, 1, 64, dtype=np.float32),)
+    runs = {spec: run_in_process(make_path(spec), fn, args) for spec in ("jit", "export:xla_cpu_enable_fast_math=false")}
+    assert all(r.status == "ok" for r in runs.values()), runs
+
+    def no_compile(*a, **k):
+        raise AssertionError("compiled again")
+
+    with monkeypatch.context() as m:
+        m.setattr(jax, "jit", no_compile)
+        for spec, run in runs.items():
+            call = make_path(spec).warm_call(fn, args)
+            np.testing.assert_array_equal(np.asarray(call()[0]), run.outputs[0][1])
+        with pytest.raises(AssertionError, match="compiled again"):
+            make_path("jit").warm_call(lambda x: fn(x) + 1, args)

@@ -167,8 +167,8 @@ class Runners:
         other environment is its own group; in this one, the paths that convert and serve in another
         runtime (TensorFlow, TFLite, ONNX, IREE: seconds of imports and conversion each) are spread over
         up to ``jobs`` workers, JAX's own paths (the baseline first) staying in the first. Each converted
-        path goes, costliest first (``Path.cost``), to the worker with the least to do so far (the others
-        before the first, which runs the baseline while they start), so that the workers finish together."""
+        path goes, costliest first (``Path.cost``), to the worker with the least to do so far (the first on a
+        tie), so that the workers finish together; each worker starts as soon as it has loaded the case."""
         home = [s for s in specs if spec_env(s) is None]
         heavy = [s for s in home if make_path(s).heavy]  # converted into another runtime: a worker of its own
         # Paths that run one converted artifact (onnx and onnx-ref: ``Path.same_artifact``) share a lane: the
@@ -184,7 +184,7 @@ class Runners:
         groups = [[s for s in home if s not in heavy]] + [[] for _ in range(1, n)]
         load = [sum(make_path(s).cost for s in groups[0])] + [0.0] * (n - 1)
         for unit in sorted(units, key=lambda u: -sum(make_path(s).cost for s in u)):  # stable: specs' order in ties
-            i = min(range(n), key=lambda i: (load[i], i == 0))
+            i = min(range(n), key=lambda i: (load[i], i != 0))
             groups[i] += unit
             load[i] += sum(make_path(s).cost for s in unit)
         order = {s: i for i, s in enumerate(specs)}

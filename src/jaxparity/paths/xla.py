@@ -272,9 +272,9 @@ class ExportPath(_CompiledPath):
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         with jax_config(self.options), on_device(self.options):
-            return self._run(fn, self.placed(args), timeout)
+            return self._run(fn, self.placed(args), timeout, args_key=args)
 
-    def _run(self, fn: Callable[..., Any], args: tuple, timeout: float | None) -> Any:
+    def _run(self, fn: Callable[..., Any], args: tuple, timeout: float | None, args_key: tuple | None = None) -> Any:
         import jax
         from jax import export
 
@@ -299,7 +299,7 @@ class ExportPath(_CompiledPath):
         if "load_env" in self.options:
             flat = self._load_elsewhere(blob, leaves, f"jax {jax.__version__} ({artifact})", timeout)
         else:
-            flat = self._compile_and_call(restored.call, tuple(leaves), key=fn)
+            flat = self._compile_and_call(restored.call, tuple(leaves), key=fn, args_key=args_key)
         return jax.tree_util.tree_unflatten(out_tree, flat)
 
     def _load_elsewhere(self, blob: bytes | bytearray, leaves: list, made_by: str, timeout: float | None) -> list:
