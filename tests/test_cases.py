@@ -122,6 +122,10 @@ def test_nnx_runs_a_copy_in_eval_mode_and_leaves_the_model_as_it_was():
     np.testing.assert_array_equal(fn(*args), model(X))
     np.testing.assert_array_equal(fn(*args), jax.jit(fn)(*args))  # no tracer left behind in the template
     _eager_jit(fn, args)
+    # each layer computes under its attribute path, as linen's modules do; the classes are as they were after
+    stacks = {e.primitive.name: str(e.source_info.name_stack) for e in jax.make_jaxpr(fn)(*args).eqns}
+    assert stacks["dot_general"] == "hidden" and stacks["rsqrt"] == "norm", stacks
+    assert not hasattr(nnx.Linear.__call__, "__wrapped__") and not hasattr(Net.__call__, "__wrapped__")
 
 
 # -- Equinox ------------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ def test_minigpts_bf16_difference_on_jit_is_excess_precision_at_its_layernorms()
     assert any(f.verified and f.spec == "jit [fixed model]" for f in e.fixes), e.fixes
     lead = e.localization.lead
     assert lead.op.primitive == "convert_element_type" and "nnx_minigpt.py:" in (lead.op.user_source or ""), lead.op
+    assert lead.op.name_stack.startswith("transformer_blocks/layers/") and "layer_norm" in lead.op.name_stack, lead.op
 
 
 def test_the_neural_odes_host_callbacks_are_named_and_equinoxs_switch_runs_export(monkeypatch):
