@@ -165,6 +165,10 @@ def test_a_model_that_fails_on_its_own_inputs_is_one_error_before_other_paths_ru
     assert err.count("dot_general") == 1  # said once
     assert "✗ jit" not in err and "savedmodel" not in err  # nothing else ran
     assert "choose another --baseline" not in run.stdout + err
+    # two workers: the second starts its converted paths beside the baseline, and none of them is said
+    lanes = run_cli("compare", f"{FRAMEWORKS}:make_broken", "--paths", "eager,jit,tflite,onnx", "--jobs", "2")
+    assert lanes.returncode == 2 and lanes.stderr.count("the function fails on its own inputs") == 1, lanes.stderr
+    assert "tflite" not in lanes.stderr and "onnx" not in lanes.stderr, lanes.stderr
     many = run_cli("compare", f"{FRAMEWORKS}:make_broken", "--paths", "eager,jit", "--samples", "3")
     assert many.returncode == 2 and many.stderr.count("the function fails on its own inputs") == 1, many.stderr
     assert "jit" not in many.stdout  # drawn sets too: one error, before any other path

@@ -393,8 +393,15 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
     runs: dict[str, PathRun] = {}
     info = runners.load()
     home_inputs = runners.home.arrays() if extra else {}
-    baseline = threading.Thread(target=lambda: runs.update(_run_each(specs[:1], lambda s: runners.run(s, timeout),
-                                                                     said)))
+    failed: list[BaseException] = []
+
+    def run_baseline() -> None:
+        try:
+            runs.update(_run_each(specs[:1], lambda s: runners.run(s, timeout), said))
+        except BaseException as e:  # raised below, in this thread, once the lanes have stopped
+            failed.append(e)
+
+    baseline = threading.Thread(target=run_baseline)
     baseline.start()  # while the other workers finish loading
     for t in loading.values():
         t.join()
@@ -410,33 +417,47 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
                 notes.append(_redrawn(theirs, home_inputs))
     runners.twins = list(extra.values())  # explained beside the first worker too (``Runners.explain_lanes``)
     stop = threading.Event()  # the baseline failed: no lane starts another path
+    # What the lanes report while the baseline runs is held until it has run: a function that fails on its own
+    # inputs is one error, with no other path said to have started (None once released).
+    held: list[list[tuple[str, PathRun | None]] | None] = [[]]
+
+    def report(spec: str, run: PathRun | None) -> None:
+        with lock:
+            if held[0] is not None:
+                held[0].append((spec, run))
+            elif progress:
+                progress(spec, run)
 
     def lane(i: int) -> None:
         for spec in lanes[i]:
             if stop.is_set():
                 return
-            with lock:
-                if progress:
-                    progress(spec, None)
+            report(spec, None)
             run = extra[i].run(spec, timeout) if i in extra else runners.run(spec, timeout)
             with lock:
                 runs[spec] = run
-                if progress:
-                    progress(spec, run)
+            report(spec, run)
 
     threads = [threading.Thread(target=lane, args=(i,)) for i in range(1, len(lanes)) if lanes[i]]
     for t in threads:
         t.start()
     baseline.join()
-    if notes:
-        runs[specs[0]] = dataclasses.replace(runs[specs[0]], notes=runs[specs[0]].notes + tuple(notes))
     try:
+        if failed:
+            raise failed[0]
+        if notes:
+            runs[specs[0]] = dataclasses.replace(runs[specs[0]], notes=runs[specs[0]].notes + tuple(notes))
         _model_runs(runners, runs[specs[0]], info)
     except BaseException:
         stop.set()
         for t in threads:
             t.join()
         raise
+    with lock:
+        for spec, run in held[0] or ():
+            if progress:
+                progress(spec, run)
+        held[0] = None
     lane(0)
     for t in threads:
         t.join()

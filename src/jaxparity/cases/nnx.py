@@ -60,7 +60,8 @@ def module_scopes(model: Any) -> Iterator[None]:
         if isinstance(node, nnx.Module):
             if path and id(node) not in paths:
                 paths[id(node)] = tuple(str(p) for p in path)
-            if type(node) not in classes and callable(getattr(type(node), "__call__", None)):
+            # (a class whose instances are called: ``cls.__call__`` of one that is not would be its metaclass's)
+            if type(node) not in classes and any("__call__" in vars(k) for k in type(node).__mro__):
                 classes.append(type(node))
     active: list[tuple[str, ...]] = [()]
 
