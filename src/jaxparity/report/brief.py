@@ -439,13 +439,7 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     for text in fix_lines(e, main):
         lines.append(("fix", text))
     if getattr(e, "searched", ()) and not any(f.verified for f in e.fixes):
-        n = len(e.searched)
-        ran = sum(_was_run(f) for f in e.searched)
-        how = ("each re-run; none restored parity" if ran == n else
-               "each ruled out without a re-run: none could restore parity" if ran == 0 else
-               f"{ran} re-run, none restored parity; {n - ran} ruled out without a re-run")
-        lines.append(("searched", f"{n} change{'s' if n != 1 else ''} at the carrying op (other formulations, "
-                      f"guards, wider dtypes, the runtime's settings), {how} (--verbose lists each and why)"))
+        lines.append(("searched", searched_line(e.searched)))
     real = t is not None and t.startswith(("a real divergence", "not noise"))
     exact_side = _exact_side(p, e.path, e.baseline)
     for line in advice(e):  # the fix or workaround of a cause that no re-run above shows
@@ -468,6 +462,17 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
     if getattr(e, "rounding", None) is not None:  # noise: nothing to report to anyone
         lines = [(k, v) for k, v in lines if not (k == "what to do" and v.startswith("report"))]
     return lines
+
+
+def searched_line(searched: Sequence[Any]) -> str:
+    """The fix search that found nothing, in one line: how many changes, how many of them were re-run."""
+    n = len(searched)
+    ran = sum(_was_run(f) for f in searched)
+    how = ("each re-run; none restored parity" if ran == n else
+           "each ruled out without a re-run: none could restore parity" if ran == 0 else
+           f"{ran} re-run, none restored parity; {n - ran} ruled out without a re-run")
+    return (f"{n} change{'s' if n != 1 else ''} at the carrying op (other formulations, guards, wider dtypes, the "
+            f"runtime's settings), {how} (--verbose lists each and why)")
 
 
 def _was_run(f: Any) -> bool:
