@@ -380,7 +380,7 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
     """Each lane's specs in order, the lanes at the same time; results in ``specs`` order. An extra worker
     of this environment loads the case while the first one does, and runs its lane, beside the baseline's
     run in the first, only when its inputs are the first worker's bit for bit (else the lane runs in the
-    first worker, after its own). Where the function fails on its own inputs, the lanes stop after the
+    first worker, after its own); the lanes of other environments start once the baseline has run. Where the function fails on its own inputs, the lanes stop after the
     path each is running and that error is raised."""
     import threading
 
@@ -438,7 +438,9 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
                 runs[spec] = run
             report(spec, run)
 
-    threads = [threading.Thread(target=lane, args=(i,)) for i in range(1, len(lanes)) if lanes[i]]
+    # The extra workers' lanes start now, beside the baseline; a lane of another environment (or of this
+    # worker) after it: its worker may be the one running the baseline, and a worker runs one path at a time.
+    threads = [threading.Thread(target=lane, args=(i,)) for i in extra if lanes[i]]
     for t in threads:
         t.start()
     baseline.join()
@@ -458,8 +460,11 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
             if progress:
                 progress(spec, run)
         held[0] = None
+    later = [threading.Thread(target=lane, args=(i,)) for i in range(1, len(lanes)) if lanes[i] and i not in extra]
+    for t in later:
+        t.start()
     lane(0)
-    for t in threads:
+    for t in threads + later:
         t.join()
     return info, {s: runs[s] for s in specs}
 
