@@ -102,9 +102,9 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
 
 def _owes_nothing(ctx: Context, cand: Candidate, index: int, ins: list[np.ndarray] | None) -> str | None:
     """Why re-running ``cand`` at op ``index`` can show nothing new, from what is already known; None where it
-    may. A formulation that differs from the op only on special values (``Candidate.only_on``) is the op itself
-    where neither side's inputs hold one; computing the op wider was already re-run where a fix computed it
-    in float32 (with others, ``Context.widened``) and came no closer."""
+    may. A formulation that differs from the op only on special values (``Candidate.only_on``) can align the two
+    sides only where both sides' inputs to the op hold one: not where either holds none. Computing the op wider
+    was already re-run where a fix computed it in float32 (with others, ``Context.widened``) and came no closer."""
     if cand.only_on is not None:  # it aligns the two sides only where both hold such values at the op
         words, test = cand.only_on
         for side, x in ((ctx.baseline, _baseline_inputs(ctx, ctx.program.ops[index])), (ctx.path, ins)):
