@@ -1001,3 +1001,23 @@ def test_composite_and_custom_dce_recurse():
     composite = lax.composite(absorb, name="my.absorb")
     check_rounding_sensitive(composite, XB, primitive="composite")
     check_rounding_sensitive(lambda x: pair(x)[0], XB, primitive="custom_dce_call")
+
+
+@pytest.mark.parametrize("window, strides, padding, lhs_dil, rhs_dil", [
+    ((3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1)),
+    ((3, 3), (2, 2), ((0, 1), (1, 0)), (1, 1), (1, 1)),  # MobileNet's stride-2 "same"
+    ((1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1)),
+    ((3, 2), (2, 1), ((2, -1), (-1, 3)), (2, 1), (1, 2)),  # negative padding crops; both dilations
+    ((5,), (3,), ((-2, 4),), (3,), (2,)),
+    ((4, 4), (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1)),  # a window wider than the input: nothing fits
+])
+def test_patches_gather_as_lax_does(window, strides, padding, lhs_dil, rhs_dil):
+    """The interpreter's numpy patches (no compile) are lax.conv_general_dilated_patches's, element for element."""
+    from jaxparity.interpreter.accumulation import patches
+
+    x = np.random.default_rng(0).normal(size=(2, 3) + (5, 3)[:len(window)]).astype(np.float32)
+    want = np.asarray(lax.conv_general_dilated_patches(x, window, strides, padding, lhs_dil, rhs_dil,
+                                                       precision=lax.Precision.HIGHEST))
+    got = patches(x, window, strides, padding, lhs_dil, rhs_dil)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
