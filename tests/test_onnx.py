@@ -330,3 +330,39 @@ def test_a_scan_whose_steps_emit_matrices_runs_on_onnx_reference_stacked_as_onnx
     # Each element within a few float32 ULP of jit's, as onnxruntime's are: the steps stacked in order.
     for p in ("onnx", "onnx-ref"):
         assert np.max(np.abs(outs[p] - outs["jit"])) < 1e-5, p
+
+
+def test_plugins_for_a_library_the_program_does_not_use_are_imported_only_once_it_is():
+    """jax2onnx's Equinox plugins build example modules when imported (seconds of compiles): a program without
+    Equinox converts without them, to the same model as with every plugin; an Equinox model converted after
+    Equinox is imported gets them. In a fresh process: this one may have imported Equinox already."""
+    import subprocess
+
+    script = """
+import hashlib, sys
+import jax.numpy as jnp, numpy as np
+from jaxparity.paths import onnx_plugins
+from jaxparity.paths.onnx import _convert
+
+def digest(fn, *args):
+    return hashlib.sha256(_convert(fn, args).SerializeToString()).hexdigest()
+
+f = lambda x: jnp.tanh(x @ x.T).sum(0)
+x = np.ones((3, 4), np.float32)
+if sys.argv[1] == "all":
+    onnx_plugins.load = lambda: None  # jax2onnx's own import_all_plugins
+print(digest(f, x), "equinox" in sys.modules, onnx_plugins.left_out().get("equinox", 0) > 0)
+import equinox as eqx, jax
+lin = eqx.nn.Linear(4, 2, key=jax.random.PRNGKey(0))
+print(_convert(lambda v: jax.vmap(lin)(v), (x,)).graph.node[0].op_type != "", onnx_plugins.left_out().get("equinox", 0))
+"""
+    runs = {how: subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=300)
+            for how in ("all", "used")}
+    for how, run in runs.items():
+        assert run.returncode == 0, (how, run.stderr[-2000:])
+    (all_digest, *_), _ = [line.split() for line in runs["all"].stdout.splitlines()[-2:]]
+    (digest, had_equinox, left_out), (converted, still_left_out) = [
+        line.split() for line in runs["used"].stdout.splitlines()[-2:]]
+    assert digest == all_digest  # the same model without the Equinox plugins
+    assert had_equinox == "False" and left_out == "True"
+    assert converted == "True" and still_left_out == "0"  # imported once Equinox was

@@ -148,6 +148,9 @@ def _convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str |
 
     def to_onnx(function: Callable[..., Any]) -> Any:
         with _jax2onnx_patches():
+            from . import onnx_plugins
+
+            onnx_plugins.load()  # not those for model libraries the program does not use (seconds of compiles)
             extra = {"record_primitive_calls_file": record} if record is not None else {}
             return jax2onnx.to_onnx(function, inputs=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves],
                                     model_name="jaxparity", opset=opset,
