@@ -3,6 +3,7 @@ their own workers at the same time; results and their order are those of one wor
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jaxparity.comparison import compare_case
@@ -17,16 +18,80 @@ def test_lanes_put_runtimes_that_convert_side_by_side_and_keep_jax_paths_home():
     r = Runners.__new__(Runners)
     assert Runners.lanes(r, ["eager", "jit", "savedmodel"], 2) == [["eager", "jit", "savedmodel"]]  # one heavy
     assert Runners.lanes(r, ["eager", "jit", "savedmodel", "tflite", "onnx"], 2) == [
-        ["eager", "jit", "tflite"], ["savedmodel", "onnx"]]
+        ["eager", "jit"], ["savedmodel", "tflite", "onnx"]]
     # onnx and onnx-ref run one converted model: one lane, where the second reuses the first's conversion
     assert Runners.lanes(r, ["eager", "jit", "export", "f64", "savedmodel", "tflite", "onnx", "onnx-ref", "iree"],
-                         2) == [["eager", "jit", "export", "f64", "savedmodel"], ["tflite", "onnx", "onnx-ref", "iree"]]
+                         2) == [["eager", "jit", "export", "f64", "tflite"], ["savedmodel", "onnx", "onnx-ref", "iree"]]
     assert Runners.lanes(r, ["eager", "onnx", "onnx-ref"], 2) == [["eager", "onnx", "onnx-ref"]]
     assert Runners.lanes(r, ["eager", "savedmodel", "tflite"], 1) == [["eager", "savedmodel", "tflite"]]
     assert Runners.lanes(r, ["eager", "jit", "eager@old"], 2) == [["eager", "jit"], ["eager@old"]]
     # three workers: each converted runtime where the least is queued
     assert Runners.lanes(r, ["eager", "savedmodel", "tflite", "onnx", "iree"], 3) == [
-        ["eager", "tflite"], ["onnx"], ["savedmodel", "iree"]]
+        ["eager"], ["onnx", "iree"], ["savedmodel", "tflite"]]
+
+
+class _Worker:
+    """A worker that runs nothing: it records which specs it was given, a spec of ``gates`` waiting until its
+    condition holds, so that the test decides which worker is busy when."""
+
+    def __init__(self, name, ran, gates):
+        self.name, self.ran, self.gates = name, ran, gates
+
+    def load(self):
+        return None
+
+    def arrays(self):
+        return {"x": np.zeros(2)}
+
+    def run(self, spec, timeout):
+        from jaxparity.execution.runs import PathRun
+
+        import time
+
+        waited = time.monotonic()
+        while spec in self.gates and not self.gates[spec]():
+            assert time.monotonic() - waited < 10, f"{spec} waited 10 s"
+            time.sleep(0.005)
+        self.ran.append((self.name, spec))
+        return PathRun(spec, "ok")
+
+
+class _Runners:
+    """``Runners`` as ``_run_lanes`` uses it, with two workers of this environment (``_Worker``)."""
+
+    def __init__(self, gates):
+        self.ran, self.twins = [], []
+        self.home, self.second = _Worker("first", self.ran, gates), _Worker("second", self.ran, gates)
+        self.units = Runners.units
+
+    def extra_runner(self, lane):
+        return self.second
+
+    def load(self):
+        return None
+
+    def run(self, spec, timeout):
+        return self.home.run(spec, timeout)
+
+
+def test_converted_paths_go_to_whichever_worker_is_free_costliest_first():
+    """The lanes are a plan: a worker that is free takes the costliest converted path left. While the first
+    worker runs a slow baseline the second takes them all; once the first is free it takes the next one."""
+    from jaxparity.comparison import _run_lanes
+
+    specs = ["eager", "jit", "savedmodel", "tflite", "onnx", "onnx-ref", "iree"]
+    plan = Runners.lanes(Runners.__new__(Runners), specs, 2)
+    assert plan[0] == ["eager", "jit", "onnx", "onnx-ref"]  # planned for the first worker
+    # the baseline runs until the second worker has run every converted path
+    slow = _Runners({"eager": lambda: sum(w == "second" for w, _ in slow.ran) == 5})
+    _, runs = _run_lanes(slow, specs, plan, None, None)
+    assert list(runs) == specs
+    assert [s for w, s in slow.ran if w == "second"] == ["iree", "savedmodel", "onnx", "onnx-ref", "tflite"]
+    assert [s for w, s in slow.ran if w == "first"] == ["eager", "jit"]
+    # the second holds iree until the first has run a converted path: the next costliest
+    busy = _Runners({"iree": lambda: any(w == "first" and s not in ("eager", "jit") for w, s in busy.ran)})
+    _run_lanes(busy, specs, plan, None, None)
+    assert ("first", "savedmodel") in busy.ran and ("second", "iree") in busy.ran
 
 
 def test_explanations_split_over_the_workers_that_ran_beside_the_first():

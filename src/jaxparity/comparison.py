@@ -378,10 +378,12 @@ def _run_each(specs: list[str], run: Callable[[str], PathRun], progress: Progres
 def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeout: float | None,
                progress: Progress | None) -> tuple[Any, dict[str, PathRun]]:
     """Each lane's specs in order, the lanes at the same time; results in ``specs`` order. An extra worker
-    of this environment loads the case while the first one does, and runs its lane, beside the baseline's
-    run in the first, only when its inputs are the first worker's bit for bit (else the lane runs in the
-    first worker, after its own); the lanes of other environments start once the baseline has run. Where the function fails on its own inputs, the lanes stop after the
-    path each is running and that error is raised."""
+    of this environment loads the case while the first one does and, only when its inputs are the first
+    worker's bit for bit, runs paths beside the baseline's run in the first: the paths converted into another
+    runtime go, costliest first, to whichever of these workers is free (the first once it has run its own);
+    without one, the first runs them all in the planned order. The lanes of other environments start once the
+    baseline has run. Where the function fails on its own inputs, the lanes stop after the path each is
+    running and that error is raised."""
     import threading
 
     extra = {i: runners.extra_runner(i) for i in range(1, len(lanes)) if all(spec_env(s) is None for s in lanes[i])}
@@ -416,6 +418,17 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
             if theirs is not None and theirs.keys() == home_inputs.keys():
                 notes.append(_redrawn(theirs, home_inputs))
     runners.twins = list(extra.values())  # explained beside the first worker too (``Runners.explain_lanes``)
+    # The paths converted into another runtime are not held to the lane planned for them: each worker of this
+    # environment takes the costliest one left whenever it is free, the first once it has run its own JAX
+    # paths. Costs are guesses (``Path.cost``); what a model really costs shows here (Keras's MobileNetV3:
+    # eager 16 s, 5x its jit, while the second worker sat idle for 12 s).
+    queue: list[list[str]] = []
+    if extra:
+        ours = {s for i in (0, *extra) for s in lanes[i]}
+        queue = runners.units([s for s in specs if s in ours])
+        queued = {s for unit in queue for s in unit}
+        for i in (0, *extra):
+            lanes[i] = [s for s in lanes[i] if s not in queued]
     stop = threading.Event()  # the baseline failed: no lane starts another path
     # What the lanes report while the baseline runs is held until it has run: a function that fails on its own
     # inputs is one error, with no other path said to have started (None once released).
@@ -429,7 +442,14 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
                 progress(spec, run)
 
     def lane(i: int) -> None:
-        for spec in lanes[i]:
+        mine = list(lanes[i])
+        while True:
+            if not mine:
+                with lock:
+                    mine = queue.pop(0) if queue and (i == 0 or i in extra) else []
+                if not mine:
+                    return
+            spec = mine.pop(0)
             if stop.is_set():
                 return
             report(spec, None)
@@ -440,7 +460,7 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
 
     # The extra workers' lanes start now, beside the baseline; a lane of another environment (or of this
     # worker) after it: its worker may be the one running the baseline, and a worker runs one path at a time.
-    threads = [threading.Thread(target=lane, args=(i,)) for i in extra if lanes[i]]
+    threads = [threading.Thread(target=lane, args=(i,)) for i in extra if lanes[i] or queue]
     for t in threads:
         t.start()
     baseline.join()

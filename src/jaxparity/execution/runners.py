@@ -170,20 +170,14 @@ class Runners:
         path goes, costliest first (``Path.cost``), to the worker with the least to do so far (the first on a
         tie), so that the workers finish together; each worker starts as soon as it has loaded the case."""
         home = [s for s in specs if spec_env(s) is None]
-        heavy = [s for s in home if make_path(s).heavy]  # converted into another runtime: a worker of its own
-        # Paths that run one converted artifact (onnx and onnx-ref: ``Path.same_artifact``) share a lane: the
-        # second reuses the first's conversion in that worker.
-        families: dict[str, list[str]] = {}
-        for s in heavy:
-            path = make_path(s)
-            families.setdefault(min(path.name, path.same_artifact or path.name), []).append(s)
-        units = list(families.values())
+        units = self.units(specs)
+        heavy = {s for unit in units for s in unit}
         # One heavy path gains nothing from a second worker (it would import JAX again, on the same
         # cores): lanes only where heavy paths can overlap each other.
         n = max(1, min(jobs, len(units)))
         groups = [[s for s in home if s not in heavy]] + [[] for _ in range(1, n)]
         load = [sum(make_path(s).cost for s in groups[0])] + [0.0] * (n - 1)
-        for unit in sorted(units, key=lambda u: -sum(make_path(s).cost for s in u)):  # stable: specs' order in ties
+        for unit in units:
             i = min(range(n), key=lambda i: (load[i], i != 0))
             groups[i] += unit
             load[i] += sum(make_path(s).cost for s in unit)
@@ -192,6 +186,19 @@ class Runners:
         for env in dict.fromkeys(spec_env(s) for s in specs if spec_env(s) is not None):
             groups.append([s for s in specs if spec_env(s) == env])
         return [g for g in groups if g]
+
+    @staticmethod
+    def units(specs: Sequence[str]) -> list[list[str]]:
+        """The paths of this environment converted into another runtime (``Path.heavy``), costliest first
+        (``Path.cost``; the specs' order in ties), as units that run in one worker: paths that run one
+        converted artifact (onnx and onnx-ref: ``Path.same_artifact``) together, the second reusing the first's
+        conversion there."""
+        families: dict[str, list[str]] = {}
+        for s in specs:
+            path = make_path(s)
+            if spec_env(s) is None and path.heavy:
+                families.setdefault(min(path.name, path.same_artifact or path.name), []).append(s)
+        return sorted(families.values(), key=lambda u: -sum(make_path(s).cost for s in u))
 
     def explain_lanes(self, specs: Sequence[str], backend: str | None) -> list[tuple[IsolatedRunner, list[str]]]:
         """The paths of this environment to explain (``specs``, in order) split over its workers, each group

@@ -176,7 +176,7 @@ class IreePath(Path):
     name = "iree"
     capabilities = frozenset({"other_compiler"})
     heavy = True
-    cost = 2.5  # iree-compile
+    cost = 3.0  # iree-compile
     distributions = ("iree-base-compiler", "iree-base-runtime")
     summary = "StableHLO compiled by IREE (iree-compile, llvm-cpu) and run by the IREE runtime on the CPU"
     evidence_label = "IREE"

@@ -369,7 +369,7 @@ class _OnnxPath(Path):
     refuses_random = True
     capabilities = frozenset({"other_compiler"})
     heavy = True
-    cost = 3.0  # jax2onnx converts equation by equation, then the checker and the runtime's session
+    cost = 1.5  # jax2onnx converts equation by equation, then the checker and the runtime's session
     options_help = {"opset": "the ONNX opset jax2onnx targets (default 23)",
                     "keep": "a file to save the converted model in, e.g. keep=model.onnx",
                     "set_attribute": "attributes set on the converted model's nodes before it runs, OPTYPE.NAME=VALUE "
@@ -656,7 +656,7 @@ class OnnxReferencePath(_OnnxPath):
     name = "onnx-ref"
     summary = "jax2onnx model run by onnx.reference.ReferenceEvaluator (numpy, every dtype)"
     same_artifact = "onnx"
-    cost = 0.5  # after onnx, in its worker: the same converted model
+    cost = 0.2  # after onnx, in its worker: the same converted model
     distributions = ("jax2onnx", "onnx")
 
     def execute(self, model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

@@ -86,7 +86,7 @@ class SavedModelPath(Path):
     capabilities = frozenset({"takes_xla_options", "another_xla_build"})
     xla_option_kind = "serving flag"
     heavy = True
-    cost = 1.5  # jax2tf, then XLA in TensorFlow's serving process
+    cost = 2.5  # jax2tf, then XLA in TensorFlow's serving process (which imports TensorFlow)
     distributions = ("tensorflow-cpu", "tensorflow")
     summary = "jax2tf SavedModel, loaded with tag 'serve' and run by Session.run in a TF process without JAX"
     options_help = {

@@ -146,7 +146,7 @@ class SavedModelCPath(Path):
     capabilities = frozenset({"takes_xla_options", "another_xla_build"})
     xla_option_kind = "serving flag"
     heavy = True
-    cost = 1.5  # jax2tf, then XLA in the C program's TensorFlow
+    cost = 2.5  # jax2tf, then XLA in the C program's TensorFlow
     distributions = ("tensorflow-cpu", "tensorflow")
     options_help = {
         "ENV": "an environment variable of the serving process, e.g. XLA_FLAGS=--xla_allow_excess_precision=false",

@@ -134,7 +134,7 @@ class TFLitePath(Path):
     converter = "the TFLite converter"
     capabilities = frozenset({"other_compiler"})
     heavy = True
-    cost = 1.0  # jax2tf and the TFLite converter
+    cost = 1.5  # jax2tf and the TFLite converter
     distributions = ("tensorflow-cpu", "tensorflow", "ai-edge-litert")
 
     def repro_runner(self, extra: Mapping[str, str] | None = None) -> str | None:
