@@ -90,6 +90,37 @@ def test_evidence_names_the_pass_that_computes_the_seeds_bf16_arithmetic_in_f32(
 
 
 @needs_iree
+def test_evidence_is_read_from_the_runs_own_compile_and_says_what_a_compile_of_its_own_says(examples, tmp_path,
+                                                                                               monkeypatch):
+    """The module's own compile prints the IR around the bf16 pass (the module's bytes unchanged by it), and
+    ``evidence`` reads that print, in the worker that compiled it or from jaxparity's cache, compiling nothing
+    more: the same lines as a compile of its own that stops after the pass."""
+    from jaxparity.paths import iree
+
+    case = load_case(str(examples / "mlp_bf16.py"))
+    path = IreePath()
+    text = iree.stablehlo(case.fn, jax.tree_util.tree_map(jnp.asarray, case.args))
+    plain, _ = path._compile_text(text)
+    printed, stderr = path._compile_text(text, iree._bf16_dump_flags(text))
+    assert printed == plain
+    assert iree._DUMP.search(stderr) and f"IR Dump After ConvertBf16ArithToF32Pass: {BF16_PASS}" in stderr
+    monkeypatch.setenv("JAXPARITY_CACHE", str(tmp_path))
+    monkeypatch.delenv("JAXPARITY_NO_CACHE", raising=False)
+    iree._BF16_IR.clear()
+    path.run(case.fn, case.args)
+    compiles = []
+    monkeypatch.setattr(IreePath, "_compile_text", lambda self, *a: compiles.append(a) or plain)
+    iree._BF16_IR.clear()  # another worker: read from the cache entry
+    from_run = IreePath().evidence(case.fn, case.args)
+    assert compiles == []
+    monkeypatch.undo()
+    monkeypatch.setenv("JAXPARITY_NO_CACHE", "1")
+    iree._BF16_IR.clear()
+    assert IreePath().evidence(case.fn, case.args) == from_run
+    assert from_run[0].startswith("3 of 8 dispatches do bf16 arithmetic")
+
+
+@needs_iree
 @pytest.mark.slow
 def test_evidence_on_a_bf16_mlp_counts_the_matmul_fmas(examples):
     case = load_case(str(examples / "mlp_bf16.py"))

@@ -41,6 +41,39 @@ _OP = re.compile(r"=\s*(arith|math|vector)\.(\w+)\s*(?:<(\w+)>)?(.*)$")
 # (named ops) or after them, among its attrs (linalg.generic: a convolution).
 _LINALG = re.compile(r"=\s*(?P<kind>linalg\.[\w.]+)\s*.*?ins\([^:]*:(?P<ins>[^)]*)\)\s*outs\([^:]*:(?P<outs>[^)]*)\)")
 _DUMP = re.compile(r"^// -----// IR Dump (Before|After) \S+: \S+ //----- //$", re.M)
+_BF16_IR: dict[str, str] = {}  # _dump_key -> the IR printed around BF16_PASS by the module's own compile
+
+
+def _bf16_dump_flags(text: str) -> tuple[str, ...]:
+    """Flags that print a bfloat16 module's IR before and after ``BF16_PASS`` (to stderr, large constants
+    elided); none for a module without bfloat16."""
+    if "bf16" not in text:
+        return ()
+    return (*(f"--mlir-print-ir-{when}={BF16_PASS}" for when in ("before", "after")),
+            "--mlir-elide-elementsattrs-if-larger=16")
+
+
+def _split_dump(stderr: str) -> tuple[str, str]:
+    """(what iree-compile said, the IR it printed): the dumps start at the first ``_DUMP`` header; a warning
+    printed after it is still what iree-compile said."""
+    first = _DUMP.search(stderr)
+    if first is None:
+        return stderr, ""
+    ir = stderr[first.start():]
+    late = [line for line in ir.splitlines() if "warning:" in line]
+    return stderr[:first.start()] + "".join(f"{line}\n" for line in late), ir
+
+
+def _keep_ir(key: str, ir: str) -> None:
+    _BF16_IR[key] = ir
+    while len(_BF16_IR) > 4:  # a megabyte or more each: the last few modules
+        _BF16_IR.pop(next(iter(_BF16_IR)))
+
+
+def _dump_key(text: str, flags: list[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\0".join([text, *flags]).encode()).hexdigest()
 
 
 def _missing(module: str) -> bool:
@@ -243,23 +276,37 @@ class IreePath(Path):
                 "accumulation) for IREE")
 
     def _cached_compile(self, text: str, extra: tuple[str, ...] = ()) -> tuple[bytes, str]:
-        """``_compile_text``, or its output kept in jaxparity's cache."""
+        """``_compile_text``, or its output kept in jaxparity's cache. The module's own compile (no ``extra``)
+        of a bfloat16 model also prints the IR before and after ``BF16_PASS`` (``evidence`` reads it; printing
+        does not change the module: the same bytes), kept beside the module."""
+        dump = _bf16_dump_flags(text) if not extra else ()
         store = cache()
         if store is None:
-            return self._compile_text(text, extra)
+            vmfb, stderr = self._compile_text(text, (*extra, *dump))
+            if not dump:
+                return vmfb, stderr
+            warnings, ir = _split_dump(stderr)
+            _keep_ir(_dump_key(text, self.compile_flags()), ir)
+            return vmfb, warnings
         from iree.compiler.version import VERSION
 
-        flags = [*self.compile_flags(), *extra]
+        flags = [*self.compile_flags(), *extra, *dump]
         key = fingerprint("iree", text, flags, VERSION, package_versions("iree-base-compiler"),
                           machine())  # target_cpu=host compiles for this CPU's features
 
         def make(where: Any) -> dict[str, Any]:
-            vmfb, warnings = self._compile_text(text, extra)
+            vmfb, stderr = self._compile_text(text, (*extra, *dump))
             (where / "module.vmfb").write_bytes(vmfb if isinstance(vmfb, bytes) else str(vmfb).encode())
+            if not dump:
+                return {"stderr": stderr}
+            warnings, ir = _split_dump(stderr)
+            (where / "bf16_pass.mlir").write_text(ir)
             return {"stderr": warnings}
 
         entry = store.fetch("iree", key, make)
         self._reused = entry.short if entry.reused else None
+        if dump and (entry.dir / "bf16_pass.mlir").exists():
+            _keep_ir(_dump_key(text, self.compile_flags()), (entry.dir / "bf16_pass.mlir").read_text())
         return (entry.dir / "module.vmfb").read_bytes(), entry.meta["stderr"]
 
     def _compile_text(self, text: str, extra: tuple[str, ...] = ()) -> tuple[bytes, str]:
@@ -359,9 +406,13 @@ class IreePath(Path):
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)
         if "bf16" not in jax.jit(fn).lower(*args).as_text():  # a model without bfloat16: nothing to say of it
             return []
-        dump = [f"--mlir-print-ir-{when}={BF16_PASS}" for when in ("before", "after")]
-        _, ir = self._compile(fn, args, ("--compile-to=executable-targets", *dump,
-                                         "--mlir-elide-elementsattrs-if-larger=16"))
+        # The IR as the module's own compile printed it: kept here, or in jaxparity's cache by the worker that ran it.
+        text = stablehlo(fn, args)
+        if cache() is not None and _dump_key(text, self.compile_flags()) not in _BF16_IR:
+            self._compile(fn, args)
+        ir = _BF16_IR.get(_dump_key(text, self.compile_flags()))
+        if ir is None:  # no cache: the compile stops once the pass has run
+            _, ir = self._compile(fn, args, ("--compile-to=executable-targets", *_bf16_dump_flags("bf16")))
         parts = _DUMP.split(ir)  # [preamble, when, body, when, body...]
         by_fn: dict[str, dict[str, str]] = {}
         for when, body in zip(parts[1::2], parts[2::2]):
