@@ -353,7 +353,18 @@ def test_a_bf16_convolution_on_iree_accumulates_a_window_position_at_a_time_in_i
     assert "linalg.generic" in v.evidence and "vector_reduction = [0, 0, 0, 0, " in v.evidence, v.evidence
     assert "adds the 192 products" in v.evidence and "reproduces its values bit for bit" in v.evidence
     assert v.proof.verified and v.proof.rerun.outcome == "parity" and "convolution" in v.proof.description
+    assert "flax:" not in v.fix  # a lax convolution: no flax layer to hand it to
     assert verdict(e, "wrong-code").status != "confirmed"
+
+
+def test_the_float32_accumulator_of_a_flax_layer_says_how_to_hand_the_layer_its_dot():
+    """A flax Dense's dot: the fix says how to give the layer a dot_general with a float32 accumulator (only
+    there: a Keras or Hugging Face layer takes no such attribute)."""
+    e = explain("make_bf16_flax_dense", "iree")
+    v = verdict(e, "narrow-accumulation")
+    assert v.status == "confirmed" and v.proof.verified, v
+    assert e.localization.lead.op.source.startswith("flax/linen/")
+    assert "(flax: the layer keeps its dtype and gets dot_general=lambda *a, **k: jax.lax.dot_general(" in v.fix
 
 
 def test_erfc_through_jax2onnx_is_the_converters_decomposition_one_minus_erf():

@@ -148,6 +148,17 @@ def make_bf16_matmul():
     return fn, (jnp.asarray(a), jnp.asarray(b))
 
 
+def make_bf16_flax_dense():
+    """A flax linen Dense in bf16: its dot accumulates in the bf16 output on IREE as a plain matmul does; the
+    fix says how to hand the layer a dot_general with a float32 accumulator."""
+    from flax import linen as nn
+
+    layer = nn.Dense(64, dtype=jnp.bfloat16, param_dtype=jnp.bfloat16, use_bias=False)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(32, 64)), jnp.bfloat16)
+    params = layer.init(jax.random.PRNGKey(0), x)
+    return (lambda p, x: layer.apply(p, x)), (params, x)  # planted: flax dense
+
+
 def make_two_bf16_matmuls():
     """Two bf16 matmuls in a row (lm1b's query and output projections): IREE accumulates both into their bf16
     outputs, so a float32 accumulator on the one that carries most of the difference leaves the other's

@@ -115,10 +115,13 @@ def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) 
     at = d.op.user_source or d.op.source or "the op's line"
     what_op = "dot" if d.op.primitive == "dot_general" else "convolution"
     narrow = d.op.outputs[0].split('[')[0]
-    flax = (f"flax: the layer keeps its dtype and gets {d.op.primitive}=lambda *a, **k: jax.lax.{d.op.primitive}(*a, "
-            f"**k, preferred_element_type=jnp.float32).astype(jnp.{narrow})")
+    # A flax layer's own dot or convolution takes the function as an attribute; another library's (Keras, a
+    # Hugging Face FlaxConv1D calling lax.dot_general) does not: no flax advice there.
+    flax = (f" (flax: the layer keeps its dtype and gets {d.op.primitive}=lambda *a, **k: jax.lax.{d.op.primitive}("
+            f"*a, **k, preferred_element_type=jnp.float32).astype(jnp.{narrow}))"
+            if (d.op.source or "").startswith("flax/") else "")
     remedy = (f"accumulate in float32 on every path: preferred_element_type=jnp.float32 on the {what_op} at {at}, "
-              f"then .astype(jnp.{narrow}) ({flax})")
+              f"then .astype(jnp.{narrow}){flax}")
     one = _model_change(cause, ctx, what, seen, remedy, _with_op(ctx.program, d.op.index, wide),
                         "float32 accumulator", f"with a float32 accumulator at {at}", widened={d.op.index})
     others = [i for i in _narrow_contractions(ctx.program) if i != d.op.index]
@@ -129,7 +132,7 @@ def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) 
 
     remedy_all = (f"accumulate in float32 on every path, at every {narrow} dot and convolution of the model (the "
                   f"{what_op} at {at} and {n} other{'s' if n != 1 else ''}: {ctx.path} accumulates them alike): "
-                  f"preferred_element_type=jnp.float32, then .astype(jnp.{narrow}) ({flax})")
+                  f"preferred_element_type=jnp.float32, then .astype(jnp.{narrow}){flax}")
     every_fix = _model_change(cause, ctx, what, seen, remedy_all, _with_op(ctx.program, every, wide), "float32 accumulators",
                               f"with float32 accumulators at its {n + 1} {narrow} dots and convolutions", widened=every)
     if every_fix.proof is None or every_fix.proof.rerun is None:
