@@ -19,16 +19,17 @@ from pathlib import Path
 
 __all__ = ["LIBRARIES", "load", "left_out"]
 
-LIBRARIES = ("equinox", "dm_pix")  # model libraries whose jax2onnx plugins import them
-_IMPORTS = re.compile(r"^\s*(?:import|from)\s+(" + "|".join(LIBRARIES) + r")\b", re.M)
+# Model libraries whose jax2onnx plugins import them, with the folder names those plugins live under.
+LIBRARIES = {"equinox": ("equinox", "eqx"), "dm_pix": ("dm_pix",)}
+_IMPORTS = re.compile(r"^(?:import|from)\s+(" + "|".join(LIBRARIES) + r")\b", re.M)  # at the top level
 _LEFT_OUT: dict[str, list[str]] = {}  # library -> plugin modules not imported (it was not imported)
 _log = logging.getLogger(__name__)
 
 
 def load() -> None:
-    """Import jax2onnx's plugins as ``import_all_plugins`` does, but none that imports a library of
-    ``LIBRARIES`` the program has not imported; those left out before are imported once theirs is. A
-    jax2onnx without this plugin system is left to import its own."""
+    """Import jax2onnx's plugins as ``import_all_plugins`` does, but none of a library's own folder that
+    imports a library of ``LIBRARIES`` the program has not imported; those left out before are imported once
+    theirs is. A jax2onnx without this plugin system is left to import its own."""
     try:
         from jax2onnx.plugins import plugin_system as ps
     except ImportError:
@@ -44,8 +45,11 @@ def load() -> None:
     for py in sorted(root.rglob("*.py")):
         if py.name in {"plugin_system.py", "__init__.py"}:
             continue
-        name = ".".join(("jax2onnx.plugins", *py.relative_to(root).with_suffix("").parts))
-        needs = {m.group(1) for m in _IMPORTS.finditer(py.read_text(errors="replace"))} - set(sys.modules)
+        parts = py.relative_to(root).with_suffix("").parts
+        name = ".".join(("jax2onnx.plugins", *parts))
+        # A plugin of the library's own folder that imports it: one elsewhere (a jax primitive's) is always kept.
+        needs = {m.group(1) for m in _IMPORTS.finditer(py.read_text(errors="replace"))
+                 if set(LIBRARIES[m.group(1)]) & set(parts[:-1])} - set(sys.modules)
         if needs:
             _LEFT_OUT.setdefault(sorted(needs)[0], []).append(name)
         else:
