@@ -204,3 +204,29 @@ def test_the_serving_process_outlives_the_command_and_is_replaced_when_it_died_o
         warm.stop_daemons(FsPath(cache) / "serve")
         shutil.rmtree(cache, ignore_errors=True)
         shutil.rmtree(packages, ignore_errors=True)
+
+
+def test_one_serving_process_whatever_the_worker_imported_before():
+    """Importing TensorFlow (and Keras with it, on another backend) or IREE's compiler sets variables in the
+    importing process (TF2_BEHAVIOR, TF_FORCE_GPU_ALLOW_GROWTH, TF_CPP_MIN_LOG_LEVEL, ...): a worker that ran
+    IREE or TFLite before its SavedModel, and one that did not, still find the same serving process (in a fresh
+    process, Keras on JAX: this one has imported them)."""
+    import subprocess
+    import sys
+
+    script = """
+from jaxparity.execution.warm import _key
+from jaxparity.paths import make_path
+def key():
+    return _key(*make_path("savedmodel")._server_command())
+before = key()
+import iree.compiler, tensorflow  # noqa: E401, F401
+after = key()
+print(sorted(set(after[1]) ^ set(before[1]))[:6], after == before)
+"""
+    import os
+
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "KERAS_BACKEND": "jax"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-1] == "True", run.stdout[-600:]

@@ -25,11 +25,16 @@ from .base import Path, PathError, PathOptionError, parse_option_value
 
 _SERVER = FsPath(__file__).resolve().parents[1] / "serving" / "tf_savedmodel.py"
 _PREPARE = threading.RLock()  # converting and saving (jax2tf, TensorFlow's graph building): one thread at a time
-# Variables that do not make another serving environment: what importing TensorFlow 2.21 puts into
-# the environment (of this process too, where the converter ran; the serving process sets them itself),
-# and pytest's name of the test running now (a new value for every test of a session).
+# Variables that do not make another serving environment: what importing a library puts into this
+# process's environment (TensorFlow 2.21: TF2_BEHAVIOR...; Keras 3 on another backend, which TensorFlow
+# imports: TF_FORCE_GPU_ALLOW_GROWTH; JAX's Mosaic GPU, which Keras's JAX backend imports: CUDA_ROOT; IREE's
+# compiler 3.13: TPU_SKIP_MDS_QUERY, TF_CPP_MIN_LOG_LEVEL; the serving process sets them itself where it
+# imports them), and pytest's name of the test running now (a new value for every test of a session).
+# Without them a worker that had run IREE before the SavedModel started a serving process of its own, and
+# the other worker a third for its re-runs, each importing TensorFlow again.
 _TF_SETS = frozenset({"TF2_BEHAVIOR", "TPU_ML_PLATFORM", "TPU_ML_PLATFORM_VERSION", "HDF5_PLUGIN_PATH",
-                      "ENABLE_RUNTIME_UPTIME_TELEMETRY", "PYTEST_CURRENT_TEST"})
+                      "ENABLE_RUNTIME_UPTIME_TELEMETRY", "TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_ROOT",
+                      "TPU_SKIP_MDS_QUERY", "TF_CPP_MIN_LOG_LEVEL", "PYTEST_CURRENT_TEST"})
 
 
 def _describe_call_module(node: Any) -> str:
