@@ -305,8 +305,9 @@ class IreePath(Path):
 
         entry = store.fetch("iree", key, make)
         self._reused = entry.short if entry.reused else None
-        if dump and (entry.dir / "bf16_pass.mlir").exists():
-            _keep_ir(_dump_key(text, self.compile_flags()), (entry.dir / "bf16_pass.mlir").read_text())
+        kept = _dump_key(text, self.compile_flags())
+        if dump and kept not in _BF16_IR and (entry.dir / "bf16_pass.mlir").exists():  # a megabyte: read once
+            _keep_ir(kept, (entry.dir / "bf16_pass.mlir").read_text())
         return (entry.dir / "module.vmfb").read_bytes(), entry.meta["stderr"]
 
     def _compile_text(self, text: str, extra: tuple[str, ...] = ()) -> tuple[bytes, str]:
@@ -404,10 +405,10 @@ class IreePath(Path):
         import jax
 
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)
-        if "bf16" not in jax.jit(fn).lower(*args).as_text():  # a model without bfloat16: nothing to say of it
+        text = stablehlo(fn, args)
+        if "bf16" not in text:  # a model without bfloat16: nothing to say of it
             return []
         # The IR as the module's own compile printed it: kept here, or in jaxparity's cache by the worker that ran it.
-        text = stablehlo(fn, args)
         if cache() is not None and _dump_key(text, self.compile_flags()) not in _BF16_IR:
             self._compile(fn, args)
         ir = _BF16_IR.get(_dump_key(text, self.compile_flags()))

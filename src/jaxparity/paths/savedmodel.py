@@ -362,7 +362,9 @@ class SavedModelPath(Path):
                 python = str(known_env(self.options["serve_env"]).python)
             except EnvError as e:
                 raise PathError(str(e)) from e
-        return [python, str(_SERVER), "--serve"], env, _TF_SETS
+        # The serving process never imports JAX (tf_savedmodel._NoJax): JAX's own variables (a worker's
+        # JAX_PLATFORMS=cpu, which the command's first worker does not have) change nothing in it.
+        return [python, str(_SERVER), "--serve"], env, _TF_SETS | {k for k in env if k.startswith("JAX_")}
 
     def _serve(self, model_dir: str, inputs: dict, tmp: str, timeout: float | None, server: Any = None) -> dict:
         from ..arrayio import load_arrays, save_arrays
