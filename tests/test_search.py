@@ -157,17 +157,21 @@ def test_a_searched_fix_is_written_into_a_case_that_then_passes(cases, tmp_path)
 
 
 @pytest.mark.parametrize("reran, said", [
-    ((True, True), "each re-run; none restored parity"),
-    ((True, False), "1 re-run, none restored parity; 1 ruled out without a re-run"),
-    ((False, False), "each ruled out without a re-run: none could restore parity")])
+    (("measured", "measured"), "each re-run; none restored parity"),
+    (("measured", None), "1 re-run, none restored parity; 1 ruled out without a re-run"),
+    (("failed", None), "1 re-run, none restored parity; 1 ruled out without a re-run"),
+    ((None, None), "each ruled out without a re-run: none could restore parity")])
 def test_the_short_report_says_how_many_searched_changes_were_re_run(reran, said):
-    """A change ruled out on the op's own values (or by an earlier re-run) is not called re-run."""
+    """A change ruled out on the op's own values (or by an earlier re-run) is not called re-run; one whose re-run
+    failed is (``Fix.ran``, whatever its words)."""
     from jaxparity.explain.verdicts import Fix, Rerun
     from jaxparity.report.brief import searched_line
 
     rerun = Rerun((3, 9, 0.1), (3, 9, 0.1), "no change")
-    tried = [Fix("model change", f"change {i}", None, False, "re-ran: still differs" if r else "#3 max: it differs "
-                 "from the op only on a NaN, and eager's inputs to it hold none", rerun=rerun if r else None)
-             for i, r in enumerate(reran)]
+    tried = [Fix("model change", f"change {i}", None, False, "re-ran: still differs", rerun=rerun) if r == "measured"
+             else Fix("model change", f"change {i}", None, False, "the changed model: RuntimeError", ran=True)
+             if r == "failed" else
+             Fix("model change", f"change {i}", None, False, "#3 max: it differs from the op only on a NaN, and "
+                 "eager's inputs to it hold none") for i, r in enumerate(reran)]
     assert searched_line(tried) == ("2 changes at the carrying op (other formulations, guards, wider dtypes, the "
                                     f"runtime's settings), {said} (--verbose lists each and why)")

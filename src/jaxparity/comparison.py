@@ -391,7 +391,18 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
     for t in loading.values():
         t.start()
     lock = threading.Lock()
-    said = _locked(progress, lock)
+    # Lanes report from several threads, under ``lock``. What the other lanes report while the baseline runs
+    # is held until it has run: a function that fails on its own inputs is one error, with no other path said
+    # to have started (None once released); the baseline's own reports are never held.
+    held: list[list[tuple[str, PathRun | None]] | None] = [[]]
+
+    def report(spec: str, run: PathRun | None, hold: bool = True) -> None:
+        with lock:
+            if hold and held[0] is not None:
+                held[0].append((spec, run))
+            elif progress:
+                progress(spec, run)
+
     runs: dict[str, PathRun] = {}
     info = runners.load()
     home_inputs = runners.home.arrays() if extra else {}
@@ -399,7 +410,8 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
 
     def run_baseline() -> None:
         try:
-            runs.update(_run_each(specs[:1], lambda s: runners.run(s, timeout), said))
+            runs.update(_run_each(specs[:1], lambda s: runners.run(s, timeout),
+                                  lambda s, r: report(s, r, hold=False)))
         except BaseException as e:  # raised below, in this thread, once the lanes have stopped
             failed.append(e)
 
@@ -430,16 +442,6 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
         for i in (0, *extra):
             lanes[i] = [s for s in lanes[i] if s not in queued]
     stop = threading.Event()  # the baseline failed: no lane starts another path
-    # What the lanes report while the baseline runs is held until it has run: a function that fails on its own
-    # inputs is one error, with no other path said to have started (None once released).
-    held: list[list[tuple[str, PathRun | None]] | None] = [[]]
-
-    def report(spec: str, run: PathRun | None) -> None:
-        with lock:
-            if held[0] is not None:
-                held[0].append((spec, run))
-            elif progress:
-                progress(spec, run)
 
     def lane(i: int) -> None:
         mine = list(lanes[i])
@@ -487,18 +489,6 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
     for t in threads + later:
         t.join()
     return info, {s: runs[s] for s in specs}
-
-
-def _locked(progress: Progress | None, lock: Any) -> Progress | None:
-    """``progress`` called under ``lock`` (lanes report from several threads)."""
-    if progress is None:
-        return None
-
-    def said(spec: str, run: PathRun | None) -> None:
-        with lock:
-            progress(spec, run)
-
-    return said
 
 
 def _redrawn(theirs: dict, mine: dict) -> str:

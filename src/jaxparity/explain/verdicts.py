@@ -59,5 +59,12 @@ class Fix:
     # A change the fix search found, as ``--write-fixed`` applies it again (``fixes.searched``): {"ops": [op
     # indices of the flat program], "candidate": its name, "trigger": the trigger's words or None}.
     recipe: dict | None = None
+    # The change was run: measured (``rerun``), failed, or ruled out by what it did to the baseline's outputs;
+    # False where it was ruled out before any run (on the op's own values, by an earlier re-run, by the budget).
+    ran: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rerun is not None:
+            object.__setattr__(self, "ran", True)
 
 

@@ -467,18 +467,12 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
 def searched_line(searched: Sequence[Any]) -> str:
     """The fix search that found nothing, in one line: how many changes, how many of them were re-run."""
     n = len(searched)
-    ran = sum(_was_run(f) for f in searched)
+    ran = sum(f.ran for f in searched)  # the others were ruled out before any run
     how = ("each re-run; none restored parity" if ran == n else
            "each ruled out without a re-run: none could restore parity" if ran == 0 else
            f"{ran} re-run, none restored parity; {n - ran} ruled out without a re-run")
     return (f"{n} change{'s' if n != 1 else ''} at the carrying op (other formulations, guards, wider dtypes, the "
             f"runtime's settings), {how} (--verbose lists each and why)")
-
-
-def _was_run(f: Any) -> bool:
-    """A change the search ran (its re-run measured, its run failed, or the baseline's outputs changed by it),
-    not one ruled out before any run (on the op's own values, by an earlier re-run, or by the budget)."""
-    return f.rerun is not None or "failed" in f.evidence or "not the same model" in f.evidence
 
 
 def _exact_side(p: Any, path: str, baseline: str) -> str | None:

@@ -260,11 +260,12 @@ def _input_remaps(ctx: Context, tried: list[Fix]) -> Fix | None:
         base = ctx.run(ctx.baseline, fixed, label)
         if isinstance(base, str) or not identical(base, ctx.base_out):
             why = base if isinstance(base, str) else f"it changes {ctx.baseline}'s outputs (not the same model)"
-            tried.append(Fix("model change", description, None, False, f"{what}: {why}"))
+            tried.append(Fix("model change", description, None, False, f"{what}: {why}", ran=True))
             continue
         mine = ctx.run(ctx.path, fixed, label)
         if isinstance(mine, str):
-            tried.append(Fix("model change", description, None, False, f"{what}: failed on {ctx.path}: {mine}"))
+            tried.append(Fix("model change", description, None, False, f"{what}: failed on {ctx.path}: {mine}",
+                             ran=True))
             continue
         rerun = ctx.compare(mine, base)
         if rerun.outcome == "parity":
@@ -390,7 +391,7 @@ def _other_setting(ctx: Context, alternative: Any, words: str) -> Fix:
     """The unchanged model on another setting of the path's runtime (``Path.alternatives``)."""
     outs = ctx.run(alternative)
     if isinstance(outs, str):
-        return Fix("runtime option", words, None, False, f"{alternative}: failed: {outs}")
+        return Fix("runtime option", words, None, False, f"{alternative}: failed: {outs}", ran=True)
     rerun, _ = ctx.measured(outs)
     (n0, u0, _), (n1, u1, _) = rerun.before, rerun.after
     if rerun.outcome == "parity":

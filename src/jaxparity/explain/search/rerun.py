@@ -46,7 +46,7 @@ def rerun_candidate(ctx: Context, cand: Candidate, index: int | set[int], label:
     outs = both(ctx, fixed, label)
     if isinstance(outs, str):
         return Fix("model change", description, None, False, f"{cand.name}: the rewritten model failed {outs}",
-                   recipe=recipe)
+                   recipe=recipe, ran=True)
     measured = ctx.compare(outs[0], outs[1])
     (n0, u0, _), (n1, u1, _) = measured.before, measured.after
     said = f"re-ran {ctx.path} and {ctx.baseline} with {cand.name}"

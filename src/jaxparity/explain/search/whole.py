@@ -58,7 +58,8 @@ def whole_calls(ctx: Context, tried: list[Fix]) -> Fix | None:
                        "or write it out")
         outs = both(ctx, fixed, label)
         if isinstance(outs, str):
-            tried.append(Fix("model change", description, None, False, f"{qual} from its primitives: {outs}"))
+            tried.append(Fix("model change", description, None, False, f"{qual} from its primitives: {outs}",
+                             ran=True))
             continue
         rerun = ctx.compare(outs[0], outs[1])
         said = (f"{converter} converted {qual} whole; computed from its primitives, {ctx.path} and {ctx.baseline} "
