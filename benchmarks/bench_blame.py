@@ -16,7 +16,6 @@ Usage: python benchmarks/bench_blame.py [--models resnet,scanned] [--no-lines]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys

@@ -194,6 +194,43 @@ def test_closer_is_withheld_only_where_the_ideal_moves_more():
     assert withheld.closer_to_f64 is None and withheld.ideal_uncertain_by == 0.15
 
 
+def _bf16_leaf(path: list[float], base: list[float], ideal: list[float]):
+    bf16 = ml_dtypes.bfloat16
+    return _leaf("out", {"out": np.array(path, bf16)}, {"out": np.array(base, bf16)}, {"out": np.array(ideal)},
+                 False, Tolerance(), None, True, None)
+
+
+def test_closer_is_mixed_where_the_max_ulp_error_names_the_other_side():
+    """The path is 3 ULP off at 1.0 (max abs 0.0234), the baseline 10 ULP off at 0.01 (6.1e-04): by max abs the
+    baseline is closer, by ULP the path. Neither is called closer, and the line says which measure says what.
+    A value near zero of the wrong sign (ULP distances past 2^8 in bfloat16) says nothing of accuracy."""
+    ulp_1, ulp_001 = 2.0 ** -7, 2.0 ** -14  # bfloat16's ULP at 1.0 and at 0.01
+    ideal = [1.0, float(np.array(0.01, ml_dtypes.bfloat16))]
+    mixed = _bf16_leaf([1.0 + 3 * ulp_1, ideal[1]], [1.0, ideal[1] + 10 * ulp_001], ideal)
+    assert (mixed.error_vs_f64.max_ulp, mixed.baseline_error_vs_f64.max_ulp) == (3, 10)
+    assert mixed.closer_to_f64 == "mixed"
+    agree = _bf16_leaf([1.0 + 3 * ulp_1, ideal[1]], [1.0 + 4 * ulp_1, ideal[1] + 10 * ulp_001], ideal)
+    assert agree.closer_to_f64 == "path"
+    near_zero = _bf16_leaf([1.0 + 3 * ulp_1, 0.0, 0.0], [1.0, 0.0, -1e-4], [1.0, 0.0, 1e-4])
+    assert near_zero.baseline_error_vs_f64.max_ulp >= 2 ** 8 and near_zero.closer_to_f64 == "baseline"
+
+
+def test_a_mixed_judgement_is_said_with_both_measures():
+    import dataclasses
+
+    fn, args = _case("make_mobilenet_block")
+    r = jaxparity.compare(fn, *args, paths=["eager", "jit"])
+    jit = r.path("jit")
+    if jit.verdict == "identical":
+        pytest.skip("jit gives eager's values on this CPU: nothing to judge")
+    err, base_err = jit.leaves[0].error_vs_f64, jit.leaves[0].baseline_error_vs_f64
+    leaf = dataclasses.replace(jit.leaves[0], closer_to_f64="mixed", ideal_uncertain_by=None)
+    line = " ".join(path_line(dataclasses.replace(jit, leaves=(leaf,)), r.baseline).split())
+    (a, ea), (b, eb) = sorted([("jit", err), ("eager", base_err)], key=lambda s: s[1].max_abs)
+    assert (f"neither is called closer to the f64 ideal: {a}'s max abs error against it is the smaller "
+            f"({ea.max_abs:.3g}" in line and f"{b}'s max ULP error ({eb.max_ulp} against {ea.max_ulp})" in line), line
+
+
 def test_compare_withholds_closer_and_says_why():
     fn, args = _case("make_mobilenet_block")
     r = jaxparity.compare(fn, *args, paths=["eager", "jit", "f64"])
@@ -211,7 +248,7 @@ def test_compare_withholds_closer_and_says_why():
         assert leaf.closer_to_f64 is None and leaf.ideal_uncertain_by == u.moved["out"]
         assert "neither is called closer to the f64 ideal" in path_line(r.path("jit"), r.baseline)
     else:
-        assert leaf.closer_to_f64 in ("path", "baseline") and leaf.ideal_uncertain_by is None
+        assert leaf.closer_to_f64 in ("path", "baseline", "mixed") and leaf.ideal_uncertain_by is None
     doc = json.loads(r.to_json())
     valid_result(doc)
     constants = next(p for p in doc["paths"] if p["spec"] == "f64")["ideal_uncertainty"]["constants"]

@@ -38,6 +38,19 @@ def test_80_columns_keep_every_cell_whole():
             cells[1] == "differs" and cells[0] in ("declared", "f64")), line  # a reference: never in capitals
 
 
+def test_a_header_fact_that_wraps_stays_in_its_column():
+    """A model's inputs wrap under the first line's text, never back to the margin, where they would read as
+    another header ("inputs", "outputs", "baseline")."""
+    x = jnp.ones(3, jnp.float32)
+    args = {f"layer_{i}": {"kernel": x, "bias": x} for i in range(8)}
+    result = jaxparity.compare(lambda p, y: sum(v["kernel"] * y for v in p.values()), args, x, paths=["eager", "jit"])
+    head = render_text(result, width=60).split("\n\n")[0].splitlines()
+    start = next(i for i, line in enumerate(head) if line.startswith("inputs   "))
+    end = next(i for i, line in enumerate(head) if line.startswith("outputs  "))
+    assert end - start > 1, head  # it wrapped
+    assert all(line.startswith(" " * 9) and line[9] != " " for line in head[start + 1:end]), head
+
+
 def test_a_failing_baseline_is_said_plainly(tmp_path):
     from jaxparity.report.format import summary_line
 

@@ -88,8 +88,10 @@ class LeafResult:
     diff: LeafDiff | None  # None for the baseline itself
     error_vs_f64: ReferenceError | None
     baseline_error_vs_f64: ReferenceError | None
-    # Which of this path and the baseline is nearer the ideal (by mean abs error, then max).
-    closer_to_f64: Literal["path", "baseline", "tie"] | None
+    # Which of this path and the baseline is nearer the ideal (by max abs error, then mean); "mixed" where
+    # their max ULP errors against it name the other side (the larger values decide the one, the smaller the
+    # other; ULP distances of 2^p or more, p the dtype's precision, are not counted).
+    closer_to_f64: Literal["path", "baseline", "tie", "mixed"] | None
     # The values themselves for outputs of at most 16 elements (what a bug report quotes): floats,
     # exact ints (bools as 0/1), [real, imag] pairs for complex.
     values: tuple[float | int | tuple[float, float], ...] | None = None

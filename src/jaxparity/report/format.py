@@ -211,9 +211,11 @@ def _path_line(p: PathResult, baseline: str) -> str:
     text = f"differs from {baseline}{role}: {text}; " + (f"would pass with {tolerance}" if tolerance.startswith("--")
                                                           else tolerance)
     err, base_err = worst.error_vs_f64, worst.baseline_error_vs_f64
-    by = (f" (max abs error {fmt(err.max_abs)} against {fmt(base_err.max_abs)})"
-          if err is not None and base_err is not None and err.max_abs != base_err.max_abs
-          else " (by mean abs error; the max is the same)")
+    same_max = err is None or base_err is None or err.max_abs == base_err.max_abs
+    path_by = (" (by mean abs error; the max is the same)" if same_max else
+               f" (max abs error {fmt(err.max_abs)} against {baseline}'s {fmt(base_err.max_abs)})")
+    base_by = (" (by mean abs error; the max is the same)" if same_max else
+               f" (max abs error {fmt(base_err.max_abs)} against {p.spec}'s {fmt(err.max_abs)})")
     if worst.ideal_uncertain_by is not None and err is not None and base_err is not None:
         errors = (f"max abs {fmt(err.max_abs)} and {fmt(base_err.max_abs)}" if err.max_abs != base_err.max_abs
                   else f"the same max abs, mean abs {fmt(err.mean_abs)} and {fmt(base_err.mean_abs)}")
@@ -221,9 +223,14 @@ def _path_line(p: PathResult, baseline: str) -> str:
                  f"than the ideal itself moves ({fmt(worst.ideal_uncertain_by)}) with the constants the program "
                  f"rounded at trace time (see f64)")
     if worst.closer_to_f64 == "path":
-        text += f"; closer to the f64 ideal than {baseline}{by}"
+        text += f"; closer to the f64 ideal than {baseline}{path_by}"
     elif worst.closer_to_f64 == "baseline":
-        text += f"; {baseline} is closer to the f64 ideal{by}"
+        text += f"; {baseline} is closer to the f64 ideal{base_by}"
+    elif worst.closer_to_f64 == "mixed" and err is not None and base_err is not None:
+        (a, ea), (b, eb) = sorted([(p.spec, err), (baseline, base_err)], key=lambda s: s[1].max_abs)
+        text += (f"; neither is called closer to the f64 ideal: {a}'s max abs error against it is the smaller "
+                 f"({fmt(ea.max_abs)} against {fmt(eb.max_abs)}), {b}'s max ULP error ({eb.max_ulp} against "
+                 f"{ea.max_ulp}): the larger values decide the one, the smaller ones the other")
     return text
 
 

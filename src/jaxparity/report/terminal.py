@@ -159,16 +159,21 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
     head = Text()
     head.append("jaxparity explain " if result.explanations else "jaxparity compare ", style="bold")
     head.append(result.case, style="bold cyan")
-    head.append(f"\ninputs   {arrays_line(result.inputs)} ({result.input_source})")
+    facts = Table.grid(padding=(0, 1))  # a fact that wraps keeps to its column, under the first line's text
+    facts.add_column(no_wrap=True, min_width=8)
+    facts.add_column(overflow="fold")
+    inputs = Text(f"{arrays_line(result.inputs)} ({result.input_source})")
     if verbose and arrays_line(result.inputs) != arrays_line(result.inputs, len(result.inputs)):
         for module in module_lines(result.inputs):  # what the line above counted, one module a line
-            head.append(f"\n         {module}", style="dim")
-    head.append(f"\noutputs  {', '.join(f'{a.name} {_shape(a)}' for a in result.outputs)}")
-    head.append(f"\nbaseline {result.baseline}, tolerance {result.tolerance.describe()}")
+            inputs.append(f"\n{module}", style="dim")
+    facts.add_row("inputs", inputs)
+    facts.add_row("outputs", ", ".join(f"{a.name} {_shape(a)}" for a in result.outputs))
+    facts.add_row("baseline", f"{result.baseline}, tolerance {result.tolerance.describe()}")
     if (devices := devices_line(result)) is not None:
-        head.append(f"\ndevices  {devices}")
+        facts.add_row("devices", devices)
     for d in result.degenerate:
-        head.append(f"\nwarning  {d.text}: paths agree on it without computing the model", style="bold yellow")
+        facts.add_row(Text("warning", style="bold yellow"),
+                      Text(f"{d.text}: paths agree on it without computing the model", style="bold yellow"))
 
     table = _PathsTable(result)
     findings = _grid([p.spec for p in result.paths])
@@ -189,7 +194,7 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
         for note in p.notes:
             line.append(f"\n{note}", style="dim")
         findings.add_row(_spec_lines(p.spec, _LABEL), line)  # a long spec breaks after ':' and ',', not inside a name
-    parts: list[Any] = [head, Text(""), table, Text(""), findings]
+    parts: list[Any] = [head, facts, Text(""), table, Text(""), findings]
     if any(p.samples for p in result.paths):
         parts += [Text(""), _SamplesTable(result)]
     values = _values(result) if result.samples == 1 else None  # paths may show different samples
