@@ -211,11 +211,11 @@ def _path_line(p: PathResult, baseline: str) -> str:
     text = f"differs from {baseline}{role}: {text}; " + (f"would pass with {tolerance}" if tolerance.startswith("--")
                                                           else tolerance)
     err, base_err = worst.error_vs_f64, worst.baseline_error_vs_f64
-    same_max = err is None or base_err is None or err.max_abs == base_err.max_abs
-    path_by = (" (by mean abs error; the max is the same)" if same_max else
-               f" (max abs error {fmt(err.max_abs)} against {baseline}'s {fmt(base_err.max_abs)})")
-    base_by = (" (by mean abs error; the max is the same)" if same_max else
-               f" (max abs error {fmt(base_err.max_abs)} against {p.spec}'s {fmt(err.max_abs)})")
+    if err is None or base_err is None or err.max_abs == base_err.max_abs:
+        path_by = base_by = " (by mean abs error; the max is the same)"
+    else:
+        path_by = f" (max abs error {fmt(err.max_abs)} against {baseline}'s {fmt(base_err.max_abs)})"
+        base_by = f" (max abs error {fmt(base_err.max_abs)} against {p.spec}'s {fmt(err.max_abs)})"
     if worst.ideal_uncertain_by is not None and err is not None and base_err is not None:
         errors = (f"max abs {fmt(err.max_abs)} and {fmt(base_err.max_abs)}" if err.max_abs != base_err.max_abs
                   else f"the same max abs, mean abs {fmt(err.mean_abs)} and {fmt(base_err.mean_abs)}")
