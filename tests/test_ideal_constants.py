@@ -218,17 +218,14 @@ def test_closer_is_mixed_where_the_max_ulp_error_names_the_other_side():
 def test_a_mixed_judgement_is_said_with_both_measures():
     import dataclasses
 
-    fn, args = _case("make_mobilenet_block")
-    r = jaxparity.compare(fn, *args, paths=["eager", "jit"])
-    jit = r.path("jit")
-    if jit.verdict == "identical":
-        pytest.skip("jit gives eager's values on this CPU: nothing to judge")
-    err, base_err = jit.leaves[0].error_vs_f64, jit.leaves[0].baseline_error_vs_f64
-    leaf = dataclasses.replace(jit.leaves[0], closer_to_f64="mixed", ideal_uncertain_by=None)
-    line = " ".join(path_line(dataclasses.replace(jit, leaves=(leaf,)), r.baseline).split())
-    (a, ea), (b, eb) = sorted([("jit", err), ("eager", base_err)], key=lambda s: s[1].max_abs)
-    assert (f"neither is called closer to the f64 ideal: {a}'s max abs error against it is the smaller "
-            f"({ea.max_abs:.3g}" in line and f"{b}'s max ULP error ({eb.max_ulp} against {ea.max_ulp})" in line), line
+    ulp_1, ulp_001 = 2.0 ** -7, 2.0 ** -14
+    ideal = [1.0, float(np.array(0.01, ml_dtypes.bfloat16))]
+    leaf = _bf16_leaf([1.0 + 3 * ulp_1, ideal[1]], [1.0, ideal[1] + 10 * ulp_001], ideal)
+    assert leaf.closer_to_f64 == "mixed"
+    jit = jaxparity.compare(lambda x: x * 2, jnp.ones(2), paths=["eager", "jit"]).path("jit")
+    line = " ".join(path_line(dataclasses.replace(jit, verdict="differs", leaves=(leaf,)), "eager").split())
+    assert ("neither is called closer to the f64 ideal: eager's max abs error against it is the smaller (6.10e-04 "
+            "against 0.0234), jit's max ULP error (3 against 10)") in line, line
 
 
 def test_compare_withholds_closer_and_says_why():
