@@ -25,7 +25,7 @@ Jaxpr facts that hold on every supported version (no branch needed):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,7 +35,7 @@ from .versions import parse as _parse
 
 __all__ = ["CALL_PARAM", "COMBINER_PARAMS", "DropVar", "JAX_VERSION", "Tracer", "bind", "current_name_stack",
            "dce_jaxpr", "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util", "no_persistent_cache",
-           "program_text", "public_test_util", "scan_layout", "stablehlo_versions", "summarize", "test_harnesses",
+           "one_compile_per_program", "program_text", "public_test_util", "scan_layout", "stablehlo_versions", "summarize", "test_harnesses",
            "trace_context", "typeof", "user_context", "user_frames"]
 
 JAX_VERSION = _parse(jax.__version__)
@@ -114,6 +114,54 @@ def no_persistent_cache() -> Iterator[None]:
     finally:
         jax.config.update("jax_enable_compilation_cache", before)
         reset()
+
+
+# jax._src.compiler.compile_or_get_cached(...) reads the persistent cache with _cache_read(module_name, cache_key,
+# ...) and compiles on a miss; pxla calls it as ``compiler.compile_or_get_cached`` and the key is _cache_read's
+# second positional argument on every supported version.
+_COMPILES: dict[str, Callable[[str], Any]] = {}
+
+
+def one_compile_per_program(claim: Callable[[str], bool], release: Callable[[str], None]) -> bool:
+    """Around every miss of JAX's persistent cache in this process: ``claim(key)`` says whether to compile
+    now (True) or read the cache again (False: another process has just compiled the program); ``release
+    (key)`` follows every claimed compile, however it ended. Installed once; a later call replaces the two
+    functions. False where this JAX has no such functions (then each process compiles on its own)."""
+    import threading
+
+    from jax._src import compiler as _compiler
+
+    _COMPILES.update(claim=claim, release=release)
+    if getattr(_compiler.compile_or_get_cached, "_one_per_program", False):
+        return True
+    read, compile_or_get = getattr(_compiler, "_cache_read", None), getattr(_compiler, "compile_or_get_cached", None)
+    if read is None or compile_or_get is None:  # pragma: no cover - depends on JAX internals
+        return False
+    claimed = threading.local()
+
+    def cache_read(module_name: str, cache_key: str, *rest: Any, **kwargs: Any) -> Any:
+        found = read(module_name, cache_key, *rest, **kwargs)
+        if found[0] is not None:
+            return found
+        if _COMPILES["claim"](cache_key):
+            claimed.keys = [*getattr(claimed, "keys", []), cache_key]
+            return found
+        return read(module_name, cache_key, *rest, **kwargs)
+
+    def compile_or_get_cached(*args: Any, **kwargs: Any) -> Any:
+        before = getattr(claimed, "keys", [])
+        claimed.keys = []
+        try:
+            return compile_or_get(*args, **kwargs)
+        finally:
+            for key in claimed.keys:
+                _COMPILES["release"](key)
+            claimed.keys = before
+
+    compile_or_get_cached._one_per_program = True  # type: ignore[attr-defined]
+    _compiler._cache_read = cache_read
+    _compiler.compile_or_get_cached = compile_or_get_cached
+    return True
 
 
 def program_text(lowered: Any) -> str:

@@ -184,8 +184,9 @@ def jax_cache() -> bool:
     """Point JAX's persistent compilation cache at ``<root>/jax/<this CPU>`` in this process (a worker, a
     serving process, the command line), every program kept however fast it compiled. JAX keys each
     program by its HLO, compile options, XLA flags and versions; the directory adds the CPU, since
-    XLA:CPU compiles for the host's features. Left alone where the cache is off or the user has set
-    JAX's own cache directory. True where it is on."""
+    XLA:CPU compiles for the host's features. A program another of jaxparity's processes is compiling is
+    waited for and read, not compiled twice (``compiling``: markers in ``<root>/compiling/<this CPU>``).
+    Left alone where the cache is off or the user has set JAX's own cache directory. True where it is on."""
     import jax
 
     from .keys import machine
@@ -200,4 +201,19 @@ def jax_cache() -> bool:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     except (AttributeError, ValueError):  # an older JAX without one of these options
         return False
+    _one_compile_at_a_time()
     return True
+
+
+def _one_compile_at_a_time() -> None:
+    """A program that another of jaxparity's processes is compiling is waited for and read from JAX's cache,
+    not compiled again (``compiling``): a command's workers load the same case at the same time."""
+    from ..jaxcompat import one_compile_per_program
+    from .compiling import Markers
+    from .keys import machine
+
+    markers = Markers(root() / "compiling" / machine())
+    try:
+        one_compile_per_program(markers.claim, markers.release)
+    except ImportError:  # pragma: no cover - depends on JAX internals
+        pass
