@@ -120,3 +120,19 @@ def test_an_elementary_function_a_few_ulp_off_is_its_math_library_not_a_departur
     assert "tflite's math library rounds it otherwise, eager's correctly" in said, said
     said = element_evidence(op("mul"), [x, x], off, right, right, None).describe("tflite", "eager")
     assert "departs from the op's declared rounding" in said, said
+
+
+def test_a_dot_example_names_whose_inputs_and_shows_no_input_elements():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
+    b = np.arange(6, dtype=np.float32).reshape(3, 2) / 3
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    right = correctly_rounded(exact)
+    off = right.copy()
+    off[1, 0] = np.nextafter(off[1, 0], np.float32(np.inf))
+    ev = element_evidence(op("dot_general"), [a, b], off, right, right, exact)
+    assert ev.example.index == (1, 0) and ev.example.inputs == (None, None)  # no one element of a or b gives it
+    words = ev.describe("iree", "eager")
+    assert "inputs (" not in words, words
+    assert words.startswith("on iree's inputs to this op, iree is up to 1 ULP from the correctly rounded result "
+                            "and eager 0 ULP"), words
+    assert f"e.g. element [1, 0]: iree {off[1, 0]:.9g}" in words, words

@@ -336,3 +336,28 @@ def test_an_unknown_cause_says_which_experiment_could_not_run():
     assert cause == ("unknown: no known cause's experiment confirmed it (--verbose lists each); algebraic rewrite by "
                      "the HLO simplifier could not be tested (crashed: re-running jit:xla_disable_hlo_passes=algsimp "
                      "was killed by SIGSEGV)")
+
+
+def test_printed_reports_carry_no_trailing_spaces():
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from jaxparity.report.terminal import TrimmedLines
+
+    out = io.StringIO()
+    stream = TrimmedLines(out)
+    for chunk in ("a  ", " b   \n", "  \n", "c  ", "  d\n"):  # spaces held across writes, dropped at a line's end
+        stream.write(chunk)
+    assert out.getvalue() == "a   b\n\nc    d\n"
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column()
+    grid.add_column()
+    grid.add_row("where", "a long line that wraps in the second column of the grid, as a report does")
+    grid.add_row("who", "short")
+    plain, trimmed = io.StringIO(), io.StringIO()
+    Console(file=plain, width=40).print(grid)
+    Console(file=TrimmedLines(trimmed), width=40).print(grid)
+    assert any(line.endswith(" ") for line in plain.getvalue().splitlines())  # rich pads the cells
+    assert trimmed.getvalue() == "\n".join(line.rstrip() for line in plain.getvalue().splitlines()) + "\n"

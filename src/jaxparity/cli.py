@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
     from .execution.runs import PathRun
 
+def _stdout() -> Console:
+    from .report.terminal import stdout_console
+
+    return stdout_console()
+
+
 EXAMPLES = """\
 examples:
   jaxparity compare examples/conv_bf16.py
@@ -552,7 +558,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _error("--repeat and --save-worst go with --samples N or --inputs DIR")
 
     explain = args.command == "explain" or getattr(args, "explain", False)
-    out = Console(highlight=False)
+    out = _stdout()
     progress = _Progress(Console(stderr=True, highlight=False), quiet=args.quiet or args.json == "-")
     try:
         if args.in_process:
@@ -658,7 +664,7 @@ def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -
                                                     f"the worst for {worst.spec}[/]")
     if explain and any(not p.passed for p in result.paths if p.gated):
         result = _explain_worst(args, result, arrays, worst, paths, tolerance)
-    _emit(args, result, Console(highlight=False), bar.log)
+    _emit(args, result, _stdout(), bar.log)
     return result.exit_code
 
 
@@ -757,7 +763,7 @@ def _baseline(args: argparse.Namespace) -> int:
             manifest = snapshot(args.case, args.out, paths=",".join(args.paths) if args.paths else None,
                                 inputs=args.inputs, overwrite=args.force, envs=envs, progress=progress, log=progress.log)
             progress.stop()
-            Console(highlight=False).print(f"wrote baseline {args.out}: {len(manifest['paths'])} paths, content hash "
+            _stdout().print(f"wrote baseline {args.out}: {len(manifest['paths'])} paths, content hash "
                                            f"{manifest['content_hash'][:16]}")
             return 0
         result = check(args.case, args.against, tolerance=Tolerance(args.ulp, args.atol, args.rtol),
@@ -769,7 +775,7 @@ def _baseline(args: argparse.Namespace) -> int:
     progress.stop()
     from .report.check import print_check
 
-    print_check(result, Console(highlight=False))
+    print_check(result, _stdout())
     if args.json:
         from .result import _jsonable
 
@@ -933,7 +939,7 @@ def _sweep(args: argparse.Namespace) -> int:
         FsPath(args.json).write_text(to_json(summary, store))
     if args.html:
         FsPath(args.html).write_text(to_html(summary))
-    print_summary(summary, Console(highlight=False))
+    print_summary(summary, _stdout())
     store.close()
     return 1 if summary.diverging or summary.failed or summary.hidden else 0
 

@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import dataclasses
-import functools
 import os
 import re
 import time
@@ -388,10 +387,7 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
     import threading
 
     extra = {i: runners.extra_runner(i) for i in range(1, len(lanes)) if all(spec_env(s) is None for s in lanes[i])}
-    # Their serving processes (TensorFlow's) start beside the loading: a core is idle while the other worker
-    # compiles a program this one waits for (``cache.compiling``).
-    here = [s for s in specs if spec_env(s) is None]
-    loading = {i: threading.Thread(target=_quietly, args=(functools.partial(r.load, here),)) for i, r in extra.items()}
+    loading = {i: threading.Thread(target=_quietly, args=(r.load,)) for i, r in extra.items()}
     for t in loading.values():
         t.start()
     lock = threading.Lock()

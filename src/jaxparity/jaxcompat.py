@@ -141,15 +141,15 @@ def one_compile_per_program(claim: Callable[[str], bool], release: Callable[[str
 
     def cache_read(module_name: str, cache_key: str, *rest: Any, **kwargs: Any) -> Any:
         found = read(module_name, cache_key, *rest, **kwargs)
-        if found[0] is not None:
+        if found[0] is not None or getattr(claimed, "keys", None) is None:  # a read outside a compile: as it was
             return found
         if _COMPILES["claim"](cache_key):
-            claimed.keys = [*getattr(claimed, "keys", []), cache_key]
+            claimed.keys.append(cache_key)
             return found
         return read(module_name, cache_key, *rest, **kwargs)
 
     def compile_or_get_cached(*args: Any, **kwargs: Any) -> Any:
-        before = getattr(claimed, "keys", [])
+        before = getattr(claimed, "keys", None)
         claimed.keys = []
         try:
             return compile_or_get(*args, **kwargs)

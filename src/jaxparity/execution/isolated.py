@@ -52,7 +52,7 @@ class IsolatedRunner:
         self._samples_in: subprocess.Popen | None = None  # the worker that holds them
 
     # -- worker lifecycle -------------------------------------------------------------------
-    def _start(self, prestart: Sequence[str] = ()) -> CaseInfo:
+    def _start(self) -> CaseInfo:
         parent, child = socket.socketpair()
         self._log.seek(0)
         self._log.truncate()
@@ -67,8 +67,6 @@ class IsolatedRunner:
         )
         child.close()
         self._conn = Connection(parent.detach())
-        if prestart:  # what these paths will wait for starts beside the case's loading
-            self._conn.send(("prestart", list(prestart)))
         self._conn.send(("load", self.case_spec, self.inputs))
         from ..case import CaseError
 
@@ -84,10 +82,8 @@ class IsolatedRunner:
         self.info = reply[1]
         return reply[1]
 
-    def load(self, prestart: Sequence[str] = ()) -> CaseInfo:
-        """The case loaded in the worker (once); ``prestart``: paths whose serving processes start meanwhile
-        (``Path.prestart``: TensorFlow imports on a core the case's own loading leaves idle)."""
-        return self.info or self._start(prestart)
+    def load(self) -> CaseInfo:
+        return self.info or self._start()
 
     def _receive(self, timeout: float | None, doing: str) -> tuple:
         assert self._conn is not None and self._proc is not None

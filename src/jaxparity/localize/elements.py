@@ -102,7 +102,9 @@ class ElementEvidence:
             ex = self.example
             integer = ex is not None and isinstance(ex.path, int)  # integer results: absolute differences
             nan = _NAN_ULP in (self.path_ulp, self.baseline_ulp)
-            parts.append(f"on the same inputs {_distance_words(path, self.path_ulp, ref, integer)} and "
+            # Both ran the op on the path's own inputs to it (the baseline replayed on them): these values are
+            # the op's, not the final outputs' (which also carry what the inputs already differed by)
+            parts.append(f"on {path}'s inputs to this op, {_distance_words(path, self.path_ulp, ref, integer)} and "
                          f"{_distance_words(baseline, self.baseline_ulp, 'it' if nan else None, integer)}")
             # NaN or inf where the result is finite, or the reverse: said as what happened
             dropped = ex is not None and _nonfinite_value(ex.correct) and not _nonfinite_value(ex.path)
@@ -157,10 +159,14 @@ class ElementEvidence:
             if unrounded in (path, baseline):  # that side read another input than the one shown (said before)
                 other = baseline if unrounded == path else path
                 mine, theirs = (ex.path, ex.baseline) if unrounded == path else (ex.baseline, ex.path)
-                parts.append(f"e.g. element {list(ex.index)}: rounded inputs ({ins}) give {other} {_fmt(theirs)}"
-                             f"{correct}; {unrounded} {_fmt(mine)}")
-            else:
+                gave = (f"rounded inputs ({ins}) give {other} {_fmt(theirs)}" if any(v is not None for v in ex.inputs)
+                        else f"{other} {_fmt(theirs)} from rounded inputs")
+                parts.append(f"e.g. element {list(ex.index)}: {gave}{correct}; {unrounded} {_fmt(mine)}")
+            elif any(v is not None for v in ex.inputs):
                 parts.append(f"e.g. element {list(ex.index)}: inputs ({ins}) give {path} {_fmt(ex.path)}, {baseline} "
+                             f"{_fmt(ex.baseline)}{correct}")
+            else:  # no one input element gives it (a dot, a convolution, a reduction): its values alone
+                parts.append(f"e.g. element {list(ex.index)}: {path} {_fmt(ex.path)}, {baseline} "
                              f"{_fmt(ex.baseline)}{correct}")
         return "; ".join(parts)
 

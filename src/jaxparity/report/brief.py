@@ -74,9 +74,10 @@ def triage(p: Any, baseline: str, lead: Any = None, amplified: bool = False, kep
     # distance from the ideal is the program's own rounding, however far many layers of it carry (a deep bf16
     # network): not an error of the baseline's.
     declared = kept or (departs is not None and departs == p.spec)
-    if r < 2 and scale and floor > ROUNDING_SHARE * scale and settled and not declared:
+    if r < 2 and scale and floor > ROUNDING_SHARE * scale and settled and not declared and not amplified:
         # The baseline's own distance from the ideal is no rounding: a flipped decision, a wrong value. It is no
-        # noise floor to judge the path by, whatever the ratio.
+        # noise floor to judge the path by, whatever the ratio. (Where blame found an op that amplifies small
+        # differences, that distance is the program's rounding made large: said as such below.)
         return (f"a real divergence: {baseline} is itself {fmt(floor)} from the f64 ideal where the values reach "
                 f"{fmt(scale)}, an error rather than rounding, so it is no noise floor; {measured}")
     mine = lf.error_vs_f64

@@ -16,7 +16,7 @@ from .callbacks import callbacks_line
 from .explanation import fit_columns, stacked
 from .format import NAN_ULP, arrays_line, devices_line, fmt, module_lines, path_line, summary_line, values_text
 
-__all__ = ["print_result", "render", "render_text"]
+__all__ = ["TrimmedLines", "print_result", "render", "render_text", "stdout_console"]
 
 _STYLE = {
     "baseline": "bold",
@@ -289,3 +289,40 @@ def render_text(result: ComparisonResult, width: int = 120, verbose: bool = Fals
     console = Console(width=width, record=True, file=open("/dev/null", "w"), color_system=None)
     console.print(render(result, verbose))
     return console.export_text()
+
+
+class TrimmedLines:
+    """A text stream without the spaces rich pads a table's last cell with at the end of each line: a report
+    piped to a file, a CI log or a diff carries none. Everything else is the stream's own (``isatty``,
+    ``fileno``, ``encoding``: rich still sees whether it writes to a terminal)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream, self._spaces = stream, ""
+
+    def write(self, text: str) -> int:
+        out = []
+        for k, part in enumerate(text.split("\n")):
+            if k:
+                out.append("\n")
+                self._spaces = ""  # the spaces held before a line's end are dropped
+            kept = part.rstrip(" ")
+            if kept:
+                out.append(self._spaces + kept)
+                self._spaces = part[len(kept):]
+            else:
+                self._spaces += part
+        self._stream.write("".join(out))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def stdout_console() -> Console:
+    """The console a command prints its report on (standard output, lines without trailing spaces)."""
+    import sys
+
+    return Console(file=TrimmedLines(sys.stdout), highlight=False)  # type: ignore[arg-type]
