@@ -4,6 +4,7 @@ workers load the same case at once, and the second reads each program the first 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -24,7 +25,7 @@ def test_a_free_program_is_claimed_and_released(tmp_path):
 def test_a_dead_processs_marker_is_taken_over(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (tmp_path / "k").write_text(f"{Markers(tmp_path)._me.rpartition(' ')[0]} {dead.pid}")
+    (tmp_path / "k").write_text(f"{socket.gethostname()} {dead.pid}")
     start = time.monotonic()
     assert Markers(tmp_path).claim("k") is True
     assert time.monotonic() - start < 1.0
@@ -33,7 +34,7 @@ def test_a_dead_processs_marker_is_taken_over(tmp_path):
 def test_a_program_another_process_compiles_is_waited_for(tmp_path):
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        (tmp_path / "k").write_text(f"{Markers(tmp_path)._me.rpartition(' ')[0]} {alive.pid}")
+        (tmp_path / "k").write_text(f"{socket.gethostname()} {alive.pid}")
         threading.Timer(0.5, (tmp_path / "k").unlink).start()  # that process's compile ends
         start = time.monotonic()
         assert Markers(tmp_path).claim("k") is False  # read the cache again: the program is there now

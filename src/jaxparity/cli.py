@@ -18,11 +18,6 @@ if TYPE_CHECKING:
 
     from .execution.runs import PathRun
 
-def _stdout() -> Console:
-    from .report.terminal import stdout_console
-
-    return stdout_console()
-
 
 EXAMPLES = """\
 examples:
@@ -518,9 +513,10 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     from .case import CaseError, load_case
     from .comparison import ExplainError, compare_case, compare_loaded, plan_paths
-    from .metrics import Tolerance
     from .execution.envs import EnvError, parse_env
+    from .metrics import Tolerance
     from .paths import DEFAULT_PATHS, PathOptionError, spec_env
+    from .report.terminal import stdout_console
 
     if args.ulp is not None and args.ulp < 0:
         return _error("--ulp must be a non-negative integer")
@@ -558,7 +554,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _error("--repeat and --save-worst go with --samples N or --inputs DIR")
 
     explain = args.command == "explain" or getattr(args, "explain", False)
-    out = _stdout()
+    out = stdout_console()
     progress = _Progress(Console(stderr=True, highlight=False), quiet=args.quiet or args.json == "-")
     try:
         if args.in_process:
@@ -634,6 +630,7 @@ def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -
     from .arrayio import ArrayFileError
     from .case import CaseError
     from .comparison import compare_samples
+    from .report.terminal import stdout_console
 
     if args.samples is not None and args.samples < 1:
         return _error("--samples must be at least 1")
@@ -664,7 +661,7 @@ def _compare_many(args: argparse.Namespace, paths: str | None, tolerance: Any) -
                                                     f"the worst for {worst.spec}[/]")
     if explain and any(not p.passed for p in result.paths if p.gated):
         result = _explain_worst(args, result, arrays, worst, paths, tolerance)
-    _emit(args, result, _stdout(), bar.log)
+    _emit(args, result, stdout_console(), bar.log)
     return result.exit_code
 
 
@@ -755,6 +752,7 @@ def _baseline(args: argparse.Namespace) -> int:
     from .execution.envs import EnvError, parse_env
     from .metrics import Tolerance
     from .paths import PathOptionError
+    from .report.terminal import stdout_console
 
     progress = _Progress(Console(stderr=True, highlight=False), quiet=False)
     try:
@@ -763,8 +761,8 @@ def _baseline(args: argparse.Namespace) -> int:
             manifest = snapshot(args.case, args.out, paths=",".join(args.paths) if args.paths else None,
                                 inputs=args.inputs, overwrite=args.force, envs=envs, progress=progress, log=progress.log)
             progress.stop()
-            _stdout().print(f"wrote baseline {args.out}: {len(manifest['paths'])} paths, content hash "
-                                           f"{manifest['content_hash'][:16]}")
+            stdout_console().print(f"wrote baseline {args.out}: {len(manifest['paths'])} paths, content hash "
+                                   f"{manifest['content_hash'][:16]}")
             return 0
         result = check(args.case, args.against, tolerance=Tolerance(args.ulp, args.atol, args.rtol),
                        in_env=args.in_env, case_inputs=args.case_inputs, envs=envs, progress=progress,
@@ -775,7 +773,7 @@ def _baseline(args: argparse.Namespace) -> int:
     progress.stop()
     from .report.check import print_check
 
-    print_check(result, _stdout())
+    print_check(result, stdout_console())
     if args.json:
         from .result import _jsonable
 
@@ -839,11 +837,10 @@ def _reduce(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .case import CaseError, load_case
+    from .comparison import _split_paths
     from .localize.region import RegionError
     from .paths import PathOptionError, make_path
     from .reduce import NotReproduced, ReduceError, reduce_case
-
-    from .comparison import _split_paths
 
     specs = _split_paths(args.paths)  # an option value may hold a comma (XLA_FLAGS=a,b)
     if len(specs) != 2:
@@ -900,6 +897,7 @@ def _reduce(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from .report.terminal import stdout_console
     from .sweep import SpecError, Store, load_spec, run_sweep, summarize
     from .sweep.store import StoreError
     from .sweep.summary import print_summary, to_html, to_json
@@ -939,14 +937,14 @@ def _sweep(args: argparse.Namespace) -> int:
         FsPath(args.json).write_text(to_json(summary, store))
     if args.html:
         FsPath(args.html).write_text(to_html(summary))
-    print_summary(summary, _stdout())
+    print_summary(summary, stdout_console())
     store.close()
     return 1 if summary.diverging or summary.failed or summary.hidden else 0
 
 
 def _capture(args: argparse.Namespace) -> int:
-    from .execution.capture import write_bundle
     from .case import CaseError, load_case
+    from .execution.capture import write_bundle
     from .paths import PathOptionError, make_path
 
     try:

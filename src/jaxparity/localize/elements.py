@@ -153,16 +153,17 @@ class ElementEvidence:
         ex = self.example
         if ex is not None:
             ins = ", ".join("·" if v is None else _fmt(v) for v in ex.inputs)
+            some_input = any(v is not None for v in ex.inputs)
             label = ("JAX's reference" if ex.implementation_defined else "exact" if self.exact_op
                      else "correctly rounded")
             correct = f", {label} {_fmt(ex.correct)}" if ex.correct is not None else ""
             if unrounded in (path, baseline):  # that side read another input than the one shown (said before)
                 other = baseline if unrounded == path else path
                 mine, theirs = (ex.path, ex.baseline) if unrounded == path else (ex.baseline, ex.path)
-                gave = (f"rounded inputs ({ins}) give {other} {_fmt(theirs)}" if any(v is not None for v in ex.inputs)
+                gave = (f"rounded inputs ({ins}) give {other} {_fmt(theirs)}" if some_input
                         else f"{other} {_fmt(theirs)} from rounded inputs")
                 parts.append(f"e.g. element {list(ex.index)}: {gave}{correct}; {unrounded} {_fmt(mine)}")
-            elif any(v is not None for v in ex.inputs):
+            elif some_input:
                 parts.append(f"e.g. element {list(ex.index)}: inputs ({ins}) give {path} {_fmt(ex.path)}, {baseline} "
                              f"{_fmt(ex.baseline)}{correct}")
             else:  # no one input element gives it (a dot, a convolution, a reduction): its values alone
