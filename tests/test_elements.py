@@ -136,3 +136,34 @@ def test_a_dot_example_names_whose_inputs_and_shows_no_input_elements():
     assert words.startswith("on iree's inputs to this op, iree is up to 1 ULP from the correctly rounded result "
                             "and eager 0 ULP"), words
     assert f"e.g. element [1, 0]: iree {off[1, 0]:.9g}" in words, words
+
+
+def test_a_sum_is_judged_by_its_error_bound_not_by_ulp():
+    """A float32 dot of 64 terms summed in order is within Higham's bound everywhere (a correct order) yet
+    thousands of ULP from the correctly rounded result where it cancels; a dot of bfloat16-rounded inputs
+    (one TPU pass) is far beyond it. The words name the second alone, not "both are far from it"."""
+    import ml_dtypes
+
+    r = np.random.default_rng(0)
+    a, b = (r.normal(size=(64, 64)).astype(np.float32) for _ in range(2))  # square: a has the output's shape
+
+    def in_order(x, y):
+        out = np.zeros((64, 64), np.float32)
+        for k in range(64):
+            out = (out + x[:, k:k + 1] * y[k:k + 1, :]).astype(np.float32)
+        return out
+
+    def bf16(x):
+        return x.astype(ml_dtypes.bfloat16).astype(np.float32)
+
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    u = 2.0**-24
+    bound = 64 * u / (1 - 64 * u) * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) + u * np.abs(exact)
+    cpu, tpu = in_order(a, b), in_order(bf16(a), bf16(b))
+    assert np.all(np.abs(cpu - exact) <= bound)  # Higham: any order of the sum is within it
+    ev = element_evidence(op("dot_general"), [a, b], cpu, tpu, correctly_rounded(exact), exact, 0, bound)
+    assert ev.path_ulp > 2**10 and ev.baseline_ulp > 2**10  # by ULP alone both look far off
+    assert ev.example.inputs == (None, None) and ev.trigger is None  # a's element is not the output's
+    words = ev.describe("jit:device=cpu", "eager")
+    assert "both are far" not in words, words
+    assert "eager is" in words and "beyond the error bound of this sum, jit:device=cpu within it" in words, words

@@ -29,11 +29,15 @@ def test_sharded_batch_mean_is_an_all_reduce_within_its_bound(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "jaxparity", "explain", str(CASE), "--paths",
                            "jit,jit:mesh=8,export:mesh=8", "--baseline", "jit", "--json", str(out)],
                           capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 1, proc.stderr[-3000:]
+    # every difference is a sum within its error bound: rounding noise, which the default gate passes; that the
+    # two paths differ only in mesh=8 says where, not how, so it is neither the cause said nor a reason to fail
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rounding noise only" in proc.stdout and "an option of the path" not in proc.stdout, proc.stdout
     result = json.loads(out.read_text())
     by_path = {p["spec"]: p for p in result["paths"]}
     assert by_path["jit:mesh=8"]["status"] == "ok" and by_path["export:mesh=8"]["status"] == "ok"
     e = next(x for x in result["explanations"] if x["path"] == "jit:mesh=8")
+    assert e["rounding"] is not None
     # The batch mean is summed per device, then all-reduced. (The Dense layer's matmul may differ too:
     # a shard of 8 rows is another matmul shape, blocked otherwise; its contraction is not split.)
     local = e["localization"]["local"]

@@ -135,9 +135,22 @@ def within_rounding(program: FlatProgram | None, flat_args: Sequence[Any], outs:
 def _may_be_noise(causes: Sequence[Any], loc: Any) -> bool:
     """Nothing in the explanation says the path departs from the program: no confirmed cause other than a
     rounding one, no narrow rounding skipped by either side."""
-    if any(c.status in ("confirmed", "partly") and c.cause not in _ROUNDING_CAUSES for c in causes):
+    if any(_departs(c) for c in causes):
         return False
     return not (loc is not None and any(d.unrounded is not None for d in loc.local))
+
+
+def _departs(cause: Any) -> bool:
+    """A cause that says the path departs from the program: confirmed, or a re-run that narrowed the largest
+    difference (one that only changed how many elements differ, the largest as large, explains no magnitude).
+    That the paths differ in an option (``path-option``) says where, not that the option's effect is more than
+    rounding: what the option does is judged here like any other difference."""
+    if cause.cause in _ROUNDING_CAUSES or cause.cause == "path-option":
+        return False
+    if cause.status == "partly":
+        r = cause.rerun
+        return r is None or r.after[1] < r.before[1] or r.after[2] < r.before[2]
+    return cause.status == "confirmed"
 
 
 def _within(outs: Sequence[np.ndarray], base: Sequence[np.ndarray], far: Sequence[np.ndarray | None]) -> Rounding | None:

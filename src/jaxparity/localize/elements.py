@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics import as_wide, dtype_class, signed_zero_flips, ulp_distance
-from .trigger import Trigger, align, find_trigger
+from .trigger import CONTRACTIONS, Trigger, align, find_trigger
 
 __all__ = ["ElementClass", "ElementEvidence", "ElementExample", "element_evidence"]
 
@@ -83,6 +83,10 @@ class ElementEvidence:
     # The predicate over the op's inputs (and exact result) that separates the differing elements from the
     # agreeing ones (``localize.trigger``); None where none does, or every element differs.
     trigger: Trigger | None = None
+    # A sum (dot, convolution, reduction): each side's largest error against the exact result over the
+    # differing elements, as a multiple of one summation order's error bound there (path, baseline); at most 1:
+    # a correct order of the sum, however many ULP (a sum that cancels has large ULP and no error).
+    sum_bound_ratio: tuple[float, float] | None = None
 
     def describe(self, path: str, baseline: str, within_bound: bool = False, unrounded: str | None = None,
                  variant: bool = False) -> str:
@@ -115,6 +119,8 @@ class ElementEvidence:
                 parts[-1] += ": both within the error bound of this sum (two summation orders, neither wrong)"
             elif unrounded:
                 parts[-1] += f": {unrounded} computed it from an input it never rounded to the declared dtype"
+            elif self.sum_bound_ratio is not None and wrong is not None:
+                parts[-1] += f": {self._against_sum_bound(path, baseline, variant)}"
             elif wrong in ("path", "baseline"):
                 who, other = (path, baseline) if wrong == "path" else (baseline, path)
                 far = max(self.path_ulp, self.baseline_ulp) >= _FAR
@@ -179,6 +185,20 @@ class ElementEvidence:
             return None
         return self.path_error <= 2 * self.baseline_error
 
+    def _against_sum_bound(self, path: str, baseline: str, variant: bool) -> str:
+        """Who is wrong at a sum, judged by each side's error against the exact sum and the error bound of one
+        summation order (not by ULP: a sum that cancels is many ULP from its correctly rounded result and
+        within its bound)."""
+        assert self.sum_bound_ratio is not None
+        p, b = self.sum_bound_ratio
+        how = " (it computes the op another way, named below)" if variant else ""
+        if p <= 1 and b <= 1:
+            return "both within the error bound of this sum (two summation orders, neither wrong)"
+        if p > 1 and b > 1:
+            return f"both are beyond the error bound of this sum ({_times(min(p, b))} or more){how}"
+        who, other, r = (path, baseline, p) if p > 1 else (baseline, path, b)
+        return f"{who} is {_times(r)} beyond the error bound of this sum{how}, {other} within it"
+
     def _describe_composite(self, path: str, baseline: str) -> str:
         parts = []
         if self.path_error is not None and self.baseline_error is not None:
@@ -224,6 +244,11 @@ MATH_FUNCTIONS = frozenset({
     "cbrt", "igamma", "igammac", "bessel_i0e", "bessel_i1e"})
 # Ops that run a body of other ops (loops and branches): no one rounding to be correct to.
 _COMPOSITE = frozenset({"scan", "while", "cond"})
+
+
+def _times(r: float) -> str:
+    """'3.2×', '7,000×'."""
+    return "∞×" if r == float("inf") else f"{r:.2g}×" if r < 10 else f"{round(r):,}×"
 
 
 def _distance_words(who: str, ulp: int, ref: str | None, integer: bool) -> str:
@@ -342,10 +367,12 @@ SIGNED_ZERO = "zeros of the other sign (+0 against -0: 0 ULP apart, another valu
 
 
 def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np.ndarray,
-                     correct: np.ndarray | None, exact: np.ndarray | None, position: int = 0) -> ElementEvidence:
+                     correct: np.ndarray | None, exact: np.ndarray | None, position: int = 0,
+                     sum_bound: np.ndarray | None = None) -> ElementEvidence:
     """Evidence on the elements where ``path_out`` and ``base_out`` differ (the op's output number
     ``position``). ``correct``: the op's correctly rounded result on these inputs (declared dtype),
-    ``exact``: its float64 value."""
+    ``exact``: its float64 value; ``sum_bound``: for a sum, the bound on one summation order's error
+    against ``exact``, per element."""
     name = op.info.primitive
     p, b = np.asarray(path_out), np.asarray(base_out)
     flips = signed_zero_flips(p, b)
@@ -361,7 +388,7 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
             if n:
                 classes[label] = n
 
-    if name in _ORDERING:  # the element at output i comes from anywhere in the input: no per-element inputs
+    if name in _ORDERING or name in CONTRACTIONS:  # output i reads anywhere in the input, or a row of it
         at = [None] * len(arrays)
     if (name in _ORDERING or name in _NAN_REDUCING) and arrays and dtype_class(arrays[0].dtype) == "float" \
             and np.any(np.isnan(arrays[0].astype(np.float64))):
@@ -474,15 +501,26 @@ def element_evidence(op: Any, ins: list[Any], path_out: np.ndarray, base_out: np
         if finite.any():
             path_error = float(np.max(np.abs(p.astype(np.float64) - e)[finite]))
             base_error = float(np.max(np.abs(b.astype(np.float64) - e)[finite]))
+    beyond: tuple[float, float] | None = None
+    if sum_bound is not None and exact is not None and np.shape(exact) == shape == np.shape(sum_bound):
+        e, bnd = np.asarray(exact, np.float64), np.asarray(sum_bound, np.float64)
+        finite = differ & np.isfinite(e) & np.isfinite(p.astype(np.float64)) & np.isfinite(b.astype(np.float64))
+        if finite.any():
+            errs = [np.abs(x.astype(np.float64) - e)[finite] for x in (p, b)]
+            with np.errstate(divide="ignore", invalid="ignore"):  # a zero bound: exact, or infinitely beyond it
+                ratio = [float(np.max(np.where(bnd[finite] > 0, err / bnd[finite], np.where(err > 0, np.inf, 0.0))))
+                         for err in errs]
+            beyond = (ratio[0], ratio[1])
     trigger = None
     if not composite and name not in _ORDERING:  # an ordering's element i comes from anywhere in its input
         try:
-            trigger = find_trigger([align(a, shape) for a in arrays], differ,
+            trigger = find_trigger([align(a, shape, name) for a in arrays], differ,
                                    exact if exact is not None and np.shape(exact) == shape else None, p.dtype)
         except Exception:  # evidence, never the end of the explanation
             trigger = None
     return ElementEvidence(ordered, example, path_ulp, base_ulp, exact_op, int(np.count_nonzero(differ & undefined)),
-                           flushes, composite, path_error, base_error, name in MATH_FUNCTIONS, trigger)
+                           flushes, composite, path_error, base_error, name in MATH_FUNCTIONS, trigger,
+                           beyond)
 
 
 def _flush(x: np.ndarray) -> np.ndarray:

@@ -374,10 +374,7 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
                     (False, False): "neither"}[(values_equal(p_out, d_out), values_equal(r_out, d_out))]
         except Exception:  # the reference cannot run this op (e.g. an op the interpreter has no rule for)
             side = "unknown"
-        elements = None
-        if len(local) < MAX_EVIDENCE or (len(local) < MAX_CHEAP_EVIDENCE and _elementwise_shaped(op, p_ins, p_out)):
-            elements = _elements(op, p_ins, p_out, r_out, d_out, positions[k])
-        bound, within = None, False
+        bound, within, b = None, False, None
         if op.info.primitive in _REDUCTIONS:
             b = _noise_bound(op, p_ins, p_out, r_out)
             if b is not None:
@@ -385,6 +382,10 @@ def localize(program: FlatProgram, path: OpValues, base: OpValues, flat_args: Se
                     diff = np.abs(p_out.astype(np.float64) - r_out.astype(np.float64))
                 within = bool(np.all((diff <= b) | (diff == 0)))
                 bound = float(np.max(b)) if b.size else 0.0
+        elements = None
+        if len(local) < MAX_EVIDENCE or (len(local) < MAX_CHEAP_EVIDENCE and _elementwise_shaped(op, p_ins, p_out)):
+            # one summation order's bound is half that of two orders' difference
+            elements = _elements(op, p_ins, p_out, r_out, d_out, positions[k], None if b is None else b / 2)
         producer = producers.get(op.inputs[0]) if op.inputs and not isinstance(op.inputs[0], Literal) else None
         detail, unrounded_side = _widening_detail(op, p_out, producer), "path"
         if detail is None:  # the baseline kept the excess precision (jit as the baseline of eager)
@@ -423,8 +424,9 @@ def _elementwise_shaped(op: Op, ins: Sequence[Any], out: Any) -> bool:
 
 
 def _elements(op: Op, ins: list[Any], p_out: np.ndarray, r_out: np.ndarray, correct: np.ndarray | None,
-              position: int) -> ElementEvidence | None:
-    """Element evidence for one local divergence; None where it cannot be computed (evidence is extra)."""
+              position: int, sum_bound: np.ndarray | None = None) -> ElementEvidence | None:
+    """Element evidence for one local divergence; None where it cannot be computed (evidence is extra).
+    ``sum_bound``: for a sum, the bound on one summation order's error per element."""
     from ..interpreter import evaluate_eqn
     from ..pytree import host
 
@@ -433,7 +435,7 @@ def _elements(op: Op, ins: list[Any], p_out: np.ndarray, r_out: np.ndarray, corr
     except Exception:
         exact = None
     try:
-        return element_evidence(op, ins, p_out, r_out, correct, exact, position)
+        return element_evidence(op, ins, p_out, r_out, correct, exact, position, sum_bound)
     except Exception:
         return None
 

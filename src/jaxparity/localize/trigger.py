@@ -20,7 +20,11 @@ import numpy as np
 
 from ..metrics import dtype_class
 
-__all__ = ["Test", "Trigger", "align", "find_trigger", "search_trigger"]
+__all__ = ["CONTRACTIONS", "Test", "Trigger", "align", "find_trigger", "search_trigger"]
+
+# Ops whose every output element reads a whole row or window of each input: no input element is the output
+# element's own, even where an input has the output's shape (x @ w with a square w).
+CONTRACTIONS = frozenset({"dot_general", "conv_general_dilated"})
 
 
 @dataclass(frozen=True)
@@ -50,10 +54,13 @@ class Trigger:
                 f"{self.false_hits} of the {self.agreeing} that agree")
 
 
-def align(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+def align(x: np.ndarray, shape: tuple[int, ...], primitive: str | None = None) -> np.ndarray | None:
     """An input's value at each output element, where it has one: the same shape, a scalar, a shape that
     broadcasts, or one whose leading axes are the output's (an index array with its index vector last, the
-    rows a reduction reads): the elements of each output position's row, as a trailing axis."""
+    rows a reduction reads): the elements of each output position's row, as a trailing axis. None for an
+    input of a ``primitive`` in ``CONTRACTIONS``."""
+    if primitive in CONTRACTIONS:
+        return None
     x = np.asarray(x)
     if x.shape == shape:
         return x

@@ -225,13 +225,17 @@ def blame_line(loc: Any, notes: Sequence[str] = (), tested: bool = False) -> lis
                               "a fusion" if any("returning every intermediate" in n for n in notes) else ""))
         if b.acting_together:
             ops = ", ".join(f"#{loc.local[k].op.index} {loc.local[k].op.primitive}" for k in b.acting_together)
-            lines.append(f"{ops} matter only together: each alone carries almost none of it, leaving one out loses it")
+            lines.append(f"{ops} matter only together: each alone carries almost none of it, leaving one out loses it"
+                         if len(b.acting_together) > 1 else
+                         f"{ops} carries almost none of it alone, yet leaving it out loses it: it acts with the others")
         if b.overlapping >= 2:
             lines.append(f"{len(b.carriers)} of the {len(loc.local)} divergences each carry 5% or more alone, "
                          f"{b.overlapping} of them half or more: the shares overlap, so no one op is the cause "
                          "(any of them sets off much the same difference; --verbose lists them)")
         elif len(b.carriers) > 2:
-            lines.append(f"{len(b.carriers) - 2} more divergences carry smaller shares (--verbose)")
+            more = len(b.carriers) - 2
+            lines.append(f"{more} more divergence{'s carry smaller shares' if more > 1 else ' carries a smaller share'} "
+                         "(--verbose)")
         if b.amplifier is not None:
             lines += _amplified(b.amplifier, "a small local error made large", tested)
     elif b.amplifier is not None:
@@ -431,6 +435,9 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
                           "within their error bounds (rounding noise, not a bug)"))
         else:
             lines.append(("cause", f"{title} ({state}{at}): {readable(evidence)}"))
+        if main.status == "noise":  # how the sums were ordered otherwise, where a mechanism shows it (a collective)
+            lines += [("", f"{short_title(c.title)}: {readable(c.evidence)}") for c in e.causes
+                      if c is not main and c.status == "confirmed" and (c.fix or "").startswith("nothing is wrong")]
     if main is not None and main.fix and any(f.verified for f in e.fixes) and not main.fix.startswith("nothing") \
             and not is_rerun(main) and not any(f.kind in ("model change", "runtime option") and f.verified
                                                for f in e.fixes):
@@ -459,6 +466,8 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
                     "compare with a tolerance only once the divergence that carries it is understood"
                     + (f" ({exact_side})" if exact_side else ""))
         label, _, which = head.partition(" for ")
+        if which and rest.startswith("nothing is wrong") and main is not None and main.status == "noise":
+            continue  # the noise's own workaround says it, and the mechanism is said under the cause
         lines.append((label.lower(), f"(for {which}) {rest}" if which else rest))
     if getattr(e, "rounding", None) is not None:  # noise: nothing to report to anyone
         lines = [(k, v) for k, v in lines if not (k == "what to do" and v.startswith("report"))]

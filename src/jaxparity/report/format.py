@@ -430,7 +430,10 @@ def explaining_cause(causes: Sequence[Any], first: Any = None) -> Any | None:
     confirmed; an amplifier last."""
     found = [c for c in causes if c.status in ("confirmed", "partly", "noise")]
     status = {"confirmed": 0, "partly": 1, "noise": 2}
-    return min(found, key=lambda c: (c.cause == "unknown", _supporting(c), _elsewhere(c, first), c.status == "noise",
+    # that the two paths differ only in an option says where, not how: a mechanism found comes first
+    how = any(c.cause not in ("path-option", "unknown") and c.status != "noise" and not _supporting(c) for c in found)
+    return min(found, key=lambda c: (c.cause == "unknown", how and c.cause == "path-option", _supporting(c),
+                                     _elsewhere(c, first), c.status == "noise",
                                      is_rerun(c), not _cites(c, first), status[c.status]), default=None)
 
 

@@ -90,7 +90,8 @@ def op_remaps(op: Any, ins: list[np.ndarray], mine: np.ndarray, theirs: np.ndarr
     if mine.shape != theirs.shape:
         return []
     differ = ulp_distance(mine, theirs) != 0
-    found = search_trigger([align(x, mine.shape) if np.ndim(x) else None for x in ins], differ, None, mine.dtype)
+    aligned = [align(x, mine.shape, op.info.primitive) if np.ndim(x) else None for x in ins]
+    found = search_trigger(aligned, differ, None, mine.dtype)
     if found is None:
         return []
     t, i, test = found
