@@ -15,6 +15,17 @@ def test_a_call_twice_as_long_is_measured_and_the_same_call_is_not():
     assert same is not None and abs(same.ratio) < 0.5 and same.rounds >= 4
 
 
+def test_a_cost_the_rounds_contradict_is_not_measured():
+    """Medians 8% apart, yet half the rounds, side by side, say the other way: the machine's load, not a cost
+    (the same command would print another figure the next time)."""
+    turns = iter(range(10**6))
+    uneven = lambda: time.sleep(0.0045 if next(turns) % 2 else 0.002)  # noqa: E731 - medians 3.25 ms against 3 ms
+    cost = relative_cost(uneven, lambda: time.sleep(0.003), budget=0.5)
+    assert cost is not None and abs(cost.ratio) > 0.03 and cost.agree < 0.75 and not cost.measurable, cost
+    steady = relative_cost(lambda: time.sleep(0.0045), lambda: time.sleep(0.003), budget=0.5)
+    assert steady is not None and steady.agree >= 0.75 and steady.measurable, steady
+
+
 def test_short_calls_are_timed_in_runs_and_a_call_of_nothing_is_not():
     def spin(n):
         return lambda: sum(range(n))

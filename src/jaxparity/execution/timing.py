@@ -2,9 +2,11 @@
 
 Timing one call after the other measures whatever else the machine did in between as well (on a busy
 2-core machine a ResNet's fix read −12% in one run and +21% in the next); alternating them, in
-alternating order, exposes both to the same conditions. The result is the ratio of the medians, and
-how much the median of the baseline call itself moves between the two halves of the rounds: a cost
-within that spread is not a measured cost. On an accelerator a call shorter than the timer's resolution is
+alternating order, exposes both to the same conditions. The result is the ratio of the medians, how much
+the median of the baseline call itself moves between the two halves of the rounds, and in how many rounds
+the two calls timed side by side agree with that ratio's sign: a cost within that spread, or one that a
+quarter of the rounds or more contradict, is not a measured cost (the machine's load, which would make the
+same command print another cost the next time). On an accelerator a call shorter than the timer's resolution is
 timed in runs of several calls (as ``timeit`` does), so a small model's cost there is its cost per call,
 dispatch included, not "unmeasurable".
 """
@@ -21,6 +23,7 @@ __all__ = ["Cost", "relative_cost"]
 
 MIN_TIMED = 1e-3  # seconds one timed sample lasts at least: shorter calls are repeated within a sample
 MAX_REPEAT = 1000  # calls in one sample at most; a call still under MIN_TIMED then is not timed
+AGREE = 0.75  # share of the rounds that must show a cost's direction for it to be a measured cost
 
 
 @dataclass(frozen=True)
@@ -29,10 +32,11 @@ class Cost:
     spread: float  # relative change of the unfixed call's median between the two halves of the rounds
     rounds: int
     calls: int = 1  # calls per timed sample
+    agree: float = 1.0  # share of the rounds whose two samples, side by side, differ in the ratio's direction
 
     @property
     def measurable(self) -> bool:
-        return abs(self.ratio) > max(0.03, 2 * self.spread)
+        return abs(self.ratio) > max(0.03, 2 * self.spread) and self.agree >= AGREE
 
 
 def relative_cost(after: Callable[[], Any], before: Callable[[], Any], *, budget: float = 2.0,
@@ -58,7 +62,9 @@ def relative_cost(after: Callable[[], Any], before: Callable[[], Any], *, budget
         return None
     half = len(b) // 2
     first, second = statistics.median(b[:half]), statistics.median(b[half:])
-    cost = Cost(statistics.median(a) / mid - 1, abs(first - second) / mid, len(a), calls)
+    ratio = statistics.median(a) / mid - 1
+    agree = sum((x - y) * ratio > 0 for x, y in zip(a, b)) / len(a)
+    cost = Cost(ratio, abs(first - second) / mid, len(a), calls, agree)
     # A short call timed in runs whose cost is within the spread says nothing: its dispatch, not its
     # arithmetic, sets its time. Not reported (None), rather than "unchanged".
     return cost if calls == 1 or cost.measurable else None
