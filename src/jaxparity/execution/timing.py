@@ -6,9 +6,9 @@ alternating order, exposes both to the same conditions. The result is the ratio 
 the median of the baseline call itself moves between the two halves of the rounds, and in how many rounds
 the two calls timed side by side agree with that ratio's sign: a cost within that spread, or one that a
 quarter of the rounds or more contradict, is not a measured cost (the machine's load, which would make the
-same command print another cost the next time). On an accelerator a call shorter than the timer's resolution is
-timed in runs of several calls (as ``timeit`` does), so a small model's cost there is its cost per call,
-dispatch included, not "unmeasurable".
+same command print another cost the next time). On an accelerator a call shorter than the timer's
+resolution is timed in runs of several calls (as ``timeit`` does), so a small model's cost there is its
+cost per call, dispatch included, not "unmeasurable".
 """
 
 from __future__ import annotations
