@@ -148,8 +148,7 @@ def _departs(cause: Any) -> bool:
     if cause.cause in _ROUNDING_CAUSES or cause.cause == "path-option":
         return False
     if cause.status == "partly":
-        r = cause.rerun
-        return r is None or r.after[1] < r.before[1] or r.after[2] < r.before[2]
+        return cause.rerun is None or cause.rerun.shrinks
     return cause.status == "confirmed"
 
 

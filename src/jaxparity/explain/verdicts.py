@@ -41,6 +41,12 @@ class Rerun:
     # remain). None where the ideal could not be computed.
     ideal: tuple[float, float, float, float] | None = None
 
+    @property
+    def shrinks(self) -> bool:
+        """The largest difference (in ULP or in absolute terms) is smaller after: a re-run that only changes how
+        many elements differ, the largest as large, explains no part of the difference's size."""
+        return self.after[1] < self.before[1] or self.after[2] < self.before[2]
+
 
 @dataclass(frozen=True)
 class Fix:

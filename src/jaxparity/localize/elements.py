@@ -27,6 +27,7 @@ _LARGE_PERIODIC = 2.0**13  # beyond this, argument reduction decides the result'
 _CANCELLING = {"add", "sub"}
 _NAN_REDUCING = {"reduce_max", "reduce_min", "reduce_sum", "reduce_prod", "cumsum", "cummax", "cummin"}
 _FAR = 2**10  # ULP from the correctly rounded result beyond which a rounded op's result is wrong, not rounded otherwise
+_BOTH_WITHIN = "both within the error bound of this sum (two summation orders, neither wrong)"
 _CANCELLATION = 2.0**-8  # |a ± b| below this fraction of max(|a|, |b|): leading bits cancelled
 # Ops whose result is defined exactly (no rounding): any difference on the same inputs is wrong code.
 _EXACT = {"copy", "copy_p", "slice", "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "concatenate",
@@ -116,7 +117,7 @@ class ElementEvidence:
             if dropped:
                 parts[-1] += f": {_nonfinite_words(path, ex.path, ex.correct, ex.inputs)}"
             if within_bound:
-                parts[-1] += ": both within the error bound of this sum (two summation orders, neither wrong)"
+                parts[-1] += f": {_BOTH_WITHIN}"
             elif unrounded:
                 parts[-1] += f": {unrounded} computed it from an input it never rounded to the declared dtype"
             elif self.sum_bound_ratio is not None and wrong is not None:
@@ -193,7 +194,7 @@ class ElementEvidence:
         p, b = self.sum_bound_ratio
         how = " (it computes the op another way, named below)" if variant else ""
         if p <= 1 and b <= 1:
-            return "both within the error bound of this sum (two summation orders, neither wrong)"
+            return _BOTH_WITHIN
         if p > 1 and b > 1:
             return f"both are beyond the error bound of this sum ({_times(min(p, b))} or more){how}"
         who, other, r = (path, baseline, p) if p > 1 else (baseline, path, b)

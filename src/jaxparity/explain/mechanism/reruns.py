@@ -42,9 +42,7 @@ def recompile(cause: Cause, ctx: Context, at_op: bool = True) -> CauseVerdict:
         return CauseVerdict(cause.id, cause.title, "not run", f"re-ran {spec}", f"the re-run failed ({outs})")
     rerun, result = ctx.measured(outs)
     seen = ctx.seen(rerun, spec)
-    # a re-run that only changes how many elements differ, the largest difference as large, explains no part of it
-    smaller = rerun.after[1] < rerun.before[1] or rerun.after[2] < rerun.before[2]
-    status: Status = ("confirmed" if result == ": parity restored" else "partly" if result == NARROWS and smaller
+    status: Status = ("confirmed" if result == ": parity restored" else "partly" if result == NARROWS and rerun.shrinks
                       else "refuted")
     if status != "confirmed" and at_op:  # judged at the op it names: the flag may fix that op and leave noise elsewhere
         found = at_the_op(cause, ctx, spec)
