@@ -80,3 +80,53 @@ def test_two_processes_compiling_one_program_at_once_compile_it_once(tmp_path):
             p.kill()
     assert sorted(hits) == [0, 1], f"cache hits of the two processes: {hits} (without markers both compile: [0, 0])"
     assert [p for p in (tmp_path / "cache" / "compiling").rglob("*") if p.is_file()] == []  # every marker released
+
+
+def test_a_head_start_waits_for_the_first_moment_the_process_waits_for_another(tmp_path):
+    """A worker that waits for the other's compile has a core to spare: what it was asked to start ahead (a
+    serving process importing TensorFlow) starts then, once; never while it compiles itself."""
+    from jaxparity.cache import compiling
+
+    ran: list[str] = []
+    compiling.when_waiting(lambda: ran.append("ahead"))
+    compiling.when_waiting(lambda: 1 / 0)  # a head start that fails is dropped, never a failure
+    markers = Markers(tmp_path)
+    assert markers.claim("mine") is True
+    markers.release("mine")
+    assert ran == []  # it compiled: no core to spare
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (tmp_path / "k").write_text(f"{socket.gethostname()} {alive.pid}")
+        threading.Timer(0.3, (tmp_path / "k").unlink).start()
+        assert markers.claim("k") is False
+        assert ran == ["ahead"]
+    finally:
+        alive.kill()
+    compiling.when_waiting(lambda: ran.append("after the load"))
+    compiling.idle()  # the load ended without a wait: started now
+    assert ran == ["ahead", "after the load"]
+
+
+def test_a_worker_starts_its_serving_process_while_it_loads(tmp_path, monkeypatch):
+    """``IsolatedRunner.ahead``: the worker is asked to start the savedmodel path's serving process before it
+    loads the case; the load of a lone worker never waits for another's compile, so it starts once loaded,
+    and the command finds it running."""
+    from pathlib import Path
+
+    from jaxparity.execution.isolated import IsolatedRunner
+    from jaxparity.execution.warm import stop_daemons
+
+    cache = tmp_path / "cache"
+    env = dict(os.environ, JAXPARITY_CACHE=str(cache), JAXPARITY_SERVE_IDLE="60", JAX_PLATFORMS="cpu")
+    env.pop("JAXPARITY_NO_CACHE", None)
+    runner = IsolatedRunner(str(Path(__file__).parents[1] / "examples" / "mlp_bf16.py"), env=env)
+    runner.ahead = ["savedmodel"]
+    try:
+        runner.load()
+        deadline = time.monotonic() + 30
+        while not list((cache / "serve").rglob("*.pid")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list((cache / "serve").rglob("*.pid")), "no serving process was started"
+    finally:
+        runner.close()
+        stop_daemons(cache / "serve")

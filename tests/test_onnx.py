@@ -366,3 +366,29 @@ print(_convert(lambda v: jax.vmap(lin)(v), (x,)).graph.node[0].op_type != "", on
     assert digest == all_digest  # the same model without the Equinox plugins
     assert had_equinox == "False" and left_out == "True"
     assert converted == "True" and still_left_out == "0"  # imported once Equinox was
+
+
+def test_the_converters_connectivity_check_is_answered_by_the_producer_and_the_model_is_the_same(monkeypatch):
+    """jax2onnx 0.17 checks that each value it bound is in the graph by walking the whole graph, per equation
+    (a conversion's time grows with the square of its size); ``paths.onnx_binding`` answers from the value's
+    producer where that node is in the graph, and leaves every other answer to jax2onnx's walk: the model
+    is byte for byte the one jax2onnx writes alone, and the walk is left with a few of the questions."""
+    import contextlib
+
+    from conftest import EXAMPLES
+    from jax2onnx.converter import output_binding
+
+    from jaxparity.paths import onnx as onnx_path
+
+    case = load_case(str(EXAMPLES / "resnet_bf16.py"))
+    walk = output_binding._value_is_graph_connected
+    walked: list[int] = []
+    monkeypatch.setattr(output_binding, "_value_is_graph_connected",
+                        lambda ctx, value: walked.append(1) or walk(ctx, value))
+    fast = onnx_path._convert(case.fn, tuple(case.args)).SerializeToString()
+    left = len(walked)
+    walked.clear()
+    monkeypatch.setattr("jaxparity.paths.onnx_binding.fast_binding_check", contextlib.nullcontext)
+    plain = onnx_path._convert(case.fn, tuple(case.args)).SerializeToString()
+    assert fast == plain
+    assert len(walked) > 50 and left < len(walked) / 10, (left, len(walked))

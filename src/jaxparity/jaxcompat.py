@@ -33,7 +33,7 @@ import jax
 
 from .versions import parse as _parse
 
-__all__ = ["CALL_PARAM", "COMBINER_PARAMS", "DropVar", "JAX_VERSION", "Tracer", "bind", "current_name_stack",
+__all__ = ["CALL_PARAM", "COMBINER_PARAMS", "DropVar", "JAX_VERSION", "Tracer", "bind", "cache_compression", "current_name_stack",
            "dce_jaxpr", "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util", "no_persistent_cache",
            "one_compile_per_program", "program_text", "public_test_util", "scan_layout", "stablehlo_versions",
            "summarize", "test_harnesses", "trace_context", "typeof", "user_context", "user_frames"]
@@ -114,6 +114,17 @@ def no_persistent_cache() -> Iterator[None]:
     finally:
         jax.config.update("jax_enable_compilation_cache", before)
         reset()
+
+
+def cache_compression() -> str:
+    """How JAX compresses the programs it keeps in its persistent cache: "zstd" (Python 3.14's
+    ``compression.zstd`` or the zstandard package, where JAX finds either) or "zlib". Programs written one way
+    cannot be read the other: each way keeps its own directory."""
+    try:
+        from jax._src import compilation_cache as _cc
+    except ImportError:  # pragma: no cover - depends on JAX internals
+        return "zlib"
+    return "zstd" if getattr(_cc, "zstd", None) is not None or getattr(_cc, "zstandard", None) is not None else "zlib"
 
 
 # jax._src.compiler.compile_or_get_cached(...) reads the persistent cache with _cache_read(module_name, cache_key,

@@ -7,6 +7,8 @@ again, on the same two cores. Here, the first process to miss a program's cache 
 the marker to go and then reads the program from JAX's cache. A marker whose process has died (a worker
 killed for hanging), or one left on another host for longer than ``WAIT`` seconds, is ignored, and a
 process never waits longer than ``WAIT``: at worst it compiles the program itself, as without markers.
+A process that waits has a core to spare: what it was asked to start ahead (``when_waiting``: a serving
+process that imports TensorFlow) starts then.
 """
 
 from __future__ import annotations
@@ -14,12 +16,32 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["WAIT", "Markers"]
+__all__ = ["WAIT", "Markers", "idle", "when_waiting"]
 
 WAIT = 600.0  # seconds: as long as a compile of a large model may take on a loaded machine
 _POLL = 0.02
+
+
+_AHEAD: list[Callable[[], None]] = []
+
+
+def when_waiting(task: Callable[[], None]) -> None:
+    """Run ``task`` the first time this process waits for another's compile (``idle``), or at the next
+    ``idle()`` call, whichever comes first; a task that raises is dropped."""
+    _AHEAD.append(task)
+
+
+def idle() -> None:
+    """Run the tasks of ``when_waiting`` now."""
+    while _AHEAD:
+        task = _AHEAD.pop(0)
+        try:
+            task()
+        except Exception:  # noqa: BLE001, S110 - a head start, never a failure
+            pass
 
 
 class Markers:
@@ -40,6 +62,7 @@ class Markers:
                 fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 if self._compiling(marker):
+                    idle()
                     start = time.monotonic()
                     while self._compiling(marker) and time.monotonic() - start < WAIT:
                         time.sleep(_POLL)

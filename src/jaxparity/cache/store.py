@@ -1,5 +1,5 @@
 """The cache on disk: ``<root>/artifacts/<kind>/<key>/``, one directory per entry, and JAX's compiled
-programs in ``<root>/jax/<CPU>/``; ``<root>`` is shared with the virtual environments of ``--env``
+programs in ``<root>/jax/<CPU>-<compression>/``; ``<root>`` is shared with the virtual environments of ``--env``
 (``<root>/envs``, never evicted).
 
 An entry is made in a scratch directory and renamed into place whole, its ``meta.json`` written last:
@@ -181,14 +181,17 @@ def cache() -> Cache | None:
 
 
 def jax_cache() -> bool:
-    """Point JAX's persistent compilation cache at ``<root>/jax/<this CPU>`` in this process (a worker, a
-    serving process, the command line), every program kept however fast it compiled. JAX keys each
+    """Point JAX's persistent compilation cache at ``<root>/jax/<this CPU>-<compression>`` in this process (a
+    worker, a serving process, the command line), every program kept however fast it compiled. JAX keys each
     program by its HLO, compile options, XLA flags and versions; the directory adds the CPU, since
-    XLA:CPU compiles for the host's features. A program another of jaxparity's processes is compiling is
-    waited for and read, not compiled twice (``compiling``: markers in ``<root>/compiling/<this CPU>``).
+    XLA:CPU compiles for the host's features, and how JAX compresses what it keeps (zstd where it can, in a
+    fifth of zlib's time; an environment of ``--env`` without zstandard keeps its zlib programs apart). A
+    program another of jaxparity's processes is compiling is waited for and read, not compiled twice
+    (``compiling``: markers in ``<root>/compiling/<this CPU>``).
     Left alone where the cache is off or the user has set JAX's own cache directory. True where it is on."""
     import jax
 
+    from ..jaxcompat import cache_compression
     from .keys import machine
 
     if not enabled():
@@ -196,7 +199,7 @@ def jax_cache() -> bool:
     if getattr(jax.config, "jax_compilation_cache_dir", None):
         return True  # the user's own: theirs to keep
     try:
-        jax.config.update("jax_compilation_cache_dir", str(root() / "jax" / machine()))
+        jax.config.update("jax_compilation_cache_dir", str(root() / "jax" / f"{machine()}-{cache_compression()}"))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     except (AttributeError, ValueError):  # an older JAX without one of these options

@@ -50,6 +50,9 @@ class IsolatedRunner:
         self.info: CaseInfo | None = None
         self._samples: list = []  # see send_samples
         self._samples_in: subprocess.Popen | None = None  # the worker that holds them
+        # Paths whose serving processes the worker starts while it loads the case, once it has a core to spare
+        # (``worker._head_starts``): set before the first load.
+        self.ahead: list[str] = []
 
     # -- worker lifecycle -------------------------------------------------------------------
     def _start(self) -> CaseInfo:
@@ -67,6 +70,8 @@ class IsolatedRunner:
         )
         child.close()
         self._conn = Connection(parent.detach())
+        if self.ahead:
+            self._conn.send(("prestart", list(self.ahead)))
         self._conn.send(("load", self.case_spec, self.inputs))
         from ..case import CaseError
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from multiprocessing.connection import Connection
 from typing import Any
@@ -35,6 +36,7 @@ def main(fd: int) -> None:
                 conn.send(("case_error", f"{message[1]}: its inputs cannot be used: {type(e).__name__}: {e}"))
                 return
             conn.send(("loaded", info))
+            _head_starts()  # asked for before the case loaded, and no compile of another process waited for
         elif message[0] == "run":
             from .inprocess import run_in_process
             from ..paths import make_path
@@ -43,13 +45,11 @@ def main(fd: int) -> None:
             _, spec, timeout = message
             conn.send(("done", run_in_process(make_path(spec), case.fn, case.args, timeout)))
         elif message[0] == "prestart":  # a head start for the paths to come; no answer
-            from ..paths import make_path
+            from ..cache.compiling import when_waiting
 
-            for spec in message[1]:
-                try:
-                    make_path(spec).prestart()
-                except Exception:  # noqa: BLE001 - a head start, never a failure
-                    pass
+            when_waiting(functools.partial(_prestart, list(message[1])))
+            if case is not None:
+                _head_starts()
         elif message[0] == "call":  # the function called plainly on the case's inputs: does the model run?
             from .inprocess import plain_call_failure
 
@@ -138,6 +138,25 @@ def _run_sets(case, spec: str, sets: list, slots, repeat: int, timeout: float | 
         # to numpy after the whole chunk (one sync copy right after each run costs more on CPU).
         runs.append([run_in_process(make_path(spec), case.fn, args, timeout, on_host=False) for _ in range(repeat)])
     return [[to_host(r) for r in repeats] for repeats in runs]
+
+
+def _prestart(specs: list[str]) -> None:
+    from ..paths import make_path
+
+    for spec in specs:
+        try:
+            make_path(spec).prestart()
+        except Exception:  # noqa: BLE001 - a head start, never a failure
+            pass
+
+
+def _head_starts() -> None:
+    """Start what ``prestart`` asked for. Asked before the case loads, it waits for a moment this worker has a
+    core to spare: the first time its load waits for another worker's compile (``cache.compiling``), else
+    once the case has loaded, so that a serving process's imports never slow the load that every path waits for."""
+    from ..cache.compiling import idle
+
+    idle()
 
 
 def _exit() -> None:

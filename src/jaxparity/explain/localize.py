@@ -56,7 +56,12 @@ def localize_path(program: FlatProgram, flat_args: Sequence[Any], path: Path, ba
             return OpView(program, flat_args)
         base_vals = capture(program, baseline, flat_args, notes)
     else:
-        base_vals, path_vals = (capture(program, p, flat_args, notes) for p in (baseline, path))
+        # The path's own values first: the baseline's are the same for every path explained, and another worker
+        # explaining another path has often kept them in jaxparity's cache meanwhile (read, not captured again).
+        own: list[str] = []
+        path_vals = capture(program, path, flat_args, own)
+        base_vals = capture(program, baseline, flat_args, notes) if path_vals is not None else None
+        notes += own
     if base_vals is None or path_vals is None:
         return OpView(program, flat_args)
     localization = localize(program, path_vals, base_vals, flat_args, baseline.spec)

@@ -147,7 +147,9 @@ def _convert(fn: Callable[..., Any], args: tuple, opset: int = 23, record: str |
     leaves = data
 
     def to_onnx(function: Callable[..., Any]) -> Any:
-        with _jax2onnx_patches():
+        from .onnx_binding import fast_binding_check
+
+        with _jax2onnx_patches(), fast_binding_check():
             from . import onnx_plugins
 
             onnx_plugins.load()  # not those for model libraries the program does not use (seconds of compiles)
