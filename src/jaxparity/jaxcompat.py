@@ -33,10 +33,11 @@ import jax
 
 from .versions import parse as _parse
 
-__all__ = ["CALL_PARAM", "COMBINER_PARAMS", "DropVar", "JAX_VERSION", "Tracer", "bind", "cache_compression", "current_name_stack",
-           "dce_jaxpr", "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util", "no_persistent_cache",
-           "one_compile_per_program", "program_text", "public_test_util", "scan_layout", "stablehlo_versions",
-           "summarize", "test_harnesses", "trace_context", "typeof", "user_context", "user_frames"]
+__all__ = ["CALL_PARAM", "COMBINER_PARAMS", "DropVar", "JAX_VERSION", "Tracer", "bind", "cache_compression",
+           "current_name_stack", "dce_jaxpr", "enable_x64", "export_target", "hlo_with_metadata", "lax_test_util",
+           "no_persistent_cache", "one_compile_per_program", "program_text", "public_test_util", "scan_layout",
+           "stablehlo_versions", "summarize", "test_harnesses", "trace_context", "typeof", "user_context",
+           "user_frames"]
 
 JAX_VERSION = _parse(jax.__version__)
 
