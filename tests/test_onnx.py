@@ -371,12 +371,19 @@ print(_convert(lambda v: jax.vmap(lin)(v), (x,)).graph.node[0].op_type != "", on
 def test_the_converters_connectivity_check_is_answered_by_the_producer_and_the_model_is_the_same(monkeypatch):
     """jax2onnx 0.17 checks that each value it bound is in the graph by walking the whole graph, per equation
     (a conversion's time grows with the square of its size); ``paths.onnx_binding`` answers from the value's
-    producer where that node is in the graph, and leaves every other answer to jax2onnx's walk: the model
-    is byte for byte the one jax2onnx writes alone, and the walk is left with a few of the questions."""
+    producer where that node is in the graph, and leaves every other answer to jax2onnx's walk: the graph is
+    byte for byte the one jax2onnx writes alone, and the walk is left with a few of the questions. (Its shape
+    annotations, ``value_info``, are not compared: jax2onnx 0.17.1 writes a few of them in one layout or the other
+    from one conversion to the next in one process, this check or not: [1,32,8,8] or [1,8,8,32] for the
+    ResNet's add_out_17.)"""
     import contextlib
 
     from conftest import EXAMPLES
     from jax2onnx.converter import output_binding
+
+    def graph(model):
+        del model.graph.value_info[:]
+        return model.SerializeToString()
 
     from jaxparity.paths import onnx as onnx_path
 
@@ -385,10 +392,10 @@ def test_the_converters_connectivity_check_is_answered_by_the_producer_and_the_m
     walked: list[int] = []
     monkeypatch.setattr(output_binding, "_value_is_graph_connected",
                         lambda ctx, value: walked.append(1) or walk(ctx, value))
-    fast = onnx_path._convert(case.fn, tuple(case.args)).SerializeToString()
+    fast = graph(onnx_path._convert(case.fn, tuple(case.args)))
     left = len(walked)
     walked.clear()
     monkeypatch.setattr("jaxparity.paths.onnx_binding.fast_binding_check", contextlib.nullcontext)
-    plain = onnx_path._convert(case.fn, tuple(case.args)).SerializeToString()
+    plain = graph(onnx_path._convert(case.fn, tuple(case.args)))
     assert fast == plain
     assert len(walked) > 50 and left < len(walked) / 10, (left, len(walked))

@@ -20,7 +20,7 @@ from jaxparity.versions import SUPPORTED, parse
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-_TOOLS = "rich==15.0.0 safetensors==0.8.0 flatbuffers==25.12.19 mpmath==1.3.0"
+_TOOLS = "rich==15.0.0 safetensors==0.8.0 flatbuffers==25.12.19 mpmath==1.3.0 zstandard==0.25.0"
 STACKS = {
     # the seed report's JAX, the oldest declared, on the oldest Python it supports
     "oldest": f"python==3.10 jax==0.4.38 jaxlib==0.4.38 flax==0.10.2 numpy==2.2.6 ml_dtypes==0.7.0 tomli==2.4.0 "
