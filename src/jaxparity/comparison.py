@@ -387,8 +387,9 @@ def _run_lanes(runners: Runners, specs: list[str], lanes: list[list[str]], timeo
     import threading
 
     extra = {i: runners.extra_runner(i) for i in range(1, len(lanes)) if all(spec_env(s) is None for s in lanes[i])}
-    for r in list(extra.values())[:1]:  # a serving process (TensorFlow's imports) starts while this one loads
-        r.ahead = [s for s in specs if spec_env(s) is None]
+    first = next(iter(extra.values()), None)
+    if first is not None:  # a serving process (TensorFlow's imports) starts while this one loads
+        first.ahead = [s for s in specs if spec_env(s) is None]
     loading = {i: threading.Thread(target=_quietly, args=(r.load,)) for i, r in extra.items()}
     for t in loading.values():
         t.start()

@@ -51,7 +51,7 @@ class IsolatedRunner:
         self._samples: list = []  # see send_samples
         self._samples_in: subprocess.Popen | None = None  # the worker that holds them
         # Paths whose serving processes the worker starts while it loads the case, once it has a core to spare
-        # (``worker._head_starts``): set before the first load.
+        # (``cache.compiling.when_waiting``): set before the first load.
         self.ahead: list[str] = []
 
     # -- worker lifecycle -------------------------------------------------------------------

@@ -21,6 +21,7 @@ def main(fd: int) -> None:
             _exit()
         if message[0] == "load":
             from ..cache import jax_cache
+            from ..cache.compiling import idle
             from ..case import CaseError, load_case
             from .runs import case_info
 
@@ -36,7 +37,10 @@ def main(fd: int) -> None:
                 conn.send(("case_error", f"{message[1]}: its inputs cannot be used: {type(e).__name__}: {e}"))
                 return
             conn.send(("loaded", info))
-            _head_starts()  # asked for before the case loaded, and no compile of another process waited for
+            # What ``prestart`` asked for starts the first time the load waits for another worker's compile
+            # (``cache.compiling.when_waiting``), else now that the case has loaded: a serving process's
+            # imports never slow the load that every path waits for.
+            idle()
         elif message[0] == "run":
             from .inprocess import run_in_process
             from ..paths import make_path
@@ -45,11 +49,11 @@ def main(fd: int) -> None:
             _, spec, timeout = message
             conn.send(("done", run_in_process(make_path(spec), case.fn, case.args, timeout)))
         elif message[0] == "prestart":  # a head start for the paths to come; no answer
-            from ..cache.compiling import when_waiting
+            from ..cache.compiling import idle, when_waiting
 
             when_waiting(functools.partial(_prestart, list(message[1])))
-            if case is not None:
-                _head_starts()
+            if case is not None:  # loaded already: nothing to wait for
+                idle()
         elif message[0] == "call":  # the function called plainly on the case's inputs: does the model run?
             from .inprocess import plain_call_failure
 
@@ -148,15 +152,6 @@ def _prestart(specs: list[str]) -> None:
             make_path(spec).prestart()
         except Exception:  # noqa: BLE001 - a head start, never a failure
             pass
-
-
-def _head_starts() -> None:
-    """Start what ``prestart`` asked for. Asked before the case loads, it waits for a moment this worker has a
-    core to spare: the first time its load waits for another worker's compile (``cache.compiling``), else
-    once the case has loaded, so that a serving process's imports never slow the load that every path waits for."""
-    from ..cache.compiling import idle
-
-    idle()
 
 
 def _exit() -> None:
