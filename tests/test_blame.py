@@ -159,6 +159,32 @@ def test_a_rerun_is_judged_once_narrows_only_when_nothing_grows():
     assert narrowing((19, 107, 1.04e-07), (17, 80, 0.9e-07), True) == NARROWS
 
 
+def test_a_max_ulp_across_zero_is_left_out_of_the_judgement():
+    """A largest ULP distance between values on either side of zero counts the float grid down to zero and up
+    again: its rise says how small the values are, not that the gap grew. GPT-2 on IREE with float32
+    accumulators: 6548 -> 6025 elements, max abs 0.00684 -> 0.00439, max ULP 30153 -> 30192 between values of
+    opposite sign, was called "no closer"; it narrows. Where the worst pair has one sign, the ULP still judges."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxparity.explain.measure import NARROWS, crosses_zero, narrowing, ulp_comparable
+
+    bf16 = lambda *v: [np.asarray(jnp.asarray(v, jnp.bfloat16))]  # noqa: E731
+    base = bf16(4.5e-05, 1.0, 2.0)
+    flip, small_flip, near = bf16(-1.4e-04, 1.0, 2.0), bf16(-2e-05, 1.0, 2.0), bf16(4.5e-05, 1.0, 2.0078125)
+    assert crosses_zero(flip, base) and crosses_zero(bf16(0.0, 1.0, 2.0), base)
+    assert not crosses_zero(near, base) and not crosses_zero(base, base)
+    # the worst pair decides: a sign flip of a tiny value under a larger same-sign distance elsewhere does not
+    assert not crosses_zero(bf16(-1e-38, 1.0, 2.0), bf16(1e-38, 1.0, 2.0 ** 20))
+    assert crosses_zero(bf16(-1e-38, 1.0, 2.0), bf16(1e-38, 1.0, 2.0))
+    assert ulp_comparable((near, base), (near, base)) and not ulp_comparable((flip, base), (small_flip, base))
+    before, after = (6548, 30153, 0.00684), (6025, 30192, 0.00439)
+    assert narrowing(before, after, True) == ": no closer"  # both distances judged: the ULP grew
+    assert narrowing(before, after, True, ulp=False) == NARROWS
+    assert narrowing(before, (6025, 30100, 0.0071), True, ulp=False) == ": no closer"  # max abs grew: never narrows
+    assert narrowing((10, 5), (0, 0), True, ulp=False) == ": parity restored"
+
+
 def test_a_fix_sentence_is_written_from_its_rerun_numbers():
     """The fix line reads the re-run's own numbers (``Rerun``): the three distances before and after, and
     its one judgement; ◐ only where it narrows."""
@@ -173,6 +199,11 @@ def test_a_fix_sentence_is_written_from_its_rerun_numbers():
     assert _fix_state(worse) == "✗"
     better = Fix("compile option", "x", "jit:x=1", False, "", rerun=Rerun((19, 107, 1e-07), (17, 80, 9e-08), "narrows"))
     assert rerun_words(better).startswith("narrows, not parity: 19 → 17") and _fix_state(better) == "◐"
+    across = Fix("model change", "x", "iree [float32 accumulators]", False, "",
+                 rerun=Rerun((6548, 30153, 0.00684), (6025, 30192, 0.00439), "narrows", across_zero=True))
+    assert rerun_words(across, "iree", "eager") == (
+        "narrows, not parity: 6548 → 6025 elements differ, max 30153 → 30192 ULP (across zero: not a measure of the "
+        "gap), max abs 0.00684 → 0.00439")
     # apart from the baseline still, but the path's own error against the ideal halved (vit_jax bf16 on IREE)
     # (flax's ResNet and vit_jax's ViT in bf16 on IREE, a float32 accumulator at the patch embedding)
     accurate = Fix("model change", "x", "iree [float32 accumulator]", False, "", rerun=Rerun(

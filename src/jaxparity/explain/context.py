@@ -15,7 +15,7 @@ from ..localize.program import FlatProgram
 from ..localize.values import OpValues
 from ..metrics import max_gaps
 from ..paths import Path, make_path
-from .measure import OUTCOMES, distance, narrowing
+from .measure import OUTCOMES, distance, narrowing, ulp_comparable
 from .verdicts import Rerun
 
 __all__ = ["Context", "describe", "first_line"]
@@ -92,16 +92,18 @@ class Context:
         against the difference the two had before."""
         before = (*distance(self.path_out, self.base_out), max(max_gaps(self.path_out, self.base_out), default=0.0))
         after = (*distance(mine, theirs), max(max_gaps(mine, theirs), default=0.0))
-        result = narrowing(before, after, distance(mine, self.path_out)[0] > 0)
-        return Rerun(before, after, OUTCOMES[result], self.ideal_errors(mine, theirs))
+        ulp = ulp_comparable((self.path_out, self.base_out), (mine, theirs))
+        result = narrowing(before, after, distance(mine, self.path_out)[0] > 0, ulp)
+        return Rerun(before, after, OUTCOMES[result], self.ideal_errors(mine, theirs), across_zero=not ulp)
 
     def measured(self, outs: Sequence[np.ndarray]) -> tuple[Rerun, str]:
         """The re-run ``outs`` of the path against the baseline, and the words of its judgement
         (``measure.narrowing``)."""
         before = (*distance(self.path_out, self.base_out), max(max_gaps(self.path_out, self.base_out), default=0.0))
         after = (*distance(outs, self.base_out), max(max_gaps(outs, self.base_out), default=0.0))
-        result = narrowing(before, after, distance(outs, self.path_out)[0] > 0)
-        return Rerun(before, after, OUTCOMES[result], self.ideal_errors(outs)), result
+        ulp = ulp_comparable((self.path_out, self.base_out), (outs, self.base_out))
+        result = narrowing(before, after, distance(outs, self.path_out)[0] > 0, ulp)
+        return Rerun(before, after, OUTCOMES[result], self.ideal_errors(outs), across_zero=not ulp), result
 
     def seen(self, rerun: Rerun, spec: str, result: str = "", against: str = "differs in") -> str:
         """What a re-run ``spec`` showed, in one sentence: the path against the baseline before, and the

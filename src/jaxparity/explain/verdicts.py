@@ -31,7 +31,9 @@ class Rerun:
     """What a fix's re-run did to the outputs' difference from the baseline: (elements that differ, max
     ULP, max abs) before and after, and the one judgement every sentence about it reads: "parity";
     "narrows" (no more elements, no larger a distance in ULP or in absolute terms, and less in one);
-    "no closer"; "no change" (the re-run gave the path's own values)."""
+    "no closer"; "no change" (the re-run gave the path's own values). ``across_zero``: the max ULP before
+    or after is a distance between values on either side of zero (``measure.crosses_zero``), left out of
+    the judgement."""
 
     before: tuple[int, int, float]
     after: tuple[int, int, float]
@@ -40,6 +42,7 @@ class Rerun:
     # that leaves the paths apart may still make the path as accurate as the baseline (other roundings
     # remain). None where the ideal could not be computed.
     ideal: tuple[float, float, float, float] | None = None
+    across_zero: bool = False
 
     @property
     def shrinks(self) -> bool:

@@ -343,7 +343,8 @@ def rerun_words(f: Any, path: str = "the path", baseline: str = "the baseline") 
     if r is not None:
         (n0, u0, a0), (n1, u1, a1) = r.before, r.after
         verdict = {"narrows": "narrows, not parity", "no change": "no change"}.get(r.outcome, f"no closer to {baseline}")
-        said = f"{verdict}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, max abs {fmt(a0)} → {fmt(a1)}"
+        ulp = f"max {u0} → {u1} ULP" + (" (across zero: not a measure of the gap)" if r.across_zero else "")
+        said = f"{verdict}: {n0} → {n1} elements differ, {ulp}, max abs {fmt(a0)} → {fmt(a1)}"
         if r.ideal is not None and r.outcome != "no change":
             p0, p1, b0, b1 = r.ideal
             theirs = f"{fmt(b0)} → {fmt(b1)}" if b1 != b0 else f"{fmt(b0)}"

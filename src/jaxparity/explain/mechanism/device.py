@@ -172,7 +172,7 @@ def _precision_proof(ctx: Context, acc: Path, fix: str) -> Fix | None:
     holds where they then agree, or differ by no more than correct implementations of the program's ops may
     (each op's error bound propagated: ``explain.noise``), as float32 sums in two orders do."""
     from ...metrics import max_gaps
-    from ..measure import OUTCOMES, distance, narrowing
+    from ..measure import OUTCOMES, distance, narrowing, ulp_comparable
     from ..noise import within_rounding
     from ..verdicts import Rerun
 
@@ -185,8 +185,9 @@ def _precision_proof(ctx: Context, acc: Path, fix: str) -> Fix | None:
     other = ctx.path_out if acc is ctx.baseline else ctx.base_out
     before = (*distance(ctx.path_out, ctx.base_out), max(max_gaps(ctx.path_out, ctx.base_out), default=0.0))
     after = (*distance(other, outs), max(max_gaps(other, outs), default=0.0))
-    result = narrowing(before, after, distance(outs, ctx.path_out if acc is ctx.path else ctx.base_out)[0] > 0)
-    rerun = Rerun(before, after, OUTCOMES[result])
+    ulp = ulp_comparable((ctx.path_out, ctx.base_out), (other, outs))
+    result = narrowing(before, after, distance(outs, ctx.path_out if acc is ctx.path else ctx.base_out)[0] > 0, ulp)
+    rerun = Rerun(before, after, OUTCOMES[result], across_zero=not ulp)
     seen = (f"{ctx.path} and {ctx.baseline} differ by up to {before[2]:.3g} (max abs); with {spec}, by "
             f"{after[2]:.3g}")
     cost = _cost(ctx, acc)

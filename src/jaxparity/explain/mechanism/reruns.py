@@ -13,7 +13,7 @@ from ...localize.values import op_values
 from ...paths import Path, xla_twin
 from ..causes import Cause
 from ..context import Context, describe
-from ..measure import NARROWS, OUTCOMES, distance, narrowing
+from ..measure import NARROWS, OUTCOMES, distance, narrowing, ulp_comparable
 from ..verdicts import CauseVerdict, Fix, Rerun, Status
 
 __all__ = ["PRECISION_REST", "baseline_flag_proof", "flag_proof", "matmul_precision", "recompile", "same_compiler",
@@ -103,9 +103,10 @@ def baseline_flag_proof(cause: Cause, ctx: Context) -> tuple[Fix, str]:
         return Fix(kind, cause.fix, spec, False, seen), seen
     before = (*distance(ctx.path_out, ctx.base_out), max(max_gaps(ctx.path_out, ctx.base_out), default=0.0))
     after = (*distance(ctx.path_out, outs), max(max_gaps(ctx.path_out, outs), default=0.0))
-    result = narrowing(before, after, distance(outs, ctx.base_out)[0] > 0)
+    ulp = ulp_comparable((ctx.path_out, ctx.base_out), (ctx.path_out, outs))
+    result = narrowing(before, after, distance(outs, ctx.base_out)[0] > 0, ulp)
     ideal = ctx.ideal_errors(ctx.path_out, outs)
-    rerun = Rerun(before, after, OUTCOMES[result], ideal)
+    rerun = Rerun(before, after, OUTCOMES[result], ideal, across_zero=not ulp)
     seen = ctx.seen(rerun, f"from {spec}", result, against="in")
     return Fix(kind, cause.fix, spec, after[0] == 0, seen, rerun=rerun), seen
 
