@@ -19,7 +19,6 @@ import importlib.util
 import io
 import re
 import sys
-import time
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -340,9 +339,7 @@ class IreePath(Path):
 
         args = jax.tree_util.tree_map(jax.numpy.asarray, args)  # Python scalars get JAX's dtypes
         out_tree: Any = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))
-        start = time.perf_counter()
         vmfb, warnings = self._compile(fn, args)
-        seconds = time.perf_counter() - start
         from iree import runtime
         from iree.compiler.version import VERSION
 
@@ -356,8 +353,10 @@ class IreePath(Path):
         if len(flat) != out_tree.num_leaves:
             raise PathError(f"IREE returned {len(flat)} outputs, the function has {out_tree.num_leaves}")
         reused = getattr(self, "_reused", None)
+        # No seconds here: the note is report text, the same on an idle machine and a loaded one (the path's
+        # time is in the table's time column and --json).
         how = (f"reused from jaxparity's cache (entry {reused}: same StableHLO, flags, version and CPU; "
-               "--no-cache compiles again)" if reused else f"compiled in {seconds:.1f} s")
+               "--no-cache compiles again)" if reused else "compiled")
         self.notes.append(f"IREE {VERSION}, target llvm-cpu, driver {driver}; {how} to "
                           f"{len(vmfb)} bytes; iree-compile flags: {' '.join(self.compile_flags())}")
         warned = [ln.strip() for ln in warnings.splitlines() if "warning:" in ln]
