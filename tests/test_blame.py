@@ -185,6 +185,24 @@ def test_a_max_ulp_across_zero_is_left_out_of_the_judgement():
     assert narrowing((10, 5), (0, 0), True, ulp=False) == ": parity restored"
 
 
+def test_a_fix_line_leaves_its_run_time_cost_to_verbose_and_json():
+    """A fix's cost is a timing: the Keras explain beside two CPU-bound processes said "run time unchanged" where
+    the idle run said "+6%". The default text leaves it out (the same on an idle and a loaded machine);
+    ``cost_words`` says it for --verbose."""
+    import types
+
+    from jaxparity.explain.verdicts import Fix
+    from jaxparity.report.brief import cost_words, fix_lines
+
+    fix = Fix("model change", "wrap it", "jit [fixed model]", True, "jit on the fixed model equals eager", cost=0.06)
+    e = types.SimpleNamespace(fixes=(fix,), path="jit", baseline="eager")
+    (line,) = fix_lines(e)
+    assert line.startswith("✓ ") and "run time" not in line and "%" not in line, line
+    assert cost_words(fix) == "run time +6% (warm, timed with and without it)"
+    assert cost_words(dataclasses.replace(fix, cost=0.0)) == "run time unchanged (warm)"
+    assert cost_words(dataclasses.replace(fix, cost=None)) == ""
+
+
 def test_a_fix_sentence_is_written_from_its_rerun_numbers():
     """The fix line reads the re-run's own numbers (``Rerun``): the three distances before and after, and
     its one judgement; ◐ only where it narrows."""

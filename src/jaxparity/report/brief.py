@@ -18,7 +18,7 @@ from typing import Any
 from ..metrics import LESS_ACCURATE, MATH_LIBRARY_ULP, ROUNDING_SHARE
 from .format import advice, explaining_cause, fmt, is_rerun, narrows, readable, short_title
 
-__all__ = ["blame_line", "brief", "fix_lines", "group_sizes", "sentences", "triage"]
+__all__ = ["blame_line", "brief", "cost_words", "fix_lines", "group_sizes", "sentences", "triage"]
 
 
 def _floor(leaf: Any) -> float | None:
@@ -323,10 +323,17 @@ def fix_lines(e: Any, main: Any = None) -> list[str]:
                 main.proof.kind, main.proof.spec)):
             continue
         what = model_change(f) or f"{f.kind} {f.spec or f.description}"
-        cost = ("" if f.cost is None else "; run time unchanged (warm)" if f.cost == 0 else
-                f"; run time {f.cost:+.0%} (warm, timed with and without it)")
-        lines.append(f"{_fix_state(f)} {what}: {readable(rerun_words(f, e.path, e.baseline))}{cost}")
+        # No run-time cost here: a timing moves with the machine's load, and this text is the same on an idle
+        # laptop and a loaded CI runner (--verbose and --json show it: ``cost_words``).
+        lines.append(f"{_fix_state(f)} {what}: {readable(rerun_words(f, e.path, e.baseline))}")
     return lines
+
+
+def cost_words(f: Any) -> str:
+    """A verified fix's measured run-time cost, warm (``Fix.cost``); "" where it was not timed."""
+    if f.cost is None:
+        return ""
+    return "run time unchanged (warm)" if f.cost == 0 else f"run time {f.cost:+.0%} (warm, timed with and without it)"
 
 
 _BEFORE = re.compile(r"in (\d+) elements \(max (\d+) ULP\)")

@@ -207,6 +207,8 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
     with the same divergence, named in the title, their own fixes listed at the end."""
     if not verbose:
         return render_brief(e, same, result)
+    from .brief import cost_words
+
     who = ", ".join([e.path, *(o.path for o in same)])
     verb = "differ" if same else "differs"
     parts: list[Any] = [render_brief(e, same, result)]
@@ -328,8 +330,9 @@ def render_explanation(e: Any, verbose: bool = False, same: Any = (), result: An
                           "(JSON lists why)", style="dim"))
     for fix in e.fixes:
         mark = _fix_mark(fix)
+        cost = f"\n  {cost}" if (cost := cost_words(fix)) else ""
         parts.append(Text.assemble("fix (", fix.kind, "): ", mark, f"  {fix.spec or ''}\n  {fix.description}\n  "
-                                   f"{readable(fix.evidence)}"))
+                                   f"{readable(fix.evidence)}{cost}"))
     for line in advice(e):  # the fix or workaround of the cause that explains it, where no re-run shows it
         head, _, rest = line.partition(": ")
         parts.append(Text.assemble((f"{head}: ", "bold"), rest))

@@ -426,6 +426,8 @@ def _blame_table(e: Any, sid: str) -> str:
 
 
 def _explanation_one(e: Any, result: Any = None) -> str:
+    from .brief import cost_words
+
     sid = _slug(e.path)
     out = [f'<section class="explanation" id="explain-{sid}"><h2>Why <code>{_e(e.path)}</code> differs from '
            f'<code>{_e(e.baseline)}</code></h2>{brief_html(e, result)}<p class="explain-summary">{_e(e.summary)}</p>',
@@ -509,7 +511,8 @@ def _explanation_one(e: Any, result: Any = None) -> str:
         mark = _fix_mark(fix)
         out.append(f'<div class="fix {"verified" if fix.verified else "unverified"}" id="fix-{sid}-{k}">'
                    f'<b>fix ({_e(fix.kind)})</b>: {mark} <code>{_e(fix.spec or "")}</code>'
-                   f'<div>{_e(fix.description)}</div><div class="note">{_e(readable(fix.evidence))}</div></div>')
+                   f'<div>{_e(fix.description)}</div><div class="note">{_e(readable(fix.evidence))}</div>'
+                   + (f'<div class="note">{_e(cost)}</div>' if (cost := cost_words(fix)) else "") + '</div>')
     for k, line in enumerate(advice(e)):  # the fix or workaround of the cause that explains it, with no re-run
         head, _, rest = line.partition(": ")
         out.append(f'<div class="fix advice" id="advice-{sid}-{k}"><b>{_e(head)}</b>: {_e(rest)}</div>')
