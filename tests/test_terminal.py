@@ -22,6 +22,16 @@ def test_a_nan_scalar_prints_as_nan():
     assert re.search(r"eager out/0\s+\[nan\]", text), text
 
 
+def test_the_time_column_is_verboses():
+    """A path's seconds move with the machine's load: the default report leaves them out, at any width, and
+    says nothing about it; --verbose shows them where they fit."""
+    result = _result()
+    for width in (80, 200):
+        text = render_text(result, width=width)
+        assert " time" not in text.split("\n\n")[1] and "time left out" not in text, text
+    assert re.search(r"f64 ULP\s+┃\s+time", render_text(result, width=200, verbose=True))
+
+
 def test_80_columns_keep_every_cell_whole():
     x = jnp.asarray(np.random.default_rng(0).standard_normal(64).astype(np.float32))
     result = jaxparity.compare(lambda a, b, c, d: (a * b - c * d, jnp.tanh(a * b - c * d)), x, x[::-1], x * 0.5, x + 1.0,

@@ -97,10 +97,13 @@ class _PathsTable:
     """The per-path table, fitted to the width it is drawn at: in a narrow CI log (80 columns) the
     time, f64 ULP and f64 err columns go (the progress lines show the times, the f64 line the ULP),
     then long path specs break after their ':' and ',', before any cell breaks inside a word or a
-    number ("DIFFER S", "4.88e-0 7", "tflite:kernels=bui / ltin"); where nothing fits, one line per row."""
+    number ("DIFFER S", "4.88e-0 7", "tflite:kernels=bui / ltin"); where nothing fits, one line per row.
+    The time column only with ``times`` (--verbose): the report is otherwise the same text on an idle
+    machine and a loaded one (the progress lines on stderr and --json have the times)."""
 
-    def __init__(self, result: ComparisonResult) -> None:
+    def __init__(self, result: ComparisonResult, times: bool = False) -> None:
         self.result = result
+        self.times = times
 
     def build(self, drop: tuple[str, ...] = (), split: int = 0) -> Table:
         """The table without the ``drop`` columns; specs broken into lines of ``split`` characters (0: whole)."""
@@ -123,16 +126,22 @@ class _PathsTable:
 
     def __rich_console__(self, console: Console, options: Any) -> Any:
         drops = ((), ("time",), ("time", "f64 ULP"), ("time", "f64 ULP", "f64 err"))
+        if not self.times:
+            drops = drops[1:]
         for split in (0, 24, 12):
             for drop in drops:
                 table = self.build(drop, split)
                 if fit_columns(table, console, options.max_width):
                     yield table
-                    if drop:
-                        yield _left_out(drop)
+                    if said := self._left(drop):
+                        yield _left_out(said)
                     return
         yield from stacked(self.build(drops[-1]))
-        yield _left_out(drops[-1])
+        yield _left_out(self._left(drops[-1]))
+
+    def _left(self, drop: tuple[str, ...]) -> tuple[str, ...]:
+        """The columns left out for the width (the time column is not one where it is --verbose's)."""
+        return drop if self.times else tuple(c for c in drop if c != "time")
 
 
 def _left_out(columns: Sequence[str]) -> Text:
@@ -175,7 +184,7 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
         facts.add_row(Text("warning", style="bold yellow"),
                       Text(f"{d.text}: paths agree on it without computing the model", style="bold yellow"))
 
-    table = _PathsTable(result)
+    table = _PathsTable(result, times=verbose)
     findings = _grid([p.spec for p in result.paths])
     said: dict[str, str] = {}  # a finding already said, by the path that said it
     named: dict[tuple, str] = {}  # host callbacks already listed, by the path that listed them
