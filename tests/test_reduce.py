@@ -3,6 +3,7 @@ fresh process. Each planted cause is reduced; the script is then run again here,
 process (independently of the reducer's own check): it must exit 1 as written and 0 with --fixed."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -185,6 +186,7 @@ def test_cli_reduce_writes_the_script_and_the_report(tmp_path, capsys):
     assert rc == 0
     said = capsys.readouterr().out
     assert "reproduces in a fresh process" in said and "div.py" in said
+    assert re.search(r"\(exit 1\)[^\n]*\.$", said.strip()) and not re.search(r"\d s$", said.strip()), said  # no timing
     assert out.exists() and (tmp_path / "div.md").read_text().startswith("# div gives different results")
 
 
