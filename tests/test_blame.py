@@ -174,6 +174,7 @@ def test_a_max_ulp_across_zero_is_left_out_of_the_judgement():
     flip, small_flip, near = bf16(-1.4e-04, 1.0, 2.0), bf16(-2e-05, 1.0, 2.0), bf16(4.5e-05, 1.0, 2.0078125)
     assert crosses_zero(flip, base) and crosses_zero(bf16(0.0, 1.0, 2.0), base)
     assert not crosses_zero(near, base) and not crosses_zero(base, base)
+    assert not crosses_zero(bf16(-1.4e-04, 1.0, float("nan")), base)  # a NaN mismatch is the worst: no crossing
     # the worst pair decides: a sign flip of a tiny value under a larger same-sign distance elsewhere does not
     assert not crosses_zero(bf16(-1e-38, 1.0, 2.0), bf16(1e-38, 1.0, 2.0 ** 20))
     assert crosses_zero(bf16(-1e-38, 1.0, 2.0), bf16(1e-38, 1.0, 2.0))

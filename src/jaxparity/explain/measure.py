@@ -41,6 +41,8 @@ def crosses_zero(outs: Sequence[Any], base: Sequence[Any]) -> bool:
         if a.shape != b.shape or a.size == 0 or not is_float_dtype(a.dtype):
             continue
         u = ulp_distance(a, b)
+        if (u < 0).any():  # a NaN against a number: the largest distance of all (``distance``), not a crossing
+            return False
         i = int(np.argmax(u))
         if int(u.flat[i]) > worst:
             x, y = float(a.flat[i]), float(b.flat[i])

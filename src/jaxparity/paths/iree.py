@@ -354,7 +354,7 @@ class IreePath(Path):
             raise PathError(f"IREE returned {len(flat)} outputs, the function has {out_tree.num_leaves}")
         reused = getattr(self, "_reused", None)
         # No seconds here: the note is report text, the same on an idle machine and a loaded one (the path's
-        # time is in the table's time column and --json).
+        # time is in its progress line, --verbose's time column and --json).
         how = (f"reused from jaxparity's cache (entry {reused}: same StableHLO, flags, version and CPU; "
                "--no-cache compiles again)" if reused else "compiled")
         self.notes.append(f"IREE {VERSION}, target llvm-cpu, driver {driver}; {how} to "
