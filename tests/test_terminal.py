@@ -301,6 +301,19 @@ def test_paths_with_the_same_numbers_bit_for_bit_are_said_once(examples):
     assert "same numbers as" not in render_text(unknown, width=100)
 
 
+def test_the_same_numbers_are_said_once_where_the_sentence_names_its_own_path():
+    """A sentence that names its path ("jit's max ULP error") is the same finding for export with jit's values bit
+    for bit: said once (Keras MobileNetV3's jit, export and savedmodel repeated 7 lines each)."""
+    from pathlib import Path
+
+    from jaxparity.case import load_case
+
+    case = load_case(f"{Path(__file__).parent / 'cases' / 'loops.py'}:make_nn_scan_bf16")
+    text = render_text(jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "export"]), width=100)
+    assert "jit's max ULP error" in " ".join(text.split()), text
+    assert "export  differs from eager: ... (same numbers as jit)" in text, text
+
+
 def test_a_comparison_with_only_references_beside_the_baseline_says_nothing_was_compared():
     from jaxparity.report.format import summary_line
 

@@ -190,15 +190,16 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
     named: dict[tuple, str] = {}  # host callbacks already listed, by the path that listed them
     for p in result.paths:
         text = path_line(p, result.baseline)
+        key = text.replace(f"{p.spec}'s ", "\0's ")  # the same finding, whichever path it names ("against jit's 0.09")
         if p.callbacks and p.status == "error":
             if (first := named.setdefault(tuple(map(repr, p.callbacks)), p.spec)) != p.spec:
                 text = f"{p.verdict}: {callbacks_line(p.callbacks, p.message, same_as=first)}"
-        elif text in said and p.leaves and ": " in text and _same_outputs(result, p.spec, said[text]):
-            text = f"{text.split(': ', 1)[0]}: ... (same numbers as {said[text]})"  # said once
-        elif text in said and p.fault is not None:  # the same converted model: its fault said once
-            text = f"{p.verdict}: the {p.fault.layer}'s fault, as for {said[text]} (the same {p.fault.converter} model)"
+        elif key in said and p.leaves and ": " in text and _same_outputs(result, p.spec, said[key]):
+            text = f"{text.split(': ', 1)[0]}: ... (same numbers as {said[key]})"  # said once
+        elif key in said and p.fault is not None:  # the same converted model: its fault said once
+            text = f"{p.verdict}: the {p.fault.layer}'s fault, as for {said[key]} (the same {p.fault.converter} model)"
         else:
-            said.setdefault(text, p.spec)
+            said.setdefault(key, p.spec)
         line = Text(text, style=_STYLE[p.verdict] if not p.passed and not p.reference else "")
         for note in p.notes:
             line.append(f"\n{note}", style="dim")
