@@ -125,7 +125,7 @@ class _PathsTable:
         return table
 
     def __rich_console__(self, console: Console, options: Any) -> Any:
-        drops = ((), ("time",), ("time", "f64 ULP"), ("time", "f64 ULP", "f64 err"))
+        drops: tuple[tuple[str, ...], ...] = ((), ("time",), ("time", "f64 ULP"), ("time", "f64 ULP", "f64 err"))
         if not self.times:
             drops = drops[1:]
         for split in (0, 24, 12):
