@@ -10,6 +10,9 @@ EXAMPLES = ROOT / "examples"
 CASES = Path(__file__).resolve().parent / "cases"
 # Keras 3 picks its backend once, when first imported: the suite's Keras models (test_cases.py) run on JAX.
 os.environ.setdefault("KERAS_BACKEND", "jax")
+# Every result the suite produces, in this process and in the commands it runs, has its verdicts checked against
+# their invariants (``jaxparity.verdict.violations``): one that breaks one is an error, not a report.
+os.environ["JAXPARITY_STRICT_VERDICTS"] = "1"
 
 
 def _session_cache() -> None:

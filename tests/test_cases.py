@@ -54,7 +54,7 @@ def test_each_example_runs_eager_and_jit_with_its_weights_named_by_module(exampl
 def test_the_command_line_counts_a_models_inputs_by_module(examples):
     from conftest import run_cli
 
-    run = run_cli("compare", str(examples / "flax_linen_cnn.py"), "--paths", "eager,jit")
+    run = run_cli("compare", str(examples / "flax_linen_cnn.py"), "--paths", "eager,jit", "--verbose")
     assert run.returncode == 0, run.stderr
     assert ("inputs   arg0/batch_stats/… 4 arrays in 2 modules (48 float32 values), arg0/params/… 10 arrays in 5 "
             "modules (4,010 float32 values), arg1 float32[2,16,16,3]") in run.stdout

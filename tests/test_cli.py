@@ -45,7 +45,7 @@ def test_the_smallest_passing_tolerance_printed_does_pass():
 def test_agreement_exits_0():
     r = run_cli("compare", SEED, "--paths", "eager,jit:xla_allow_excess_precision=false,declared")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "the 1 compared path agrees with eager" in r.stdout
+    assert "✓ jit:xla_allow_excess_precision=false is identical to eager" in r.stdout
 
 
 @pytest.mark.parametrize("args,message", [
@@ -88,11 +88,11 @@ def test_explain_exits_1_writes_schema_valid_json_and_a_fixed_case_that_passes(t
     out, fixed = tmp_path / "e.json", tmp_path / "conv_fixed.py"
     r = run_cli("explain", SEED, "--paths", "eager,jit,export", "--json", str(out), "--write-fixed", str(fixed))
     assert r.returncode == 1, r.stderr
-    # jit and export share one divergence (same first op and cause): explained once, both named
-    assert "why jit, export differ from eager" in r.stdout and "excess precision" in r.stdout
+    # jit and export give the same values: one verdict, both named, the fix verified on each
     flat = " ".join(r.stdout.split())
-    assert "✓ compile option jit:xla_allow_excess_precision=false: parity restored" in flat
-    assert "export: ✓ compile option export:xla_allow_excess_precision=false: parity restored" in flat
+    assert "✗ jit, export diverge from eager — excess precision at examples/conv_bf16.py:30" in flat
+    assert ("fix ✓ jax.jit(fn, compiler_options={'xla_allow_excess_precision': False}): parity on jit, export"
+            in flat)
     doc = json.loads(out.read_text())
     schema = json.loads(resources.files("jaxparity").joinpath("schema/result-v1.json").read_text())
     jsonschema.validate(doc, schema)
@@ -120,7 +120,7 @@ def test_explain_between_any_two_paths():
     r = run_cli("explain", SEED, "--baseline", flag, "--paths", "jit")
     assert r.returncode == 1, r.stderr
     flat = " ".join(r.stdout.split())
-    assert re.search(r"#\d+ convert_element_type in \S+ \(examples/conv_bf16.py:30\) carries 100% of the output", flat)
+    assert re.search(r"--> examples/conv_bf16.py:30 #\d+ convert_element_type in \S+: 100% of the difference", flat)
     assert "never rounded" in flat and "excess precision" in flat
 
 

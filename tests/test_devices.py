@@ -71,7 +71,9 @@ def test_the_report_and_json_name_the_device(tmp_path):
     out = tmp_path / "r.json"
     r = run_cli("compare", "examples/conv_bf16.py", "--paths", "eager,jit:device=cpu", "--json", str(out))
     assert r.returncode == 1, r.stderr
-    assert "devices  cpu (every path that ran)" in r.stdout
+    assert r.stdout.splitlines()[0].endswith("against eager (exact), on cpu")
+    verbose = run_cli("compare", "examples/conv_bf16.py", "--paths", "eager,jit:device=cpu", "--verbose")
+    assert "devices  cpu (every path that ran)" in verbose.stdout
     doc = json.loads(out.read_text())
     valid_result(doc)
     assert {p["spec"]: p["device"] for p in doc["paths"]}["jit:device=cpu"] == "cpu"

@@ -156,7 +156,9 @@ def test_a_path_that_cannot_be_explained_says_why_and_the_report_renders():
 
     bad = explain_or_report(broken, (x,), "jit", "eager", [x], [x])
     assert bad.summary.startswith("jit could not be explained: ValueError: the model changed") and not bad.causes
-    text = str(dataclasses.replace(r, explanations=(bad,)))
+    from jaxparity.report.terminal import render_text
+
+    text = render_text(dataclasses.replace(r, explanations=(bad,)), verbose=True)
     assert "could not be explained" in text
 
 

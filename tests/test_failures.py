@@ -17,7 +17,7 @@ def _lines(r):
 
 
 def test_a_path_that_raises_is_reported_and_the_others_run():
-    r = run_cli("compare", f"{MIS}:make_raises", "--paths", "eager,jit,declared")
+    r = run_cli("compare", f"{MIS}:make_raises", "--paths", "eager,jit,declared", "--verbose")
     assert r.returncode == 1
     out = _lines(r)
     assert "jit" in out and "RuntimeError: refusing to be traced" in out and "misbehaving.py:" in out
@@ -25,7 +25,7 @@ def test_a_path_that_raises_is_reported_and_the_others_run():
 
 
 def test_a_path_that_crashes_its_process_is_reported_and_the_next_path_runs():
-    r = run_cli("compare", f"{MIS}:make_crashes", "--paths", "eager,jit,export")
+    r = run_cli("compare", f"{MIS}:make_crashes", "--paths", "eager,jit,export", "--verbose")
     assert r.returncode == 1
     out = _lines(r)
     assert "crashed" in out and "SIGABRT" in out

@@ -69,7 +69,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_result_model_imports_only_data():
-    assert _graph()["jaxparity.result"] <= {"jaxparity._version", "jaxparity.metrics"}
+    assert _graph()["jaxparity.result"] <= {"jaxparity._version", "jaxparity.metrics", "jaxparity.verdict"}
+    assert _graph()["jaxparity.verdict"] == set()
     assert _graph()["jaxparity.metrics"] <= {"jaxparity.rounding"}
 
 
@@ -116,7 +117,7 @@ def test_private_jax_is_read_in_one_module_only():
 
 # The explanation's stages in pipeline order (explain/pipeline.py): a stage may import the data modules of
 # explain/ and the stages before it, never one after it.
-STAGES = ("triage", "localize", "blame", "evidence", "mechanism", "fix", "search", "sentence", "pipeline")
+STAGES = ("triage", "localize", "blame", "evidence", "mechanism", "fix", "search", "sentence", "verdict", "pipeline")
 EXPLAIN_DATA = ("causes", "verdicts", "explanation", "measure", "context")
 
 

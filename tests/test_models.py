@@ -55,5 +55,5 @@ def test_the_neural_odes_host_callbacks_are_named_and_equinoxs_switch_runs_expor
     assert failed.status == "error" and failed.callbacks, failed.message
     assert any(c.env == {"EQX_ON_ERROR": "nan"} for c in failed.callbacks), failed.callbacks
     monkeypatch.setenv("EQX_ON_ERROR", "nan")  # the command's environment, which its workers inherit
-    r = run_cli("compare", str(MODELS / "diffrax_neural_ode.py"), "--paths", "jit,export")
+    r = run_cli("compare", str(MODELS / "diffrax_neural_ode.py"), "--paths", "jit,export", "--verbose")
     assert r.returncode == 0 and re.search(r"export +bit-identical to eager", r.stdout), r.stdout + r.stderr

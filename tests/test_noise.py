@@ -29,7 +29,7 @@ def test_runtimes_that_differ_by_rounding_only_pass(cases, name):
         assert 0 < e.rounding.share <= 1 and e.rounding.gap <= e.rounding.bound
     assert result.passed and result.exit_code == 0
     line = summary_line(result)
-    assert "by rounding noise only" in line and all(p in line for p in differing), line
+    assert line.startswith("✓ all ") and "within rounding noise" in line and all(p in line for p in differing), line
     from jaxparity.report.brief import brief
 
     e = result.explanations[0]

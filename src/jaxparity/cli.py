@@ -102,9 +102,6 @@ def _parser() -> _Parser:
     _compare_arguments(exp)
     exp.add_argument("--write-fixed", metavar="OUT.py", help="write a case file whose model rounds where the "
                      "program declares (jaxparity.fixes.round_like_declared), when that fix is verified")
-    exp.add_argument("-v", "--verbose", action="store_true", help="the explanation in full: every op that departs "
-                     "on its own, how the difference grows layer by layer, compiler evidence, the candidate semantics, "
-                     "each cause tested (the JSON and HTML always hold all of it)")
     exp.add_argument("--all-causes", action="store_true", help="as --verbose, and list every known cause, also "
                      "those not tested")
 
@@ -346,7 +343,14 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     tol.add_argument("--ulp", type=int, metavar="N", help="at most N units in the last place of the output dtype")
     tol.add_argument("--atol", type=float, metavar="X", help="|got - expected| <= atol + rtol * |expected|")
     tol.add_argument("--rtol", type=float, metavar="X", help="see --atol")
+    cmp.add_argument("-v", "--verbose", action="store_true", help="the report in full: the inputs, each path's own "
+                     "line (its artifact, its runtime, the tolerance that would pass it), the values, every op that "
+                     "departs on its own, how the difference grows layer by layer, compiler evidence, the candidate "
+                     "semantics, each cause tested and each fix tried (the JSON and HTML always hold all of it)")
     cmp.add_argument("--timeout", type=float, metavar="SECONDS", help="stop a path that runs longer than this")
+    cmp.add_argument("--budget", type=float, metavar="SECONDS", help="explaining: stop after this long (from the "
+                     "start of the command) and report the verdicts decided so far, marked partial, as on Ctrl-C or "
+                     "SIGTERM")
     cmp.add_argument("--max-capture-mb", type=float, metavar="MB", help="explaining: per-op values each path keeps "
                      "(in program order); beyond it an op's output is kept as a digest, compared bit for bit but not "
                      "replayed (default: no limit)")
@@ -509,14 +513,13 @@ def _error(message: str) -> int:
 
 
 def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from rich.console import Console
 
     from .case import CaseError, load_case
     from .comparison import ExplainError, compare_case, compare_loaded, plan_paths
     from .execution.envs import EnvError, parse_env
     from .metrics import Tolerance
     from .paths import DEFAULT_PATHS, PathOptionError, spec_env
-    from .report.terminal import stdout_console
+    from .report.terminal import stderr_console, stdout_console
 
     if args.ulp is not None and args.ulp < 0:
         return _error("--ulp must be a non-negative integer")
@@ -553,21 +556,30 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.repeat != 1 or args.save_worst:
         return _error("--repeat and --save-worst go with --samples N or --inputs DIR")
 
+    if args.budget is not None and args.budget <= 0:
+        return _error("--budget must be a positive number of seconds")
     explain = args.command == "explain" or getattr(args, "explain", False)
     out = stdout_console()
-    progress = _Progress(Console(stderr=True, highlight=False), quiet=args.quiet or args.json == "-")
+    from .report.live import LiveReport
+
+    progress = LiveReport(stderr_console(), quiet=args.quiet or args.json == "-")
     try:
-        if args.in_process:
-            result = compare_loaded(load_case(args.case, args.inputs), paths=paths, baseline=args.baseline,
-                                    tolerance=tolerance, timeout=args.timeout, progress=progress)
-            result = result.explain() if explain else result
-        else:
-            result = compare_case(args.case, inputs=args.inputs, paths=paths, baseline=args.baseline,
-                                  tolerance=tolerance, timeout=args.timeout, progress=progress, explain=explain,
-                                  envs=envs, inputs_from=args.inputs_from, log=progress.log, jobs=args.jobs)
+        with _terminate_as_interrupt():
+            if args.in_process:
+                result = compare_loaded(load_case(args.case, args.inputs), paths=paths, baseline=args.baseline,
+                                        tolerance=tolerance, timeout=args.timeout, progress=progress)
+                result = result.explain() if explain else result
+            else:
+                result = compare_case(args.case, inputs=args.inputs, paths=paths, baseline=args.baseline,
+                                      tolerance=tolerance, timeout=args.timeout, progress=progress, explain=explain,
+                                      envs=envs, inputs_from=args.inputs_from, log=progress.log, jobs=args.jobs,
+                                      stream=progress.stream, budget=args.budget)
     except (CaseError, ExplainError, EnvError) as e:
         progress.stop()
         return _error(str(e))
+    except KeyboardInterrupt:
+        progress.stop()
+        return _error("interrupted before every path had run: nothing was compared") + 128
     finally:
         progress.stop()
     if getattr(args, "write_fixed", None):
@@ -575,7 +587,42 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     _emit(args, result, out, progress.log)
     _switch_hint(args, result, out, parser)
+    _warm_note(progress.log)
     return result.exit_code
+
+
+def _warm_note(log: Any) -> None:
+    """The serving processes this command leaves warm for the next one, bounded by count and memory, said on
+    stderr with what they hold and how to stop them."""
+    from .execution.warm import outlive, staying
+
+    left = staying()
+    if left:
+        mb = sum(m for _, m in left)
+        n = len(left)
+        log(f"{n} TensorFlow serving process{'es' if n != 1 else ''} stay{'s' if n == 1 else ''} warm for the next "
+            f"command ({mb:,.0f} MB; {'it leaves' if n == 1 else 'each leaves'} after {outlive():g} s idle): "
+            "`jaxparity cache --stop` stops them")
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI job's timeout, ``timeout``) handled as Ctrl-C: the verdicts decided so far are reported."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _switch_hint(args: argparse.Namespace, result: Any, out: Console, parser: Any) -> None:
@@ -699,7 +746,9 @@ def _explain_worst(args: argparse.Namespace, result: Any, arrays: dict, worst: A
                                  timeout=args.timeout, explain=True)
     note = f"explained on {worst.samples.worst_label}, the worst sample for {worst.spec}"
     found = tuple(dataclasses.replace(e, notes=(note, *e.notes)) for e in explained.explanations)
-    return dataclasses.replace(result, explanations=found)
+    from .explain.verdict import with_verdicts
+
+    return with_verdicts(dataclasses.replace(result, explanations=found))
 
 
 class _Feedback:

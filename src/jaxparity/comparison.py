@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import dataclasses
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ __all__ = ["Comparison", "aggregate_samples", "build_result", "compare", "compar
 IDEAL = "f64"
 
 Progress = Callable[[str, PathRun | None], None]  # (spec, None) when a path starts, (spec, run) when done
+Stream = Callable[[str, Any], None]  # (what, its value) as the answer forms: see compare_case
 
 
 def plan_paths(paths: Sequence[str] | str | None, baseline: str) -> tuple[list[str], set[str]]:
@@ -162,6 +164,8 @@ def compare_case(
     log: Callable[[str], None] | None = None,
     keep_inputs: bool = False,
     jobs: int | None = None,
+    stream: Stream | None = None,
+    budget: float | None = None,
 ) -> Comparison:
     """Like ``compare`` for a case file (``FILE.py[:FACTORY]``), each path isolated in a worker.
 
@@ -170,10 +174,15 @@ def compare_case(
 
     Paths written ``NAME@ENV`` run in environment ENV, one of ``envs`` (built once, cached); inputs
     are drawn in this environment, or in ``inputs_from``, and moved to the others bit-exactly.
-    With ``explain``, the worker then explains every diverging path (see ``explain_result``).
+    With ``explain``, the worker then explains every diverging path (see ``explain_result``). ``stream`` is told
+    as the answer forms: ("compared", the result before any explanation), ("stage", (path, stage)) as each stage
+    starts, ("verdict", a ``Verdict``) as each path's is decided. An interrupt (SIGINT) or ``budget`` (seconds
+    from the call) ends the explanation: the result then holds the verdicts decided so far, the paths left in
+    ``partial``.
     Raises ``CaseError`` when the case cannot be loaded, ``EnvError`` for an undeclared
     environment; failing paths never raise.
     """
+    began = time.monotonic()
     specs, requested = plan_paths(paths, baseline)
     with Runners(case, inputs, envs, inputs_from, log) as runners:
         runners.check(specs)
@@ -195,18 +204,67 @@ def compare_case(
         result = build_result(info, runs, specs[0], tolerance or Tolerance(), requested)
         source = {"case": None, "runs": runs, "inputs": runners.home.arrays() if keep_inputs else None, "info": info}
         result = dataclasses.replace(result, _source=source)
+        if stream is not None:
+            stream("compared", result)
         if explain and _to_explain(result):
+            from .explain.verdict import with_verdicts
+
             if progress:
                 progress("explain", None)
             start = time.perf_counter()
-            found = _explain_in_env(runners, result, runs)
+            told = _Told(result, stream)
+            try:
+                found = _explain_in_env(runners, result, runs, told, None if budget is None else began + budget)
+            except Stopped as e:
+                left = tuple(p for p in _to_explain(result) if p not in e.found)
+                if progress:
+                    progress("explain", PathRun("explain", "timeout", seconds=time.perf_counter() - start))
+                return with_verdicts(dataclasses.replace(result, explanations=tuple(e.found.values()), partial=left),
+                                     left)
             if progress:
                 progress("explain", PathRun("explain", "ok" if not isinstance(found, str) else "error",
                                             seconds=time.perf_counter() - start))
             if isinstance(found, str):
                 raise ExplainError(found)
-            result = dataclasses.replace(result, explanations=tuple(found))
+            result = with_verdicts(dataclasses.replace(result, explanations=tuple(found)))
     return result
+
+
+class Stopped(Exception):
+    """The explanation was interrupted (a signal) or ran past its budget: what it found so far, by path."""
+
+    def __init__(self, found: dict[str, Any], why: str) -> None:
+        super().__init__(why)
+        self.found, self.why = found, why
+
+
+class _Told:
+    """What the workers say while they explain, passed on to the command's ``stream``: each stage as it starts, and
+    each path's verdict as soon as its explanation is in (decided on the explanations so far). Keeps the
+    explanations so far for an interrupted run."""
+
+    def __init__(self, result: ComparisonResult, stream: Stream | None) -> None:
+        self.result, self.stream = result, stream
+        self.found: dict[str, Any] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, path: str, kind: str, what: Any) -> None:
+        if kind == "stage":
+            if self.stream is not None:
+                self.stream("stage", (path, what))
+            return
+        with self.lock:
+            self.found[path] = dataclasses.replace(what, path=path, baseline=self.result.baseline)
+            found = tuple(self.found.values())
+        if self.stream is None:
+            return
+        try:
+            from .explain.verdict import decide
+
+            verdicts = decide(dataclasses.replace(self.result, explanations=found))
+            self.stream("verdict", next(v for v in verdicts if path in v.paths))
+        except Exception:  # noqa: BLE001 - what is shown meanwhile never stops the explanation
+            pass
 
 
 def _model_runs(runners: Runners, base: PathRun, info: CaseInfo) -> None:
@@ -222,7 +280,8 @@ def _model_runs(runners: Runners, base: PathRun, info: CaseInfo) -> None:
                         f"plainly: {failure}")
 
 
-def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, PathRun]) -> list | str:
+def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, PathRun], told: _Told,
+                    deadline: float | None = None) -> list | str:
     """The diverging paths explained by the worker of the baseline's environment (``eager@old`` as baseline:
     in environment old, with its JAX capturing every op), in the order compared. A path in another environment
     than the baseline's is explained from both sides' per-op values aligned by provenance (``explain.across``).
@@ -236,7 +295,7 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
     here = [p for p in paths if spec_env(p) == env]
     found: dict[str, Any] = {}
     if here:
-        found.update(_explained_by_lanes(runners, result, runs, here))
+        found.update(_explained_by_lanes(runners, result, runs, here, told, deadline))
         where = () if env is None else (f"explained in environment {env} ({runners.describe(env)}), where it ran",)
         shared = share_across([found[p] for p in here], [[a for _, a in runs[p].outputs or ()] for p in here])
         for spec, e in zip(here, shared):
@@ -254,12 +313,11 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
 
 
 def _explained_by_lanes(runners: Runners, result: ComparisonResult, runs: dict[str, PathRun],
-                        here: list[str]) -> dict[str, Any]:
+                        here: list[str], told: _Told, deadline: float | None = None) -> dict[str, Any]:
     """The paths ``here`` (of the baseline's environment) explained by its workers, each lane's group at the
     same time as the others (``Runners.explain_lanes``); a worker that dies outside any re-run costs its
-    group's explanations only (said per path, the comparison stands)."""
-    import threading
-
+    group's explanations only (said per path, the comparison stands). An interrupt or the ``deadline``
+    (``time.monotonic()``) stops every worker and raises ``Stopped`` with what ``told`` holds by then."""
     from .explain.explanation import PathExplanation
     from .paths import without_env
 
@@ -274,7 +332,8 @@ def _explained_by_lanes(runners: Runners, result: ComparisonResult, runs: dict[s
     def explain(worker: Any, group: list[str]) -> None:
         try:
             explained = worker.explain([(s, runs[bare[s]].outputs) for s in group], without_env(result.baseline),
-                                       runs[result.baseline].outputs, agreeing, list(bare))
+                                       runs[result.baseline].outputs, agreeing, list(bare),
+                                       told=lambda m: told(bare.get(m[1], m[1]), m[0], m[2]))
         except Exception as e:  # noqa: BLE001 - one lane's failure costs its own paths only
             explained = f"{type(e).__name__}: {e}"
         if isinstance(explained, str):  # the worker died outside any re-run: the comparison stands, said per path
@@ -283,12 +342,20 @@ def _explained_by_lanes(runners: Runners, result: ComparisonResult, runs: dict[s
         for s, one in zip(group, explained):
             found[bare[s]] = one
 
-    threads = [threading.Thread(target=explain, args=lane) for lane in lanes[1:]]
+    threads = [threading.Thread(target=explain, args=lane, daemon=True) for lane in lanes]
     for t in threads:
         t.start()
-    explain(*lanes[0])
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:  # joined a moment at a time: a signal reaches this thread, the deadline is kept
+            while t.is_alive():
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError("the explanation ran past its budget")
+                t.join(0.25)
+    except (KeyboardInterrupt, TimeoutError) as e:
+        runners.stop()
+        for t in threads:
+            t.join(10)
+        raise Stopped(dict(told.found), "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)) from e
     return found
 
 
@@ -361,7 +428,9 @@ def explain_result(result: _Result, paths: Sequence[str] | None = None) -> _Resu
     explained = _to_explain(result, paths)
     found = explain_paths(case.fn, case.args, [(p, [a for _, a in runs[p].outputs]) for p in explained],
                           result.baseline, base, _agreeing(result, explained))
-    return dataclasses.replace(result, explanations=tuple(found))
+    from .explain.verdict import with_verdicts
+
+    return with_verdicts(dataclasses.replace(result, explanations=tuple(found)))
 
 
 def _run_each(specs: list[str], run: Callable[[str], PathRun], progress: Progress | None) -> dict[str, PathRun]:
@@ -640,7 +709,9 @@ def build_result(
     output_info = tuple(ArrayInfo(n, str(a.dtype), tuple(a.shape)) for n, a in (base.outputs or ()))
     from .degenerate import find_degenerate
 
-    return Comparison(
+    from .explain.verdict import with_verdicts
+
+    return with_verdicts(Comparison(
         case=info.name,
         source=info.source,
         input_source=info.input_source,
@@ -652,7 +723,8 @@ def build_result(
         environment=info.environment,
         degenerate=(find_degenerate(base.outputs, varied_inputs=info.varied_inputs, batch=info.batch)
                     if base.status == "ok" and base.outputs else ()),
-    )
+        _source={"case": None, "runs": runs},  # the callers' own, with more in it; the runs group the verdicts
+    ))
 
 
 def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray], ideal: dict[str, np.ndarray],
@@ -857,8 +929,11 @@ def aggregate_samples(info: CaseInfo, runs: dict[str, list], baseline: str, tole
     degenerate = (find_degenerate(base_outputs[0], base_outputs, varied=varied,
                                   varied_inputs=info.varied_inputs or (varied and n > 1))
                   if base_outputs else ())
-    return dataclasses.replace(per_sample[shown], paths=tuple(paths), samples=n, input_source=where,
-                               degenerate=degenerate, _source={"case": None, "runs": worst_runs, "inputs": None})
+    from .explain.verdict import with_verdicts
+
+    return with_verdicts(dataclasses.replace(per_sample[shown], paths=tuple(paths), samples=n, input_source=where,
+                                             degenerate=degenerate,
+                                             _source={"case": None, "runs": worst_runs, "inputs": None}))
 
 
 def _repeats_differ(repeats: list[PathRun]) -> bool:

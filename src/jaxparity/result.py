@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from ._version import __version__
 from .metrics import LeafDiff, ReferenceError, Tolerance
+from .verdict import Verdict as Answer
 
 __all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "Degenerate", "Fault", "HostCallback",
            "IdealUncertainty", "LeafResult", "PathMove", "PathResult", "RoundedConstant", "SampleStats"]
@@ -226,6 +227,11 @@ class ComparisonResult:
     schema_version: int = SCHEMA_VERSION
     samples: int = 1  # input sets compared (many-inputs mode: --samples / --inputs DIR)
     degenerate: tuple[Degenerate, ...] = ()  # outputs that show nothing of the model
+    # The answer: one verdict per group of paths with the same values (``explain.verdict``), decided once from
+    # every stage's findings; the exit status is theirs alone. Empty only for a result built by hand.
+    verdicts: tuple[Answer, ...] = ()
+    # Differing paths an interrupted explanation (a signal, a budget) did not reach; the verdicts say which.
+    partial: tuple[str, ...] = ()
     # The raw material behind this result, not part of the JSON document: {"case": the Case when
     # it ran in this process (for ``explain()``), "runs": each path's raw outputs, "inputs": the
     # input arrays when asked for (baselines)}.
@@ -235,6 +241,8 @@ class ComparisonResult:
     def passed(self) -> bool:
         """True when every gated path agrees with the baseline within tolerance, on outputs that show
         something of the model (not all NaN, constant, or the same whatever the inputs)."""
+        if self.verdicts:
+            return all(v.passes for v in self.verdicts)
         return all(p.passed or self.rounding_only(p.spec) for p in self.paths if p.gated) and not self.hidden
 
     def rounding_only(self, spec: str) -> bool:

@@ -101,29 +101,18 @@ def _accepting(leaf: LeafResult, baseline: str | None = None) -> str | None:
 
 
 def format_failure(result: ComparisonResult, note: str | None = None) -> str:
-    """The text of a parity failure: summary, one line per failing path, and the explanations
-    (each summary, which names the confirmed cause, and the verified fixes). No tables: it is read in a test log."""
-    from .report.format import path_line, summary_line
+    """The text of a parity failure, as the verdicts say it (``report.answer``): the headline, one block per
+    divergence (the line, the mechanism, who is at fault, the fix as its re-runs showed it) and per path that could
+    not run, and how to accept a difference. No tables: it is read in a test log."""
+    from .report.answer import text_lines
 
-    lines = [f"jaxparity: {result.case}: {summary_line(result)}"]
+    said = text_lines(result)
+    lines = [f"jaxparity: {result.case}: {said[0]}"] + [f"  {line}" for line in said[1:]]
     for p in result.paths:
-        if p.gated and not p.passed:
-            lines.append(f"  {p.spec}: {path_line(p, result.baseline)}")
-            worst = p.worst
-            accept = _accepting(worst, result.baseline) if worst is not None and p.verdict == "differs" else None
+        if p.gated and not p.passed and p.verdict == "differs" and (worst := p.worst) is not None:
+            accept = _accepting(worst, result.baseline)
             if accept:
-                lines.append(f"    (to accept this difference: assert_parity(..., {accept}))")
-    for e in result.explanations:
-        lines.append(f"why {e.path} differs from {e.baseline}:")
-        lines.append(f"  {e.summary}")
-        verified = [f for f in e.fixes if f.verified]
-        for f in verified:
-            where = f" [{f.spec}]" if f.spec else ""
-            lines.append(f"  verified fix ({f.kind}){where}: {f.description}")
-        if not verified:
-            lines.append("  no fix was verified to restore parity")
-        for n in e.notes:
-            lines.append(f"  note: {n}")
+                lines.append(f"  (to accept {p.spec}'s difference: assert_parity(..., {accept}))")
     if note:
         lines.append(f"note: {note}")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any, Iterator
 
@@ -53,6 +53,7 @@ class IsolatedRunner:
         # Paths whose serving processes the worker starts while it loads the case, once it has a core to spare
         # (``cache.compiling.when_waiting``): set before the first load.
         self.ahead: list[str] = []
+        self.stopped = False  # ``stop()``: the command was interrupted; what runs ends at once
 
     # -- worker lifecycle -------------------------------------------------------------------
     def _start(self) -> CaseInfo:
@@ -224,12 +225,15 @@ class IsolatedRunner:
             return None  # slow, not failing: the paths' own messages stand
 
     def explain(self, paths: list[tuple[str, Any]], baseline: str, base_out: Any,
-                agreeing: Sequence[str] = (), explained: Sequence[str] | None = None) -> list | str:
+                agreeing: Sequence[str] = (), explained: Sequence[str] | None = None,
+                told: Callable[[tuple], None] | None = None) -> list | str:
         """Explanations of ``paths`` (spec, outputs) computed in the worker, or why that failed; not reasoned
         across (``explain.share_across``: the caller's, with the paths other workers explained, ``explained``).
         A re-run that kills the worker (a compiler crash under one flag) or runs past
         ``crashes.rerun_timeout()`` (a hang) is skipped in a new worker, and said as that experiment's outcome
-        (``execution.crashes``); a crash outside any re-run ends the explanation."""
+        (``execution.crashes``); a crash outside any re-run ends the explanation. ``told`` receives what the worker
+        says meanwhile: ("stage", path, stage) as each stage starts, ("explained_one", path, explanation) as each
+        path is explained. ``stop()`` from another thread ends it at once ("stopped")."""
         from .crashes import last_attempt, running_for, rerun_timeout
 
         breadcrumb = self._log.name + ".rerun"
@@ -242,17 +246,26 @@ class IsolatedRunner:
             self._conn.send(("explain", paths, baseline, base_out, breadcrumb, crashed, list(agreeing),
                              None if explained is None else list(explained)))
             try:
-                while not self._conn.poll(1.0):  # a re-run past its time is stopped, the rest explained again
-                    key, seconds = running_for(breadcrumb)
-                    if key is not None and seconds > limit and key not in crashed:
-                        self._kill()
-                        self._proc = None
-                        last_attempt(breadcrumb)
-                        crashed[key] = f"hung: did not finish within {limit:g} s"
-                        break
-                else:
-                    return self._conn.recv()[1]
+                while True:
+                    if self.stopped:
+                        return "stopped"
+                    if not self._conn.poll(1.0):  # a re-run past its time is stopped, the rest explained again
+                        key, seconds = running_for(breadcrumb)
+                        if key is not None and seconds > limit and key not in crashed:
+                            self._kill()
+                            self._proc = None
+                            last_attempt(breadcrumb)
+                            crashed[key] = f"hung: did not finish within {limit:g} s"
+                            break
+                        continue
+                    message = self._conn.recv()
+                    if message[0] == "explained":
+                        return message[1]
+                    if told is not None:
+                        told(message)
             except (EOFError, ConnectionError, OSError):
+                if self.stopped:
+                    return "stopped"
                 self._proc.wait()
                 died = self._death_message()
                 self._proc = None
@@ -291,6 +304,17 @@ class IsolatedRunner:
         if status != "ok":
             raise TaskError(value)
         return value
+
+    def stop(self) -> None:
+        """End what the worker runs now (from another thread: an interrupt, a budget): it is killed, and the call
+        waiting on it returns "stopped"."""
+        self.stopped = True
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def close(self) -> None:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:

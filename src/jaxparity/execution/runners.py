@@ -238,6 +238,11 @@ class Runners:
             self._extra[lane] = IsolatedRunner(self.case, self.user_inputs, env=variables)
         return self._extra[lane]
 
+    def stop(self) -> None:
+        """End at once whatever every worker runs (an interrupt, a budget): their calls return "stopped"."""
+        for runner in [*self._runners.values(), *self._extra.values()]:
+            runner.stop()
+
     def close(self) -> None:
         for runner in [*self._runners.values(), *self._extra.values()]:
             runner.close()

@@ -8,7 +8,8 @@ Isolation is unchanged where it matters: a process that dies or does not answer 
 is killed and forgotten, its request fails alone, and the next request starts a fresh one. Each
 process leaves when its stdin closes: when this process exits, however it exits.
 ``JAXPARITY_WARM=0`` starts a fresh process for every request; at most ``JAXPARITY_WARM_MAX`` (8)
-are kept, the one used longest ago stopped first.
+are kept, holding at most ``JAXPARITY_SERVE_MAX_MB`` (2048) of memory together where they outlive their
+command, the one used longest ago stopped first; a command says on stderr which stay, and how much they hold.
 
 Where ``JAXPARITY_SERVE_IDLE`` is a number of seconds (jaxparity's commands set 600), the process
 outlives this one (``Daemon``): it serves on a Unix socket in ``<cache>/serve`` and the next command
@@ -35,8 +36,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Daemon", "WarmDied", "WarmProcess", "close_all", "give_back", "outlive", "prestart", "stop_daemons",
-           "waiting", "warm", "warm_enabled"]
+__all__ = ["Daemon", "WarmDied", "WarmProcess", "close_all", "give_back", "most_megabytes", "outlive", "prestart",
+           "staying", "stop_daemons", "waiting", "warm", "warm_enabled"]
 
 _MARK = "@@jaxparity "
 
@@ -308,19 +309,59 @@ def _daemons() -> Path:
     return root() / "serve" if enabled() else Path()
 
 
-def _bound(where: Path, keep: int) -> None:
-    """At most ``keep`` daemons running in ``where``: those used longest ago (and not in use) stopped."""
+def _bound(where: Path, keep: int, megabytes: float | None = None) -> None:
+    """At most ``keep`` daemons running in ``where``, together holding at most ``megabytes`` of memory
+    (``most_megabytes()`` where None): those used longest ago (and not in use) stopped first."""
+    budget = most_megabytes() if megabytes is None else megabytes
     running = []
-    for pidfile in where.glob("*.pid"):
+    for pidfile in where.glob("*.pid") if where.is_dir() else []:
         lock = pidfile.with_suffix(".lock")
         running.append((lock.stat().st_mtime if lock.exists() else 0.0, pidfile))
-    for _, pidfile in sorted(running)[:max(0, len(running) - keep)]:
+    running.sort()
+    held = sum(_megabytes(_read(pidfile)) for _, pidfile in running)
+    for k, (_, pidfile) in enumerate(running):
+        if len(running) - k <= keep and held <= budget:
+            break
         with open(pidfile.with_suffix(".lock"), "a") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 continue  # in use by another command
+            held -= _megabytes(_read(pidfile))
             _stop_one(pidfile)
+
+
+def _megabytes(pid: str) -> float:
+    """The resident memory of process ``pid`` (its TensorFlow, its models), in MB; 0 where it is not running."""
+    try:
+        with open(f"/proc/{int(pid)}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+_MOST_MB = 2048  # two or three TensorFlow serving processes with a model each
+
+
+def most_megabytes() -> float:
+    """How much memory the serving processes that outlive their commands may hold together
+    (``JAXPARITY_SERVE_MAX_MB``, default 2048): beyond it, those used longest ago are stopped."""
+    try:
+        return max(0.0, float(os.environ.get("JAXPARITY_SERVE_MAX_MB", str(_MOST_MB))))
+    except ValueError:
+        return float(_MOST_MB)
+
+
+def staying(where: Path | None = None) -> list[tuple[int, float]]:
+    """The serving processes that stay warm after this command, once bounded by count and memory: (pid, MB)."""
+    where = _daemons() if where is None else where
+    if not where.parts or not where.is_dir():
+        return []
+    _bound(where, _most())
+    return [(pid, _megabytes(str(pid))) for pid in waiting(where)]
 
 
 def _read(f: Path) -> str:

@@ -116,8 +116,14 @@ def main(fd: int) -> None:
             base = [a for _, a in base_out]
             found: list[Any] | str
             try:  # the caller reasons across paths (``share_across``): some may be explained in another worker
-                found = explain_paths(case.fn, case.args, [(spec, [a for _, a in outs]) for spec, outs in paths],
-                                      baseline, base, agreeing, explained, across=False)
+                from ..explain.pipeline import watched
+
+                def tell(spec: str, what: Any) -> None:  # each stage and each path explained, as it happens
+                    conn.send(("stage", spec, what) if isinstance(what, str) else ("explained_one", spec, what))
+
+                with watched(tell):
+                    found = explain_paths(case.fn, case.args, [(spec, [a for _, a in outs]) for spec, outs in paths],
+                                          baseline, base, agreeing, explained, across=False)
             except Exception as e:  # report, keep the comparison
                 import traceback
 

@@ -74,7 +74,8 @@ def on_every_path(args: tuple, program: Any, flat_args: Sequence[Any], found: li
             if away:
                 said += (f"; but it moves {', '.join(away)} away from {baseline}, which agreed before: not a fix for "
                          "the whole comparison")
-            fixed = dataclasses.replace(fix, evidence=fix.evidence + said, verified=fix.verified and not away)
+            fixed = dataclasses.replace(fix, evidence=fix.evidence + said, verified=fix.verified and not away,
+                                        holds_on=tuple(holds) if not away else ())
             out[j] = summarize(dataclasses.replace(out[j], fixes=tuple(fixed if i == k else f
                                                                        for i, f in enumerate(out[j].fixes))))
     return out

@@ -35,7 +35,37 @@ from .mechanism.artifact.fused import with_kernels
 from .sentence import summarize
 from .verdicts import CauseVerdict
 
-__all__ = ["explain_or_report", "explain_path", "explain_paths", "share_across"]
+__all__ = ["explain_or_report", "explain_path", "explain_paths", "share_across", "watched"]
+
+# Who is told of each stage as it starts ((path, stage)) and of each path as it is explained ((path, explanation)):
+# the worker passes them on to the command, which shows them while the explanation runs (``watched``).
+_WATCHERS: list[Callable[[str, Any], None]] = []
+
+
+def watched(watcher: Callable[[str, Any], None] | None) -> Any:
+    """A context in which ``watcher(path, stage)`` is called as each stage of a path's explanation starts (a
+    string: "localize", "blame", ...) and ``watcher(path, explanation)`` as each path is explained."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def scope() -> Any:
+        if watcher is not None:
+            _WATCHERS.append(watcher)
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                _WATCHERS.remove(watcher)
+
+    return scope()
+
+
+def _tell(path: Any, what: Any) -> None:
+    for w in list(_WATCHERS):
+        try:
+            w(str(path), what)
+        except Exception:  # noqa: BLE001 - a watcher never stops the explanation
+            pass
 
 
 def explain_path(
@@ -70,8 +100,12 @@ def explain_path(
     flat_args = jax.tree_util.tree_leaves(args)
     keep = {} if keep is None else keep
     notes: list[str] = []
+    stage = (lambda name: _tell(path, name)) if depth == 0 else (lambda name: _tell(path, f"{name} (what remains)"))
+    stage("localize")
     view = localize_path(program, flat_args, mine, theirs, path_out, notes, keep)
+    stage("blame")
     view = blame_path(view, fn, args, mine, theirs, path_out, base_out, notes)
+    stage("evidence")
     seen = gather_evidence(fn, args, mine, path_out, notes, compiler=evidence)
     # Causes read the per-op view only where it is the program's (or reproduces its outputs); the runtime's
     # own artifact and whole-program re-runs still decide where it is not.
@@ -86,9 +120,13 @@ def explain_path(
     if contexts is not None:  # without the per-op values (held by the caller till every path is explained)
         contexts[str(path)] = dataclasses.replace(ctx, base_vals=None, path_vals=None, memo={}, ahead={},
                                                   instrumented=None)
+    stage("mechanism")
     causes = find_mechanism(ctx, keep)
     rounding = _rounding(ctx, causes, view.localization, notes)
+    stage("fix")
     fixes = verify_fixes(ctx, causes)
+    if rounding is None:
+        stage("search")
     try:
         searched_fixes, searched = ([], []) if rounding is not None else search_fixes(ctx, causes, fixes)
     except Exception as e:  # the search adds fixes; it never ends the explanation
@@ -154,12 +192,16 @@ def explain_paths(fn: Callable[..., Any], args: tuple, paths: Sequence[tuple[str
                      and identical(paths[k][1], outs)), None)
         if host is not None:  # another path's values bit for bit: its explanation, the fixes re-run here
             try:
+                _tell(spec, "fix (as " + paths[host][0] + ")")
                 found.append(explained_as(found[host], contexts[paths[host][0]], as_path(spec), outs))
+                _tell(spec, found[-1])
                 continue
             except Exception:  # noqa: BLE001 - explained on its own instead
                 pass
         found.append(explain_or_report(fn, args, spec, baseline, outs, base_out, models[i], contexts))
+        _tell(spec, found[-1])
     try:  # a model change the search verified, re-run on every other path of the comparison
+        _tell("", "every path")
         program = reused("flat program", (id(fn), signature(args)), fn, lambda: flatten(fn, args))
         found = on_every_path(args, program, jax.tree_util.tree_leaves(args), found, models,
                               list(explained) if explained is not None else [spec for spec, _ in paths], agreeing,

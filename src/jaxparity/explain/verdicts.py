@@ -71,6 +71,9 @@ class Fix:
     # The change was run: measured (``rerun``), failed, or ruled out by what it did to the baseline's outputs;
     # False where it was ruled out before any run (on the op's own values, by an earlier re-run, by the budget).
     ran: bool = False
+    # Other paths of the comparison where the change was re-run too and holds there (``every_path``): with
+    # ``spec``'s own path, where it was shown to work.
+    holds_on: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.rerun is not None:

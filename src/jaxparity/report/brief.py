@@ -425,7 +425,7 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         # an experiment that could not run (a compiler that crashes under its flag) is no refutation: said
         failed = [c for c in e.causes if c.status == "not run" and c.evidence.startswith("the re-run failed")]
         untested = "; ".join(f"{short_title(c.title)} could not be tested ({_why_not(c.evidence)})" for c in failed[:2])
-        lines.append(("cause", "unknown: no known cause's experiment confirmed it (--verbose lists each)" +
+        lines.append(("cause", "not established: no known cause's experiment confirmed it (each is listed below)" +
                       (f"; {untested}" if untested else "") +
                       ("; the small local error above is amplified by the program itself" if amplified else "")))
     else:

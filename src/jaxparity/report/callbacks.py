@@ -14,10 +14,11 @@ __all__ = ["callbacks_line", "switch_command"]
 
 
 def callbacks_line(callbacks: Sequence[HostCallback], said: str | None, same_as: str | None = None,
-                   limit: int = 4) -> str:
+                   limit: int = 4, brief: bool = False) -> str:
     """'could not run because of 2 host callbacks in the program (...): pure_callback at model.py:16
     (equinox/_errors.py:111, :115 via equinox/_errors.py:250), from Equinox's error_if ...; switch: ... The
-    runtime said: ...'. ``same_as``: a path already named these callbacks; they are not listed again."""
+    runtime said: ...'. ``same_as``: a path already named these callbacks; they are not listed again. ``brief``: the
+    calls, lines and switches only (a verdict's reason: the runtime's words and what a host callback is, left out)."""
     n = len(callbacks)
     head = f"could not run because of {n} host callback{'s' if n != 1 else ''} in the program"
     said_text = f". The runtime said: {said.strip().splitlines()[0]}" if said and said.strip() else ""
@@ -35,6 +36,8 @@ def callbacks_line(callbacks: Sequence[HostCallback], said: str | None, same_as:
         remedy = (f"switch: {cb.switch}" if cb.switch else
                   "no switch is known" + (f": {cb.instead}" if cb.instead else ""))
         parts.append(f"{shown}{origin}; {remedy}")
+    if brief:
+        return f"{head}: " + "; and ".join(parts)
     return (f"{head} (Python called back on the host: eager and jit run them, a program exported or converted for "
             f"another runtime cannot hold them): " + "; and ".join(parts) + said_text)
 

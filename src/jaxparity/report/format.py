@@ -235,6 +235,11 @@ def _path_line(p: PathResult, baseline: str) -> str:
 
 
 def summary_line(r: ComparisonResult) -> str:
+    """The whole result in a line or two: the verdicts' headline (``answer.headline``) where they are decided."""
+    if r.verdicts:
+        from .answer import headline
+
+        return " ".join(headline(r))
     base = next((p for p in r.paths if p.spec == r.baseline), None)
     if base is not None and base.status != "ok":
         why = (base.message or base.status).strip().splitlines()[0] if (base.message or base.status) else base.status

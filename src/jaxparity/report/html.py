@@ -539,10 +539,30 @@ _HOWTO = ("How to read this: each path runs the same function a different way (e
           "confirmed by re-running, with the fix that restored parity (✓ verified) and the evidence.")
 
 
+def verdicts_html(result: ComparisonResult) -> str:
+    """The verdicts (``report.answer``): a block per divergence and per path that could not run, as the terminal
+    says them, then a line per group within rounding noise or identical."""
+    from .answer import block, one_line
+
+    out = []
+    for v in result.verdicts:
+        if v.kind in ("divergence", "could not run"):
+            title, lines = block(v, verbose=True)
+            rows = "".join(f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in lines)
+            out.append(f'<section class="verdict {"pass" if v.passes else "fail"}"><h3>{_e(title)}</h3>'
+                       f'<dl class="brief">{rows}</dl></section>')
+    calm = [v for v in result.verdicts if v.kind in ("noise", "identical")]
+    if calm:
+        out.append("<ul class=\"calm\">" + "".join(f"<li>{_e(one_line(v))}</li>" for v in calm) + "</ul>")
+    return f'<section id="verdicts">{"".join(out)}</section>' if out else ""
+
+
 def render_html_report(result: ComparisonResult) -> str:
-    """The whole report as one self-contained HTML document (no network, no scripts)."""
+    """The whole report as one self-contained HTML document (no network, no scripts): the answer first (the
+    verdicts), then the matrix, the drift chart, the histograms, each explanation in full, the values."""
     body = [
         _header(result),
+        verdicts_html(result),
         f'<p id="howto" class="howto">{_e(_HOWTO)}</p>',
         _summary(result),
         _drift_chart(list(result.explanations)),

@@ -30,12 +30,9 @@ def render_html(result: ComparisonResult) -> str:
             "</tr>"
         )
     colour = "#1a7f37" if result.passed else "#cf222e"
-    from .explanation import group_explanations
-    from .html import brief_html
+    from .html import verdicts_html
 
-    explained = "".join(f"<h4>why <code>{escape(', '.join([e.path, *(o.path for o in same)]))}</code> "
-                        f"{'differ' if same else 'differs'} from <code>{escape(e.baseline)}</code></h4>"
-                        + brief_html(e, result) for e, same in group_explanations(result.explanations))
+    explained = verdicts_html(result)
     return (
         f"<div><b>jaxparity</b> <code>{escape(result.case)}</code> — baseline <code>{escape(result.baseline)}</code>, "
         f"tolerance {escape(result.tolerance.describe())}"

@@ -16,7 +16,7 @@ from .callbacks import callbacks_line
 from .explanation import fit_columns, stacked
 from .format import NAN_ULP, arrays_line, devices_line, fmt, module_lines, path_line, summary_line, values_text
 
-__all__ = ["TrimmedLines", "print_result", "render", "render_text", "stdout_console"]
+__all__ = ["TrimmedLines", "print_result", "render", "render_text", "stderr_console", "stdout_console"]
 
 _STYLE = {
     "baseline": "bold",
@@ -164,27 +164,87 @@ def _grid(labels: Sequence[str] = ()) -> Table:
 
 
 def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = False) -> Group:
-    """The whole report; explanations short unless ``verbose`` (``all_causes``: also the causes not tested)."""
+    """The whole report, the answer first: the headline (``answer.headline``), the table of paths, then one
+    block per divergence or path that could not run and a line per group within rounding noise or identical.
+    ``verbose`` adds the provenance (inputs, artifacts, serving processes), each path's own line, the values,
+    and every explanation in full (``all_causes``: also the causes not tested)."""
+    parts: list[Any] = [_title(result), *_headline(result)]
+    facts = _facts(result, verbose)
+    if facts is not None:
+        parts.append(facts)
+    parts += [Text(""), _PathsTable(result, times=verbose)]
+    if verbose:
+        parts += [Text(""), _findings(result)]
+    if any(p.samples for p in result.paths):
+        parts += [Text(""), _SamplesTable(result)]
+    values = _values(result) if result.samples == 1 and verbose else None
+    if values is not None:
+        parts += [Text(""), Text("values", style="bold"), values]
+    parts += _verdicts(result, verbose)
+    if verbose:
+        from .explanation import group_explanations, render_explanation
+
+        for e, same in group_explanations(result.explanations):
+            parts += [Text(""), render_explanation(e, True, same, result, all_causes)]
+    return Group(*parts)
+
+
+def _title(result: ComparisonResult) -> Text:
     head = Text()
     head.append("jaxparity explain " if result.explanations else "jaxparity compare ", style="bold")
     head.append(result.case, style="bold cyan")
+    devices = {p.device for p in result.paths if p.device}
+    head.append(f" against {result.baseline} ({result.tolerance.describe()})"
+                + (f", on {', '.join(sorted(d for d in devices if d))}" if len(devices) == 1 else ""), style="dim")
+    return head
+
+
+def _headline(result: ComparisonResult) -> list[Any]:
+    from .answer import headline
+
+    if result.verdicts:
+        lines = headline(result)
+    else:  # a result built by hand, without verdicts
+        lines = [summary_line(result)]
+    if result.partial:
+        lines.append(f"■ partial: the explanation was stopped before it reached {', '.join(result.partial)}")
+    grid = Table.grid(padding=(0, 1))  # a sentence that wraps keeps to its column, under the first line's text
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        head, _, rest = line.partition(" ")
+        style = {"✓": "bold green", "✗": "bold red", "■": "bold yellow", "–": "dim"}.get(head)
+        if style is None:
+            head, rest, style = "", line, "bold"
+        grid.add_row(Text(head, style=style), Text(rest, style=style))
+    return [grid]
+
+
+def _facts(result: ComparisonResult, verbose: bool) -> Table | None:
+    """Inputs, outputs, baseline and devices (``verbose``); by default only what must not be missed (outputs that
+    show nothing of the model, devices that differ by path)."""
     facts = Table.grid(padding=(0, 1))  # a fact that wraps keeps to its column, under the first line's text
     facts.add_column(no_wrap=True, min_width=8)
     facts.add_column(overflow="fold")
-    inputs = Text(f"{arrays_line(result.inputs)} ({result.input_source})")
-    if verbose and arrays_line(result.inputs) != arrays_line(result.inputs, len(result.inputs)):
-        for module in module_lines(result.inputs):  # what the line above counted, one module a line
-            inputs.append(f"\n{module}", style="dim")
-    facts.add_row("inputs", inputs)
-    facts.add_row("outputs", ", ".join(f"{a.name} {_shape(a)}" for a in result.outputs))
-    facts.add_row("baseline", f"{result.baseline}, tolerance {result.tolerance.describe()}")
-    if (devices := devices_line(result)) is not None:
+    if verbose:
+        inputs = Text(f"{arrays_line(result.inputs)} ({result.input_source})")
+        if arrays_line(result.inputs) != arrays_line(result.inputs, len(result.inputs)):
+            for module in module_lines(result.inputs):  # what the line above counted, one module a line
+                inputs.append(f"\n{module}", style="dim")
+        facts.add_row("inputs", inputs)
+        facts.add_row("outputs", ", ".join(f"{a.name} {_shape(a)}" for a in result.outputs))
+        facts.add_row("baseline", f"{result.baseline}, tolerance {result.tolerance.describe()}")
+    devices = devices_line(result)
+    if devices is not None and (verbose or len({p.device for p in result.paths if p.device}) > 1):
         facts.add_row("devices", devices)
     for d in result.degenerate:
         facts.add_row(Text("warning", style="bold yellow"),
                       Text(f"{d.text}: paths agree on it without computing the model", style="bold yellow"))
+    return facts if facts.row_count else None
 
-    table = _PathsTable(result, times=verbose)
+
+def _findings(result: ComparisonResult) -> Table:
+    """Each path's own line (what it differs by, the tolerance that would pass it, its artifact and runtime)."""
     findings = _grid([p.spec for p in result.paths])
     said: dict[str, str] = {}  # a finding already said, by the path that said it
     named: dict[tuple, str] = {}  # host callbacks already listed, by the path that listed them
@@ -204,18 +264,31 @@ def render(result: ComparisonResult, verbose: bool = False, all_causes: bool = F
         for note in p.notes:
             line.append(f"\n{note}", style="dim")
         findings.add_row(_spec_lines(p.spec, _LABEL), line)  # a long spec breaks after ':' and ',', not inside a name
-    parts: list[Any] = [head, facts, Text(""), table, Text(""), findings]
-    if any(p.samples for p in result.paths):
-        parts += [Text(""), _SamplesTable(result)]
-    values = _values(result) if result.samples == 1 else None  # paths may show different samples
-    if values is not None:
-        parts += [Text(""), Text("values", style="bold"), values]
-    from .explanation import group_explanations, render_explanation
+    return findings
 
-    for e, same in group_explanations(result.explanations):
-        parts += [Text(""), render_explanation(e, verbose or all_causes, same, result, all_causes)]
-    parts += [Text(""), Text(summary_line(result), style="bold green" if result.passed else "bold red")]
-    return Group(*parts)
+
+def _verdicts(result: ComparisonResult, verbose: bool) -> list[Any]:
+    """A block per divergence and path that could not run, then a line per group within noise or identical."""
+    from .answer import block, one_line
+
+    parts: list[Any] = []
+    for v in result.verdicts:
+        if v.kind in ("divergence", "could not run"):
+            title, lines = block(v, verbose)
+            if not verbose and (said := _values_line(result, v)) is not None:
+                lines.insert(next((i for i, (label, _) in enumerate(lines) if label not in ("-->", "|")), len(lines)),
+                             ("values", said))
+            grid = Table.grid(padding=(0, 1))
+            grid.add_column(style="bold", no_wrap=True, justify="right")
+            grid.add_column(overflow="fold")  # a word wider than the column (a path) breaks, never cut with …
+            for label, text in lines:
+                grid.add_row(label, Text(text))
+            parts += [Text(""), Text(title, style="bold red" if not v.passes else "bold yellow"), grid]
+    calm = [v for v in result.verdicts if v.kind in ("noise", "identical")]
+    if calm and (verbose or any(v.stage_errors for v in calm)):  # the headline names them; --verbose says each
+        # group's judgement
+        parts += [Text("")] + [Text(one_line(v), style="green" if v.passes else "red") for v in calm]
+    return parts
 
 
 def _same_outputs(result: ComparisonResult, a: str, b: str) -> bool:
@@ -278,6 +351,19 @@ def _samples_table(result: ComparisonResult, drop: Sequence[str] = ()) -> Table:
     return table
 
 
+def _values_line(result: ComparisonResult, v: Any) -> str | None:
+    """For a tiny output (what a bug report quotes), the values of the baseline, the verdict's first path and the f64
+    ideal on one line; None for larger or many outputs."""
+    if v.kind != "divergence" or len(result.outputs) != 1:
+        return None
+    shown = [result.baseline, v.paths[0], "f64"]
+    values = {p.spec: p.leaves[0].values for p in result.paths if p.spec in shown and p.leaves}
+    known = {spec: x for spec, x in values.items() if x is not None}
+    if not known or len(known) < len(values) or any(len(x) > 4 for x in known.values()):
+        return None
+    return ", ".join(f"{spec} {values_text(known[spec])}" for spec in shown if spec in known)
+
+
 def _values(result: ComparisonResult) -> Table | None:
     """For tiny outputs, the values themselves: what the reporter of a bug wants to paste."""
     rows = [(p.spec, lf.name, lf.values) for p in result.paths for lf in p.leaves if lf.values is not None]
@@ -329,6 +415,13 @@ class TrimmedLines:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def stderr_console() -> Console:
+    """The console a command tells its progress on (standard error; lines without trailing spaces)."""
+    import sys
+
+    return Console(file=TrimmedLines(sys.stderr), highlight=False)  # type: ignore[arg-type]
 
 
 def stdout_console() -> Console:

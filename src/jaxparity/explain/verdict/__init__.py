@@ -1,0 +1,199 @@
+"""The last stage: every stage's findings reconciled into exactly one verdict per group of paths with the same
+values (``jaxparity.verdict``), decided here once; the renderers only render them.
+
+Paths are grouped by their outputs: those that did not run by the fault that stopped them, those that agree
+with the baseline into one *identical* verdict, the others by their values bit for bit (paths with the same
+values are one finding, whichever of them was explained). A group that differs is *noise* where the rounding
+judge (``explain.noise``) found every difference within what correct implementations of the program's ops may
+differ by and no member found a departure from the program; else a *divergence*
+(``explain.verdict.divergence``). Where two members' explanations say otherwise, the evidence decides, not the
+order: a confirmed departure outweighs a noise judgement, a mechanism outweighs a catch-all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ...verdict import Verdict, violations
+from .divergence import divergence, size_words
+
+__all__ = ["STRICT", "decide", "with_verdicts"]
+
+# Set by the test suite: a report whose verdicts break an invariant (``verdict.violations``) is an error.
+STRICT = "JAXPARITY_STRICT_VERDICTS"
+
+
+def with_verdicts(result: Any, partial: Sequence[str] = ()) -> Any:
+    """``result`` with its verdicts decided (``decide``); ``partial``: differing paths left unexplained (an
+    interrupted explanation, a budget)."""
+    return dataclasses.replace(result, verdicts=decide(result, partial))
+
+
+def decide(result: Any, partial: Sequence[str] = ()) -> tuple[Verdict, ...]:
+    """One verdict per group of compared paths (``compared``), in the order of the comparison."""
+    explained = {e.path: e for e in result.explanations}
+    verdicts: list[Verdict] = []
+    placed: set[str] = set()
+    members = compared(result)
+    for p in members:
+        if p.spec in placed:
+            continue
+        if p.status != "ok" or p.verdict in ("error", "crashed", "timeout", "unavailable"):
+            group = [q for q in members if q.spec not in placed and _stopped_alike(q, p)]
+            verdicts.append(_could_not_run(group, result))
+        elif p.verdict in ("identical", "equal"):
+            group = [q for q in members if q.verdict in ("identical", "equal") and q.status == "ok"]
+            verdicts.append(_identical(group, result))
+        else:
+            group = [q for q in members if q.spec not in placed and q.status == "ok" and
+                     q.verdict in ("differs", "within tolerance") and _same_values(result, p.spec, q.spec)]
+            verdicts.append(_differing(group, result, explained, partial))
+        placed.update(q.spec for q in group)
+    out = tuple(verdicts)
+    broken = violations(out, [p.spec for p in members], all(v.passes for v in out))
+    if broken and os.environ.get(STRICT):
+        raise AssertionError(f"{result.case}: the verdicts break an invariant: {'; '.join(broken)}")
+    if broken and out:  # never silently: said in the report (a defect of jaxparity's, to report)
+        said = f"jaxparity's verdicts break an invariant (please report it): {'; '.join(broken)}"
+        out = (dataclasses.replace(out[0], stage_errors=out[0].stage_errors + (said,)),) + out[1:]
+    return out
+
+
+def compared(result: Any) -> list[Any]:
+    """The paths that get a verdict: every path but the references and the baseline (the baseline too where it
+    did not run: then nothing was compared); where the baseline failed, only it."""
+    base = next((p for p in result.paths if p.spec == result.baseline), None)
+    if base is not None and base.status != "ok":
+        return [base]
+    return [p for p in result.paths if not p.reference and p.spec != result.baseline]
+
+
+def _same_values(result: Any, a: str, b: str) -> bool:
+    if a == b:
+        return True
+    runs = (result._source or {}).get("runs") or {}
+    ra, rb = runs.get(a), runs.get(b)
+    if ra is not None and rb is not None and ra.outputs and rb.outputs:
+        return len(ra.outputs) == len(rb.outputs) and all(
+            x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+            for (_, x), (_, y) in zip(ra.outputs, rb.outputs))
+    # a result read back without its runs: the explanations say which paths share their values
+    return any(getattr(e, "path", None) in (a, b) and getattr(e, "same_values", None) in (a, b)
+               for e in result.explanations)
+
+
+def _stopped_alike(q: Any, p: Any) -> bool:
+    """Two paths that did not run, for the same reason: the same converted model's fault, or the same words
+    with each path's own name taken out (onnx and onnx-ref cannot convert the same op)."""
+    if q.status == "ok" and q.verdict not in ("error", "crashed", "timeout", "unavailable"):
+        return False
+    if q.spec == p.spec:
+        return True
+    if q.fault is not None or p.fault is not None:
+        return q.fault is not None and p.fault is not None and (q.fault.converter, q.fault.node, q.fault.what) == (
+            p.fault.converter, p.fault.node, p.fault.what)
+    if q.status != p.status:
+        return False
+    mine, theirs = _reason(q), _reason(p)
+    return mine == theirs or re.sub(rf"(?<![\w-]){re.escape(q.spec)}(?![\w-])", "\0", mine) == \
+        re.sub(rf"(?<![\w-]){re.escape(p.spec)}(?![\w-])", "\0", theirs)
+
+
+def _reason(p: Any) -> str:
+    if p.fault is not None:
+        return p.fault.text
+    text = (p.message or p.status).strip()
+    return text
+
+
+_CONVERTER = re.compile(r"cannot convert|failed to legalize|converter|jax2onnx|jax2tf|cannot be converted", re.I)
+_LINE = re.compile(r"\bat ([\w./-]+\.py:\d+)")
+
+
+def _could_not_run(group: list[Any], result: Any) -> Verdict:
+    """Whose fault: the converter (its own checker rejects its model, or it cannot convert an op), the program
+    (host callbacks no artifact can hold; the function fails), the environment (the runtime is not installed),
+    the runtime (it crashed, hung or refused a model it was given)."""
+    p = group[0]
+    reason, advice = _reason(p), None
+    notes: tuple[str, ...] = ()
+    if p.fault is not None:  # the converter's own checker: the node, the op it converts; what to do, apart
+        f = p.fault
+        node = f" node {f.node} ({f.op_type}, {', '.join(f.node_inputs)})" if f.node else ""
+        what = f"; it converts {f'#{f.op} ' if f.op is not None else ''}{f.primitive}" if f.primitive else ""
+        call = f" ({f.call})" if f.call and f.primitive and f.primitive not in f.call else ""
+        body, _, advice = f.text.rpartition(": ")
+        reason = f"{f.converter} wrote a model its own checker rejects:{node}{what}{call}"
+        notes = (f.text,)
+    elif p.callbacks:
+        from ...report.callbacks import callbacks_line
+
+        reason = callbacks_line(p.callbacks, p.message, brief=True)
+        notes = (callbacks_line(p.callbacks, p.message),)
+    else:  # the runtime's or converter's own words: the first line, whole in --verbose and the JSON
+        first = reason.strip().splitlines()[0] if reason.strip() else p.status
+        if len(first) > 160 or first != reason.strip():
+            notes = (reason,)
+            reason = first if len(first) <= 160 else first[:first.rfind(" ", 0, 160)] + " …"
+    if p.fault is not None:
+        fault: str = p.fault.layer
+    elif p.callbacks:
+        fault = "program"
+    elif p.status == "unavailable":
+        fault = "environment"
+    elif p.spec == result.baseline:
+        fault = "program"
+    elif _CONVERTER.search(reason):
+        fault = "converter"
+    else:
+        fault = "runtime"
+    line = (p.fault.source if p.fault is not None and p.fault.source else
+            next((c.user_source for c in p.callbacks if c.user_source), None) or
+            (m.group(1) if (m := _LINE.search(reason)) else None))
+    notes = ((f"at {line}",) if line else ()) + notes
+    return Verdict("could not run", tuple(q.spec for q in group), result.baseline, passes=not any(q.gated for q in group),
+                   reason=reason, fault=fault, advice=advice or None, notes=notes)
+
+
+def _identical(group: list[Any], result: Any) -> Verdict:
+    rules = sorted({lf.rule for q in group for lf in q.leaves if lf.rule})
+    equal = any(q.verdict == "equal" for q in group)
+    judgement = ("the same values as the math defines them (" + "; ".join(rules) + ")" if rules else
+                 "the same values; bit patterns differ only in ±0 or NaN payloads" if equal else "bit for bit")
+    return Verdict("identical", tuple(q.spec for q in group), result.baseline, passes=not result.hidden,
+                   judgement=judgement)
+
+
+def _differing(group: list[Any], result: Any, explained: dict[str, Any], partial: Sequence[str]) -> Verdict:
+    """A group with the same values that differ from the baseline: noise, or a divergence."""
+    found = [explained[q.spec] for q in group if q.spec in explained]
+    paths = tuple(q.spec for q in group)
+    gate = all(q.passed for q in group)  # within a tolerance the user gave
+    p = group[0]
+    if found and any(getattr(e, "rounding", None) is not None for e in found) and not any(_departs(e) for e in found):
+        r = next(e.rounding for e in found if e.rounding is not None)
+        passes = (gate or result.tolerance.exact) and not result.hidden
+        count, distance, scale = size_words(p, result)
+        return Verdict("noise", paths, result.baseline, passes=passes, size=f"{count}, {distance}", scale=scale,
+                       outputs=_differing_outputs(p),
+                       judgement=f"at most {r.share:.0%} of what correct implementations of its ops may differ by"
+                       + ("" if passes or result.hidden else f"; the tolerance given ({result.tolerance.describe()}) "
+                          "asks for closer"))
+    return divergence(group, found, result, gate and not result.hidden,
+                      explained=bool(found) and not any(s in partial for s in paths))
+
+
+def _departs(e: Any) -> bool:
+    """An explanation that found the path departing from the program: a confirmed cause that is no rounding
+    (``noise._departs``: what keeps a path out of the noise judgement)."""
+    from ..noise import _departs as departs
+
+    return any(departs(c) for c in e.causes)
+
+
+def _differing_outputs(p: Any) -> tuple[str, ...]:
+    return tuple(lf.name for lf in p.leaves if lf.diff is not None and not lf.diff.bitwise_equal and lf.diff.n_differ)
