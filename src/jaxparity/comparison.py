@@ -206,6 +206,9 @@ def compare_case(
         result = dataclasses.replace(result, _source=source)
         if stream is not None:
             stream("compared", result)
+            for v in result.verdicts:  # decided with the comparison: paths that agree, or could not run
+                if v.kind in ("identical", "could not run"):
+                    stream("verdict", v)
         if explain and _to_explain(result):
             from .explain.verdict import with_verdicts
 

@@ -40,6 +40,7 @@ class Carrier:
     outputs: tuple[str, ...] = ()  # the outputs it carries; () where it carries every one that differs
     loop: str | None = None  # the loop and iteration around it: "layers (scan at model.py:40), iteration 3 of 8"
     library: str | None = None  # the library's line that made the op, where not the user's
+    user: bool = True  # ``line`` is the user's own (False: a library's, the model having no line of the user's)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ __all__ = ["block", "fix_line", "headline", "headline_of", "mark", "one_line", "
 _LAYERS = {"converter": "the converter", "kernel": "the runtime's kernel", "compiler": "the compiler",
            "device": "the device's arithmetic", "program": "the program itself", "runtime": "the runtime",
            "environment": "this environment"}
-_FAULT = {"converter": "the converter's fault", "runtime": "the runtime's fault", "program": "the program's own",
+_FAULT = {"converter": "the converter's fault", "runtime": "the runtime's fault", "program": "the program's fault",
+          "compiler": "the compiler's fault",
           "environment": "its runtime is not installed here", "kernel": "the runtime's kernel's fault"}
 _OUTCOME = {"parity": "parity", "noise": "within rounding noise", "narrows": "narrows, not parity",
             "no closer": "no closer", "no change": "no change", "failed": "the re-run failed"}
@@ -105,9 +106,11 @@ def _why(v: Verdict) -> str:
     """' — <mechanism> at <line> (<layer>); fix ✓ <change> on <paths>' for a divergence."""
     if not v.explained:
         return ""
-    where = v.carriers[0].line if v.carriers else None
+    c = v.carriers[0] if v.carriers else None
     what = v.title or "mechanism not established"
-    said = f" — {what}" + (f" at {where}" if where else "") + (f" ({_LAYERS.get(v.layer, v.layer)})" if v.layer else "")
+    # your line where the op has one; else the module it sits in (a library model's), and the library's line
+    where = "" if c is None else f" at {c.line}" if c.user or not c.module else f" in {c.module} ({c.line})"
+    said = f" — {what}{where}" + (f" ({_LAYERS.get(v.layer, v.layer)})" if v.layer else "")
     holding = v.holding
     if holding:
         f = holding[0]

@@ -104,13 +104,13 @@ def _stopped_alike(q: Any, p: Any) -> bool:
 
 
 def _reason(p: Any) -> str:
-    if p.fault is not None:
-        return p.fault.text
-    text = (p.message or p.status).strip()
-    return text
+    return p.fault.text if p.fault is not None else (p.message or p.status).strip()
 
 
-_CONVERTER = re.compile(r"cannot convert|failed to legalize|converter|jax2onnx|jax2tf|cannot be converted", re.I)
+_CONVERTER = re.compile(r"cannot convert|could not convert|failed to legalize|converter|jax2onnx|jax2tf|cannot be "
+                        r"converted", re.I)
+_COMPILER = re.compile(r"could not compile|failed to compile|compilation failed", re.I)
+_PROGRAM = re.compile(r"PRNG key|host callback", re.I)  # what the program holds that no artifact can
 _LINE = re.compile(r"\bat ([\w./-]+\.py:\d+)")
 
 
@@ -126,7 +126,7 @@ def _could_not_run(group: list[Any], result: Any) -> Verdict:
         node = f" node {f.node} ({f.op_type}, {', '.join(f.node_inputs)})" if f.node else ""
         what = f"; it converts {f'#{f.op} ' if f.op is not None else ''}{f.primitive}" if f.primitive else ""
         call = f" ({f.call})" if f.call and f.primitive and f.primitive not in f.call else ""
-        body, _, advice = f.text.rpartition(": ")
+        advice = f.text.rpartition(": ")[2]
         reason = f"{f.converter} wrote a model its own checker rejects:{node}{what}{call}"
         notes = (f.text,)
     elif p.callbacks:
@@ -135,7 +135,8 @@ def _could_not_run(group: list[Any], result: Any) -> Verdict:
         reason = callbacks_line(p.callbacks, p.message, brief=True)
         notes = (callbacks_line(p.callbacks, p.message),)
     else:  # the runtime's or converter's own words: the first line, whole in --verbose and the JSON
-        first = reason.strip().splitlines()[0] if reason.strip() else p.status
+        lines = reason.strip().splitlines() or [p.status]
+        first = lines[0] if not lines[0].rstrip().endswith(":") or len(lines) == 1 else " ".join(lines[:2])
         if len(first) > 160 or first != reason.strip():
             notes = (reason,)
             reason = first if len(first) <= 160 else first[:first.rfind(" ", 0, 160)] + " …"
@@ -145,10 +146,14 @@ def _could_not_run(group: list[Any], result: Any) -> Verdict:
         fault = "program"
     elif p.status == "unavailable":
         fault = "environment"
-    elif p.spec == result.baseline:
+    elif p.spec == result.baseline or _PROGRAM.search(reason):
         fault = "program"
     elif _CONVERTER.search(reason):
         fault = "converter"
+    elif _COMPILER.search(reason):
+        fault = "compiler"
+    elif _raised_in(reason, result.source):
+        fault = "program"  # the function itself raised (a line of the case file in its words)
     else:
         fault = "runtime"
     line = (p.fault.source if p.fault is not None and p.fault.source else
@@ -157,6 +162,13 @@ def _could_not_run(group: list[Any], result: Any) -> Verdict:
     notes = ((f"at {line}",) if line else ()) + notes
     return Verdict("could not run", tuple(q.spec for q in group), result.baseline, passes=not any(q.gated for q in group),
                    reason=reason, fault=fault, advice=advice or None, notes=notes)
+
+
+def _raised_in(reason: str, source: str | None) -> bool:
+    """The words name a line of the case's own file: the function raised there, not the runtime."""
+    import os
+
+    return bool(source) and re.search(rf"\b{re.escape(os.path.basename(source or ''))}:\d+", reason) is not None
 
 
 def _identical(group: list[Any], result: Any) -> Verdict:

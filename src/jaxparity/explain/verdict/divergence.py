@@ -242,7 +242,8 @@ def _carrier(op: Any, share: str, outputs: tuple[str, ...] = (), within: Sequenc
     return Carrier(op=f"#{op.index} {op.primitive}", primitive=op.primitive, line=line, module=op.name_stack or None,
                    code=_code(line), share=share, outputs=outputs,
                    loop=": ".join(f.describe() for f in within) or None,
-                   library=op.source if op.source and op.source != op.user_source else None)
+                   library=op.source if op.source and op.source != op.user_source else None,
+                   user=op.user_source is not None)
 
 
 def _code(line: str | None) -> str | None:
