@@ -351,3 +351,15 @@ def test_a_fix_of_one_path_is_said_in_the_terms_of_another():
         "export:jax_default_matmul_precision=highest"
     assert on_path("jit:jax_default_matmul_precision=highest", jit, saved) is None  # no JAX where it is served
     assert on_path("tflite:kernels=reference", make_path("tflite"), jit) is None
+
+
+def test_a_scalar_loss_is_blamed_on_the_op_that_carries_it():
+    """A 0-d output (a loss) is one element: blame measures it like any output, and the verdict names the line."""
+    case = load_case(f"{CASES}:make_scalar_loss")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit"]).explain()
+    (e,) = result.explanations
+    assert e.localization.blame is not None, e.notes
+    assert not any("could not be measured" in n for n in (*e.notes, *e.localization.notes))
+    (v,) = result.verdicts
+    assert v.kind == "divergence" and v.carriers and v.carriers[0].line.endswith(planted_line("loss layer"))
+    assert "100%" in v.carriers[0].share and not v.stage_errors

@@ -134,3 +134,14 @@ def make_deep_bf16_resnet():
 
     model, x = Net(), _normal((1, 12, 12, 3), seed=3)
     return model.apply, (model.init(jax.random.key(0), x), x)
+
+
+def make_scalar_loss():
+    """A loss (a 0-d output): a logistic loss over a bf16 layer whose rounding jit elides. Blame must name the op
+    that carries the loss's difference, as for any output (issue 55: a 0-d output ended blame with an IndexError)."""
+
+    def loss(w, x, y):
+        h = jnp.tanh(x.astype(jnp.bfloat16) @ w.astype(jnp.bfloat16)).astype(jnp.float32)  # planted: loss layer
+        return jnp.mean(jnp.log1p(jnp.exp(-y * h.sum(-1))))
+
+    return loss, (_normal((16, 8)), _normal((32, 16), seed=1), jnp.sign(_normal((32,), seed=2)))

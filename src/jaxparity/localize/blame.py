@@ -131,7 +131,8 @@ def reproduced(replayed: np.ndarray, base: np.ndarray, target: np.ndarray, clip:
     agree. Finite elements: 1 - |replayed - target|^2 / |base - target|^2 summed over the differing
     elements (least squares); elements where a side is NaN or inf: reproduced when the replay has the
     target's value class (NaN, +inf, -inf); the two parts weighted by their counts of elements."""
-    target, base, replayed = np.asarray(target), np.asarray(base), np.asarray(replayed)
+    # a 0-d output (a loss): one element, as a 1-d array of one (a scalar takes no boolean mask)
+    target, base, replayed = (np.atleast_1d(np.asarray(x)) for x in (target, base, replayed))
     numeric = target.dtype.kind in "fciub" or is_float_dtype(target.dtype)  # bf16, fp8: kind 'V'
     if target.shape != base.shape or replayed.shape != target.shape or not numeric:
         return None
@@ -315,6 +316,9 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     that carries the error is then blamed iteration by iteration. ``budget``: the work it may spend
     (``localize.work``: ops replayed, weighted by size), so the same case gets the same blame on any
     machine under any load. None where nothing differs."""
+    # 0-d outputs (a loss, a log-density) as arrays of one element: every mask and index below needs an axis
+    base_out = [np.atleast_1d(np.asarray(x)) for x in base_out]
+    path_out = [np.atleast_1d(np.asarray(x)) for x in path_out]
     from ..pytree import host
 
     start = time.monotonic()

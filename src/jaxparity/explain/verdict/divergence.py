@@ -327,14 +327,15 @@ def _advice(main: Any, e: Any) -> str | None:
 
 
 _FAILED = ("explaining failed", "the fix search stopped", "whether the difference is only rounding could not be judged",
-           "per-op values of")
+           "per-op values of", "blame could not be measured", "loops could not be opened")
 
 
 def _stage_errors(found: Sequence[Any]) -> tuple[str, ...]:
     """Stages that failed or experiments that could not run, as the text says them (never silently)."""
     out: list[str] = []
     for e in found:
-        for n in e.notes:
+        loc = e.localization
+        for n in (*e.notes, *(loc.notes if loc is not None else ())):
             if n.startswith(_FAILED) and n not in out:
                 out.append(n)
         for c in e.causes:
