@@ -83,6 +83,7 @@ class Verdict:
     trigger: str | None = None  # the elements it happens on
     fixes: tuple[Remedy, ...] = ()  # those that hold first
     tried: str | None = None  # where no fix holds: what was tried, and why none held
+    remains: str | None = None  # where the closest fix only narrows it: what remains with it applied, and why
     advice: str | None = None  # what to do where no fix holds (report it, a tolerance)
     reason: str | None = None  # could not run: why, in the runtime's or converter's words (first line)
     fault: str | None = None  # could not run: whose fault ("converter", "runtime", "program", "environment")

@@ -136,11 +136,14 @@ def explain_path(
     causes = placed(causes, searched_fixes, ctx)
     notes.extend(n for n in ctx.notes if n not in notes)
     partial = closest_partial(ctx, causes, fixes, depth) if rounding is None else None  # noise: nothing to peel
-    remainder = _remainder(ctx, partial, evidence, depth) if partial is not None else None
     found = PathExplanation(str(path), str(baseline), "", with_kernels(view.localization, ctx.memo.get("kernels", {})),
-                            seen.hlo, seen.fingerprint, tuple(causes), tuple(fixes), tuple(notes), remainder,
+                            seen.hlo, seen.fingerprint, tuple(causes), tuple(fixes), tuple(notes), None,
                             searched=tuple(searched), rounding=rounding)
-    return summarize(found)
+    if partial is None:
+        return summarize(found)
+    if depth == 0:  # the path's own verdict is decided: told now, what remains after the partial fix follows
+        _tell(path, summarize(found))
+    return summarize(dataclasses.replace(found, remainder=_remainder(ctx, partial, evidence, depth)))
 
 
 def _rounding(ctx: Context, causes: list[CauseVerdict], localization: Any, notes: list[str]) -> Any:

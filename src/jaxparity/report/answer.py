@@ -200,6 +200,8 @@ def block(v: Verdict, verbose: bool = False) -> tuple[str, list[tuple[str, str]]
     for f in (v.fixes if verbose else v.holding or v.fixes[:1]):
         how = f": {f.how}" if f.how and (";" in f.how or " (" in f.how) and (f.holds or verbose) else ""
         lines.append(("fix", fix_line(f, v, verbose) + how))
+    if v.remains:
+        lines.append(("then", v.remains))
     if v.tolerance and (verbose or not v.holding):
         said = v.tolerance if verbose else re.sub(r" \([^()]*(\([^()]*\)[^()]*)*\)", "", v.tolerance)
         lines.append(("gate", f"would pass with {said}" if said.startswith("--") else said))

@@ -94,7 +94,7 @@ def divergence(group: Sequence[Any], found: Sequence[Any], result: Any, passes: 
     return Verdict(
         **base,  # type: ignore[arg-type]
         carriers=carriers, mechanism=mechanism, title=title, cause=cause, layer=layer, right=right, right_words=right_words,
-        trigger=trigger, fixes=fixes, tried=None if holds else _tried(e),
+        trigger=trigger, fixes=fixes, tried=None if holds else _tried(e), remains=_remains(e),
         advice=_advice(main, e) if not holds else _in_words(main, fixes), stage_errors=errors,
         notes=_notes(e, unseen))
 
@@ -295,6 +295,22 @@ def _closer(p: Any, baseline: str) -> str | None:
     return {"path": p.spec, "baseline": baseline}.get(worst.closer_to_f64 or "")
 
 
+def _remains(e: Any) -> str | None:
+    """Where the closest fix only narrows the difference: what remains with it applied, and its mechanism (the
+    remainder's explanation, ``pipeline._remainder``), down the chain."""
+    said, r = [], e
+    while r.remainder is not None:
+        applied, r = r.applied, r.remainder
+        if not r.causes:
+            said.append(f"with {applied}: what remains could not be explained")
+            break
+        lead = r.localization.lead if r.localization is not None and not r.localization.perturbed else None
+        mechanism, _, layer = _mechanism(_main(r, lead), r, lead, lead is None)
+        where = f" at {lead.op.user_source or lead.op.source}" if lead is not None else ""
+        said.append(f"with {applied}: {mechanism}{where}")
+    return "; then ".join(said) or None
+
+
 def _tried(e: Any) -> str | None:
     from ...report.brief import searched_line
 
@@ -311,6 +327,9 @@ def _in_words(main: Any, fixes: Sequence[Any]) -> str | None:
         return None
     if any(f.kind in ("model change", "runtime option") and f.holds for f in fixes):
         return None
+    options = {o.strip() for f in fixes if f.holds for o in f.change.split(",")}
+    if any(o and o in main.fix for o in options):
+        return None  # the cause's own words name the option a fix line shows verified
     return readable(main.fix)
 
 

@@ -22,7 +22,7 @@ def remedies(found: Sequence[Any], paths: Sequence[str], baseline: str, loc: Any
     from ...report.brief import rerun_words
 
     merged: dict[tuple, dict[str, Any]] = {}
-    for e in found:
+    for e in _chains(found):
         fixes = list(e.fixes)
         for c in e.causes:  # a cause's own re-run where it is not among the fixes
             if c.proof is not None and all((f.kind, f.spec) != (c.proof.kind, c.proof.spec) for f in fixes):
@@ -54,6 +54,17 @@ def remedies(found: Sequence[Any], paths: Sequence[str], baseline: str, loc: Any
                           words=rerun_words(entry["fix"], entry["path"], baseline), at=entry["at"],
                           cost=entry["cost"], elsewhere=elsewhere, how=how))
     return tuple(sorted(out, key=lambda r: (_ORDER[r.outcome], -len(r.on))))
+
+
+def _chains(found: Sequence[Any]) -> list[Any]:
+    """Each explanation, then what remains after its closest partial fix, down the chain, where that fix ran on the
+    path (its fixes then hold that change and the next together: the combination that restores parity)."""
+    out = []
+    for e in found:
+        while e is not None:
+            out.append(e)
+            e = e.remainder if e.remainder is not None and e.remainder.baseline == e.baseline else None
+    return out
 
 
 def _outcome(f: Any) -> Outcome:
