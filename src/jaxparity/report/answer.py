@@ -109,7 +109,7 @@ def _why(v: Verdict) -> str:
     c = v.carriers[0] if v.carriers else None
     what = v.title or "mechanism not established"
     # your line where the op has one; else the module it sits in (a library model's), and the library's line
-    where = "" if c is None else f" at {c.line}" if c.user or not c.module else f" in {c.module} ({c.line})"
+    where = "" if c is None else f" at {c.line}" if c.user or not c.module else f" in {_module(c.module)} ({c.line})"
     said = f" — {what}{where}" + (f" ({_LAYERS.get(v.layer, v.layer)})" if v.layer else "")
     holding = v.holding
     if holding:
@@ -120,6 +120,13 @@ def _why(v: Verdict) -> str:
     elif v.fixes or v.tried:
         said += "; no fix restores parity"
     return said
+
+
+def _module(name: str) -> str:
+    """A module path without its top-level class where it is deep ("encoder/block/0/layer/1/layer_norm" of
+    "FlaxT5ForConditionalGenerationModule/encoder/..."): the headline names where in the model, not the model."""
+    parts = name.split("/")
+    return "/".join(parts[1:]) if len(parts) > 3 else name
 
 
 def _on(f: Remedy, v: Verdict) -> str:

@@ -328,8 +328,8 @@ def _in_words(main: Any, fixes: Sequence[Any]) -> str | None:
     if any(f.kind in ("model change", "runtime option") and f.holds for f in fixes):
         return None
     options = {o.strip() for f in fixes if f.holds for o in f.change.split(",")}
-    if any(o and o in main.fix for o in options):
-        return None  # the cause's own words name the option a fix line shows verified
+    if any(o and o in main.fix[:60] for o in options):
+        return None  # the cause's own words lead with the option a fix line shows verified
     return readable(main.fix)
 
 
