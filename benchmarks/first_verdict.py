@@ -36,7 +36,7 @@ def _timed(args: list[str], env: dict[str, str], keep: Path | None = None) -> di
     assert proc.stderr is not None
     for line in proc.stderr:
         now = time.monotonic() - start
-        if line.startswith("path ") and "table" not in seen:
+        if line.startswith(("path ", "path: ")) and "table" not in seen:  # a table, or one stacked as lines
             seen["table"] = now
         elif "table" in seen and line.startswith(("✗ ", "✓ ", "– ")) and \
                 not line.startswith(("✓ explain ", "✗ explain ")):  # after the table: a verdict, not a path
