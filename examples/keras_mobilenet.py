@@ -27,8 +27,13 @@ def make():
     finally:
         keras.mixed_precision.set_global_policy("float32")  # the policy is global: leave it as it was
     images = np.random.default_rng(0).uniform(-1, 1, (4, 96, 96, 3)).astype(np.float32)
-    # Batch statistics of these images, as a trained model has its own: with a fresh BatchNorm's (mean 0,
-    # variance 1) random weights shrink the logits to 1e-9.
+    with_batch_statistics(model, images)
+    return from_keras(model, images[:1])
+
+
+def with_batch_statistics(model, images):
+    """The BatchNorm statistics of ``images`` in ``model``, as a trained model has its own: with a fresh
+    BatchNorm's (mean 0, variance 1) random weights shrink the logits to 1e-9."""
     for layer in model.layers:
         if isinstance(layer, keras.layers.BatchNormalization):
             layer.momentum = 0.0
@@ -38,4 +43,3 @@ def make():
     _, stats = jax.jit(lambda t, n, x: model.stateless_call(t, n, x, training=True))(trained, kept, images)
     for variable, value in zip(model.non_trainable_variables, stats):
         variable.assign(value)
-    return from_keras(model, images[:1])

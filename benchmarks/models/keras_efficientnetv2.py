@@ -8,11 +8,16 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # before keras is imported: Keras picks its backend once
 
-import jax  # noqa: E402
+import runpy  # noqa: E402
+from pathlib import Path  # noqa: E402
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jaxparity.cases import from_keras  # noqa: E402
+
+with_batch_statistics = runpy.run_path(str(Path(__file__).parents[2] / "examples" / "keras_mobilenet.py"))[
+    "with_batch_statistics"]
 
 
 def make():
@@ -24,13 +29,5 @@ def make():
     finally:
         keras.mixed_precision.set_global_policy("float32")
     images = np.random.default_rng(0).uniform(-1, 1, (2, 96, 96, 3)).astype(np.float32)
-    # BatchNorm statistics of these images, as a trained model has its own (a fresh one's shrink the logits)
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            layer.momentum = 0.0
-    trained = [v.value for v in model.trainable_variables]
-    kept = [v.value for v in model.non_trainable_variables]
-    _, stats = jax.jit(lambda t, n, x: model.stateless_call(t, n, x, training=True))(trained, kept, images)
-    for variable, value in zip(model.non_trainable_variables, stats):
-        variable.assign(value)
+    with_batch_statistics(model, images)  # as a trained model has its own (a fresh one's shrink the logits)
     return from_keras(model, images)
