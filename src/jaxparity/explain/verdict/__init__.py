@@ -148,10 +148,10 @@ def _could_not_run(group: list[Any], result: Any) -> Verdict:
         fault = "environment"
     elif p.spec == result.baseline or _PROGRAM.search(reason):
         fault = "program"
+    elif _COMPILER.search(reason):  # IREE's compiler refusing an op (its own words say "failed to legalize" too)
+        fault = "compiler"
     elif _CONVERTER.search(reason):
         fault = "converter"
-    elif _COMPILER.search(reason):
-        fault = "compiler"
     elif _raised_in(reason, result.source):
         fault = "program"  # the function itself raised (a line of the case file in its words)
     else:
