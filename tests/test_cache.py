@@ -286,6 +286,51 @@ def test_per_op_values_are_kept_and_a_changed_input_weight_option_version_or_cod
     assert op_values(program, "jit", [x]).reused is None
 
 
+def test_per_op_values_are_kept_as_data_only_and_read_back_bit_for_bit(fresh, monkeypatch):
+    """The cache of per-op values holds arrays in an .npz read without pickles and the rest in JSON (issue 55): a
+    cache restored from elsewhere is never code to run. A bf16 scan's values, its loop carries, outputs and inputs
+    come back bit for bit, and reading them never unpickles."""
+    import pickle
+
+    import jax
+
+    from jaxparity.localize.program import flatten
+    from jaxparity.localize.values import op_values
+
+    def model(x):
+        def step(h, xi):
+            h = jnp.tanh(h * xi + 0.5).astype(jnp.bfloat16).astype(jnp.float32)
+            return h, h * 2
+        return jax.lax.scan(step, x[0], x)
+
+    x = jnp.asarray(np.linspace(-1, 1, 24, dtype=np.float32).reshape(6, 4))
+    program = flatten(model, (x,))
+    first = op_values(program, "jit", [x])
+    (name,) = _entries(fresh, "op-values")
+    entry = fresh / "op-values" / name
+    assert {"values.json", "values.npz"} <= {p.name for p in entry.iterdir()}
+    assert not list(entry.rglob("*.pkl"))
+
+    def refuse(*_a, **_k):
+        raise AssertionError("the per-op values were unpickled")
+
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "load", refuse)
+    again = op_values(program, "jit", [x])
+    assert again.reused is not None
+    for name in ("values", "args"):
+        mine, theirs = getattr(first, name), getattr(again, name)
+        assert mine.keys() == theirs.keys()
+        assert all(mine[k].dtype == theirs[k].dtype and mine[k].tobytes() == theirs[k].tobytes() for k in mine)
+    assert [o.tobytes() for o in first.outputs] == [o.tobytes() for o in again.outputs]
+    assert first.loops.keys() == again.loops.keys() and first.loops
+    for k, t in first.loops.items():
+        u = again.loops[k]
+        assert (t.trips, t.limit, t.impls) == (u.trips, u.limit, u.impls)
+        assert [c is None or c.tobytes() for c in t.carries] == [c is None or c.tobytes() for c in u.carries]
+    assert first.notes == again.notes and first.digests == again.digests
+
+
 def test_each_path_is_captured_before_the_baseline_whose_values_another_worker_has_often_kept(fresh, monkeypatch):
     """Two workers explaining two paths both need the baseline's per-op values: each captures its own path
     first, so the baseline's are by then often in the cache, kept by the other (Keras's MobileNetV3: 3.4 s of

@@ -206,6 +206,88 @@ def test_the_serving_process_outlives_the_command_and_is_replaced_when_it_died_o
         shutil.rmtree(packages, ignore_errors=True)
 
 
+def _in_the_serving_script(code: str) -> str:
+    """``code`` run in a fresh interpreter that imports the serving script as ``s`` (it blocks JAX's imports
+    wherever it is imported: never in this process); what it prints."""
+    import subprocess
+    import sys
+
+    from jaxparity.paths.savedmodel import _SERVER
+
+    prelude = f"import importlib.util, sys\nspec = importlib.util.spec_from_file_location('s', {str(_SERVER)!r})\n" \
+              "s = importlib.util.module_from_spec(spec); spec.loader.exec_module(s)\n"
+    done = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_a_serving_process_that_outlives_its_command_serves_no_one_else(tmp_path, monkeypatch):
+    """Issue 55: the warm serving process listens in a directory only its user may enter (700), answers only its
+    own user's connections, and reads or writes no file outside the cache of the command that started it."""
+    import json
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+
+    from jaxparity.execution import warm
+    from jaxparity.paths.savedmodel import _SERVER
+
+    # a request naming a file outside the cache is refused, unread and unwritten; a path that climbs out too
+    root = tmp_path / "cache"
+    (root / "scratch").mkdir(parents=True)
+    outside = tmp_path / "elsewhere.npz"
+    lines = [f"{root}/scratch/model\t{root}/scratch/in.npz\t{outside}",
+             f"{root}/scratch/model\t{root}/scratch/../../elsewhere.npz\t{root}/o.npz"]
+    said = json.loads(_in_the_serving_script(f"import json; print(json.dumps([s._answer(l, {str(root)!r}) "
+                                             f"for l in {lines!r}]))"))
+    assert all(a["error"].startswith("refused:") for a in said) and str(outside) in said[0]["error"]
+    assert not outside.exists()
+    # a directory other users may enter is no place for its socket: it will not serve there
+    open_dir = tempfile.mkdtemp(prefix="jp-open-")
+    os.chmod(open_dir, 0o755)
+    try:
+        assert "open to other users" in _in_the_serving_script(f"print(s.private({open_dir!r}))")
+        done = subprocess.run([sys.executable, str(_SERVER), "--serve", "--socket", os.path.join(open_dir, "s.sock"),
+                               "--idle", "5", "--root", open_dir], capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0 and "open to other users" in done.stderr, done.stderr[-2000:]
+    finally:
+        shutil.rmtree(open_dir, ignore_errors=True)
+    # the peer's user is read from the connection itself
+    assert _in_the_serving_script("import socket\na, b = socket.socketpair(socket.AF_UNIX)\n"
+                                  "print(s._same_user(a))").strip() == "True"
+    # the cache's serve directory is made 700, also where an older jaxparity made it open
+    cache = tempfile.mkdtemp(prefix="jp-serve-")  # a Unix socket's path is short
+    monkeypatch.setenv("JAXPARITY_CACHE", cache)
+    monkeypatch.setenv("JAXPARITY_SERVE_IDLE", "60")
+    (FsPath(cache) / "serve").mkdir()
+    os.chmod(FsPath(cache) / "serve", 0o755)
+    try:
+        warm.close_all()
+        out = np.asarray(make_path("savedmodel").run(lambda v: v * 2, (jnp.arange(3.0),)))
+        np.testing.assert_array_equal(out, np.arange(3.0) * 2)
+        assert (FsPath(cache) / "serve").stat().st_mode & 0o777 == 0o700
+        (sock,) = (FsPath(cache) / "serve").glob("*.sock")
+        if os.getuid() == 0:  # another user reaches nothing: the directory is 700, so not even the socket
+            reach = ("import socket, sys\nc = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\ntry:\n"
+                     f"    c.connect({str(sock)!r}); c.settimeout(5); sys.exit(3 if c.recv(100) else 0)\n"
+                     "except OSError:\n    sys.exit(0)\n")
+            # the system's Python: the checkout's may be in a directory the other user cannot enter
+            other = subprocess.run(["/usr/bin/python3", "-c", reach], user=65534, capture_output=True, timeout=60)
+            assert other.returncode == 0, other.stderr
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # its own user is answered
+        conn.connect(str(sock))
+        conn.settimeout(10)
+        assert conn.recv(100).startswith(b"@@jaxparity ")
+        conn.close()
+    finally:
+        warm.close_all()
+        warm.stop_daemons(FsPath(cache) / "serve")
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def test_one_serving_process_whatever_the_worker_imported_before():
     """Importing TensorFlow (and Keras with it, on another backend) or IREE's compiler sets variables in the
     importing process (TF2_BEHAVIOR, TF_FORCE_GPU_ALLOW_GROWTH, TF_CPP_MIN_LOG_LEVEL, ...): a worker that ran

@@ -124,7 +124,20 @@ class Daemon:
 
     @staticmethod
     def usable(where: Path) -> bool:
-        return len(str(where)) < 80  # a Unix socket's path holds at most 107 bytes
+        """A directory where a socket can be (a Unix socket's path holds at most 107 bytes) that only this user
+        may enter: created 700, else refused (a serving process never listens where another user could reach
+        it, nor is this command served by one another user could have started)."""
+        if len(str(where)) >= 80:
+            return False
+        try:
+            where.mkdir(parents=True, exist_ok=True, mode=0o700)
+            st = where.stat()
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                where.chmod(0o700)  # ours, made by an older jaxparity: made private
+                st = where.stat()
+            return st.st_uid == os.getuid() and not st.st_mode & 0o077
+        except OSError:
+            return False
 
     def alive(self) -> bool:
         return True  # a handle: whether its process lives is found at the next request
@@ -207,7 +220,8 @@ class Daemon:
             f.unlink(missing_ok=True)
         _bound(self.dir, _most() - 1)
         with open(self.logfile, "w") as log:
-            self._started = subprocess.Popen([*self.argv, "--socket", str(self.sock), "--idle", f"{self.idle:g}"],
+            self._started = subprocess.Popen([*self.argv, "--socket", str(self.sock), "--idle", f"{self.idle:g}",
+                                              "--root", str(self.dir.parent)],
                                              env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                              cwd="/", start_new_session=True)  # not the command's Ctrl-C
         _CHILDREN.append(self._started)

@@ -115,17 +115,80 @@ def op_values(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: 
     store = cache()
     if store is None:
         return _op_values(program, spec, flat_args, probe)
-    import pickle
+    made: list[OpValues] = []
 
     def make(where: Any) -> dict[str, Any]:
-        (where / "values.pkl").write_bytes(pickle.dumps(_op_values(program, spec, flat_args, probe), protocol=5))
+        made.append(_op_values(program, spec, flat_args, probe))
+        save_values(made[0], where)
         return {"spec": spec}
 
     entry = store.fetch("op-values", values_key(program, spec, flat_args, probe), make)
-    found: OpValues = pickle.loads((entry.dir / "values.pkl").read_bytes())
+    if made:
+        return made[0]
+    found = load_values(entry.dir)
     if entry.reused and entry.earlier:
         found.reused = entry.short
     return found
+
+
+# The per-op values in jaxparity's cache are data only: the arrays in an .npz read without pickles
+# (``arrayio``), everything else in JSON. A cache restored from elsewhere (a CI cache, a shared home) is then
+# never code to run: the worst it can hold is wrong numbers for a key, never a program.
+_ARRAYS, _MANIFEST = "values.npz", "values.json"
+
+
+def save_values(found: OpValues, where: Any) -> None:
+    """``found`` written to the directory ``where`` as ``values.npz`` and ``values.json``."""
+    import json
+
+    from ..arrayio import save_arrays
+
+    arrays: dict[str, np.ndarray] = {}
+
+    def put(name: str, x: Any) -> str | None:
+        if x is None:
+            return None
+        a = np.asarray(x)
+        if a.dtype == object:
+            raise TypeError(f"{name}: an object array is not data")
+        arrays[name] = a
+        return name
+
+    manifest = {
+        "path": found.path, "notes": list(found.notes), "digests": {str(k): v for k, v in found.digests.items()},
+        "values": {str(k): put(f"v{k}", v) for k, v in found.values.items()},
+        "args": {str(k): put(f"a{k}", v) for k, v in found.args.items()},
+        "outputs": [put(f"o{j}", v) for j, v in enumerate(found.outputs)],
+        "case_outputs": None if found.case_outputs is None else [put(f"c{j}", v)
+                                                                 for j, v in enumerate(found.case_outputs)],
+        "loops": {str(k): {"trips": t.trips, "limit": t.limit, "impls": list(t.impls),
+                           "carries": [put(f"l{k}_{j}", c) for j, c in enumerate(t.carries)]}
+                  for k, t in found.loops.items()},
+    }
+    save_arrays(where / _ARRAYS, arrays)
+    (where / _MANIFEST).write_text(json.dumps(manifest))
+
+
+def load_values(where: Any) -> OpValues:
+    """The ``OpValues`` ``save_values`` wrote in ``where``, read as data only."""
+    import json
+
+    from ..arrayio import load_arrays
+
+    manifest = json.loads((where / _MANIFEST).read_text())
+    arrays = load_arrays(where / _ARRAYS)
+
+    def get(name: str | None) -> Any:
+        return None if name is None else arrays[name]
+
+    loops = {int(k): LoopTrace([get(c) for c in t["carries"]], t["trips"], t["limit"], list(t["impls"]))
+             for k, t in manifest["loops"].items()}
+    case = manifest["case_outputs"]
+    return OpValues(manifest["path"], {int(k): get(v) for k, v in manifest["values"].items()},
+                    [get(o) for o in manifest["outputs"]], list(manifest["notes"]),
+                    {int(k): get(v) for k, v in manifest["args"].items()}, loops,
+                    None if case is None else [get(c) for c in case],
+                    {int(k): v for k, v in manifest["digests"].items()})
 
 
 def values_key(program: FlatProgram, spec: str, flat_args: Sequence[Any], probe: Probe = ()) -> str:

@@ -159,7 +159,7 @@ class SavedModelPath(Path):
 
         from ..pytree import host
 
-        tmp = tempfile.mkdtemp(prefix="jaxparity-savedmodel-")
+        tmp = tempfile.mkdtemp(prefix="jaxparity-savedmodel-", dir=_scratch())
         try:
             with _PREPARE:  # one conversion at a time, whichever thread asks; serving overlaps
                 server = self._start_server()  # imports TensorFlow while this process converts and saves
@@ -252,10 +252,9 @@ class SavedModelPath(Path):
         if entry.reused and entry.earlier:
             self.notes.append(f"SavedModel reused from jaxparity's cache (entry {entry.short}: same program, "
                               "options and versions; --no-cache converts again)")
-        model_dir = str(entry.dir / "model")
+        model_dir = str(entry.dir / "model")  # served from the cache, where a serving process reads
         if keep:
             shutil.copytree(model_dir, keep, dirs_exist_ok=True)
-            model_dir = keep
         stage, leaves = staged(fn, args)
         return model_dir, stage.out_tree(leaves)
 
@@ -408,3 +407,16 @@ class SavedModelPath(Path):
             f"(tag 'serve', Session.run){'; ' + env_note if env_note else ''}{again}"
         )
         return load_arrays(out_file)
+
+
+def _scratch() -> str | None:
+    """Where a run's inputs and outputs (and a model converted without the cache) are written: under jaxparity's
+    cache where it is on, the only place a serving process that outlives its command reads and writes
+    (``serving.tf_savedmodel.serve_socket``); else the system's temporary directory."""
+    from ..cache.store import enabled, root
+
+    if not enabled():
+        return None
+    where = root() / "scratch"
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return str(where)

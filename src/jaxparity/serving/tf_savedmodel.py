@@ -19,6 +19,7 @@ import importlib.abc
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
 class _NoJax(importlib.abc.MetaPathFinder):
@@ -104,16 +105,23 @@ def main(model_dir: str, inputs_file: str, outputs_file: str) -> None:
     )
 
 
-def _answer(line: str) -> dict:
-    """The report of one request line, or ``{"error": ...}``: a request's failure is told, never raised."""
+def _answer(line: str, root: str | None = None) -> dict:
+    """The report of one request line, or ``{"error": ...}``: a request's failure is told, never raised.
+    ``root``: every file the request names (the model, the inputs, the outputs) must lie under it (the cache of
+    the command that started this process); one that does not is refused, unread and unwritten."""
     import contextlib
     import io
     import traceback
 
     said = io.StringIO()
     try:
+        files = line.split("\t")[:3]
+        if root is not None:
+            outside = [f for f in files if not _under(f, root)]
+            if outside:
+                return {"error": f"refused: {', '.join(outside)} outside {root}, the only place this process serves"}
         with contextlib.redirect_stdout(said):
-            main(*line.split("\t")[:3])
+            main(*files)
         return json.loads(said.getvalue().strip().splitlines()[-1])
     except BaseException as e:  # noqa: BLE001 - the request's failure, told to the caller; serve the next
         return {"error": "".join(traceback.format_exception(type(e), e, e.__traceback__))[-3000:]}
@@ -131,14 +139,55 @@ def serve() -> None:
             print("@@jaxparity " + json.dumps(_answer(line)), flush=True)
 
 
-def serve_socket(path: str, idle: float) -> None:
+def _under(path: str, root: str) -> bool:
+    import os
+
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top + os.sep)
+
+
+def private(directory: str) -> str | None:
+    """Why ``directory`` is no place for a serving socket (another user owns it, or may enter it), or None."""
+    import os
+    import stat
+
+    st = os.stat(directory)
+    if st.st_uid != os.getuid():
+        return f"{directory} is owned by uid {st.st_uid}, not this process's {os.getuid()}"
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        return f"{directory} is open to other users (mode {stat.S_IMODE(st.st_mode):o}; it must be 700)"
+    return None
+
+
+def _same_user(conn: Any) -> bool:
+    """The process at the other end of ``conn`` runs as this process's user (``SO_PEERCRED``)."""
+    import os
+    import socket
+    import struct
+
+    try:
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except (OSError, AttributeError):
+        return False
+    return uid == os.getuid()
+
+
+def serve_socket(path: str, idle: float, root: str | None = None) -> None:
     """``--serve`` on a Unix socket that outlives the command which started it (``execution.warm``):
     one connection per request, told first this process's pid and how many requests it served. It
     leaves after ``idle`` seconds without a request, when its socket is removed or replaced, and before
-    answering once a package of its interpreter was installed, removed or upgraded (``{"stale": ...}``)."""
+    answering once a package of its interpreter was installed, removed or upgraded (``{"stale": ...}``).
+
+    Nothing another user can steer: it serves only in a directory of its own user's that no other may enter
+    (700), answers only connections from its own user (``SO_PEERCRED``), and reads and writes only files under
+    ``root``, the cache of the command that started it."""
     import os
     import socket
     import time
+
+    why = private(os.path.dirname(path) or ".")
+    if why is not None:
+        raise SystemExit(f"not serving on {path}: {why}")
 
     global _KEEP_LOADED
     import tensorflow  # noqa: F401
@@ -172,6 +221,9 @@ def serve_socket(path: str, idle: float) -> None:
                 if time.monotonic() - last > idle:
                     break
                 continue
+            if not _same_user(conn):
+                conn.close()  # another user's connection: nothing read, nothing said
+                continue
             with conn, conn.makefile("rw") as stream:
                 stream.write("@@jaxparity " + json.dumps({"pid": os.getpid(), "served": served}) + "\n")
                 stream.flush()
@@ -182,7 +234,7 @@ def serve_socket(path: str, idle: float) -> None:
                     stream.write("@@jaxparity " + json.dumps({"stale": "a package of this interpreter changed "
                                                               "since it imported TensorFlow"}) + "\n")
                     break
-                answer = _answer(line)
+                answer = _answer(line, root)
                 served += 1
                 stream.write("@@jaxparity " + json.dumps(answer) + "\n")
             last = time.monotonic()
@@ -193,7 +245,7 @@ def serve_socket(path: str, idle: float) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"] and sys.argv[2:3] == ["--socket"]:
-        serve_socket(sys.argv[3], float(sys.argv[5]))
+        serve_socket(sys.argv[3], float(sys.argv[5]), sys.argv[7] if sys.argv[6:7] == ["--root"] else None)
     elif sys.argv[1:2] == ["--serve"]:
         serve()
     elif sys.argv[1:2] == ["--wait"]:
