@@ -334,15 +334,15 @@ def _in_words(main: Any, fixes: Sequence[Any]) -> str | None:
 
 
 def _advice(main: Any, e: Any) -> str | None:
-    """What to do where no fix holds: the cause's own advice, never "nothing is wrong" (this is a divergence)."""
-    from ...report.format import advice
+    """What to do where no fix holds: the explaining cause's own advice (report it, a workaround), never "nothing is
+    wrong" nor a tolerance for noise (this is a divergence: the noise judge did not pass it); where no cause
+    explains it, nothing beyond the tolerance that would pass."""
+    from ...report.format import fix_label
 
-    for line in advice(e):
-        head, _, rest = line.partition(": ")
-        if rest.startswith("nothing is wrong") or " for " in head:
-            continue
-        return readable(rest)
-    return None
+    if main is None or not main.fix or main.fix.startswith("nothing") or main.status == "noise":
+        return None
+    # a fix of the cause's own was re-run: its line says how it went; only what to do beside it is advice
+    return readable(main.fix) if fix_label(main) in ("what to do", "workaround") else None
 
 
 _FAILED = ("explaining failed", "the fix search stopped", "whether the difference is only rounding could not be judged",
