@@ -103,7 +103,8 @@ def spread(program: FlatProgram, flat_args: Sequence[Any], trials: int = TRIALS)
             return None
         for j, (g, i) in enumerate(zip(got, ideal)):
             if squares[j] is not None:
-                gap = np.asarray(g, np.float64) - np.asarray(i, np.float64)
+                with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: not a gap, left out below
+                    gap = np.asarray(g, np.float64) - np.asarray(i, np.float64)
                 squares[j] = squares[j] + np.where(np.isfinite(gap), gap, 0.0) ** 2
     return [None if q is None else np.sqrt(q / trials) for q in squares]
 
@@ -169,7 +170,7 @@ def _within(outs: Sequence[np.ndarray], base: Sequence[np.ndarray], far: Sequenc
         if not np.array_equal(x64[~np.isfinite(x64) & both], b64[~np.isfinite(x64) & both]):
             return None  # an inf against a number, or the other sign
         fin = both & np.isfinite(x64)
-        gap = np.abs(x64 - b64)[fin]
+        gap = np.abs(x64[fin] - b64[fin])
         if gap.size == 0:
             continue
         z = math.sqrt(2 * math.log(max(gap.size, 2))) + 2

@@ -218,7 +218,7 @@ def block(v: Verdict, verbose: bool = False) -> tuple[str, list[tuple[str, str]]
         lines.append(("do", v.advice))
     for s in v.stage_errors:
         lines.append(("note", s))
-    lines += [("note", n) for n in v.notes if n.startswith("explained on ")]
+    lines += [("note", n) for n in v.notes if n.startswith(("explained on ", "per-op values of"))]
     return title, lines
 
 

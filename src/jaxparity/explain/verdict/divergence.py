@@ -355,7 +355,7 @@ def _stage_errors(found: Sequence[Any]) -> tuple[str, ...]:
     for e in found:
         loc = e.localization
         for n in (*e.notes, *(loc.notes if loc is not None else ())):
-            if n.startswith(_FAILED) and n not in out:
+            if n.startswith(_FAILED) and n not in out and not _limit(n):
                 out.append(n)
         for c in e.causes:
             if c.status == "not run" and c.evidence.startswith("the re-run failed"):
@@ -365,7 +365,14 @@ def _stage_errors(found: Sequence[Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _limit(note: str) -> bool:
+    """A stage that could not run for a limit of the runtime it asked (a converter that cannot convert the program
+    that returns every intermediate: ``PathError``), not a failure of jaxparity's: said as a note, not an error."""
+    return note.startswith("per-op values of") and "(PathError:" in note
+
+
 def _notes(e: Any, unseen: bool) -> tuple[str, ...]:
     """What the input set was where it is not the case's own (said in the block), then what --verbose adds: the
     whole summary of the explanation that speaks for the group."""
-    return tuple(n for n in e.notes if n.startswith("explained on ")) + ((e.summary,) if e.summary else ())
+    said = tuple(n for n in e.notes if n.startswith("explained on ") or _limit(n))
+    return said + ((e.summary,) if e.summary else ())
