@@ -1,7 +1,8 @@
 """Hypothesis strategies that write small random JAX programs, for testing jaxparity itself (issue 55): ops drawn
-from a table of primitives and ``jax.numpy``/``jax.nn`` calls, shapes including 0-d and empty, every float width
-and integers and bools, inputs at their domain's edges (zeros of both signs, subnormals, the largest finite
-values, inf and NaN), a ``lax.scan`` loop, and outputs as pytrees of mixed shapes (tuples, dicts, None).
+from a table of primitives and ``jax.numpy``/``jax.nn`` calls, shapes including 0-d and empty, every float width,
+inputs at their domain's edges (zeros of both signs, subnormals, the largest finite values, inf and NaN), a
+``lax.scan`` loop, and outputs as pytrees of mixed shapes (tuples, dicts, None) and of every dtype (an output may
+be cast at the end to bool, int32, complex64 or float8).
 
 A program is data (``Program``): a list of steps over a growing list of values, so Hypothesis shrinks a failure to
 the fewest ops, and ``source()`` writes it as a case file a failure can be kept as (a regression test).
@@ -59,13 +60,19 @@ REDUCE = {  # a 0-d result, broadcast back: the values keep one shape
     "logsumexp": lambda a: jax.nn.logsumexp(a) + jnp.zeros_like(a),
     "norm": lambda a: jnp.sqrt(jnp.sum(a * a)) + jnp.zeros_like(a),
 }
+CASTS = {  # an output's last step: the values of every dtype a report must compare
+    "bool": lambda a: a > 0,
+    "int32": lambda a: jnp.nan_to_num(jnp.clip(a.astype(jnp.float32), -1e6, 1e6)).astype(jnp.int32),
+    "complex64": lambda a: jax.lax.complex(a.astype(jnp.float32), jnp.sin(a.astype(jnp.float32))),
+    "float8": lambda a: a.astype(jnp.float8_e4m3fn),
+}
 EDGES = (0.0, -0.0, 1.0, -1.0, 0.5, 1e-39, -1e-39, 3.0e38, -3.0e38, 88.0, -88.0, 1e-7, float("inf"),
          float("-inf"), float("nan"), 100.0)
 
 
 @dataclass(frozen=True)
 class Step:
-    kind: str  # "unary", "binary", "reduce", "scan", "matmul"
+    kind: str  # "unary", "binary", "reduce", "scan", "matmul", "cast" (an output's dtype)
     name: str
     args: tuple[int, ...]  # positions of the values it reads
 
@@ -127,6 +134,8 @@ def _apply(s: Step, values: list[Any]) -> Any:
         return BINARY[s.name](a, b)
     if s.kind == "reduce":
         return REDUCE[s.name](a)
+    if s.kind == "cast":
+        return CASTS[s.name](a)
     if s.kind == "scan":  # along the first axis, a tanh recurrence
         return a if a.ndim == 0 or a.shape[0] == 0 else _scan(a)
     if a.ndim == 2 and a.shape[0] >= a.shape[1]:  # matmul: a @ b.T, cut back to a's shape
@@ -175,6 +184,11 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
     outputs = tuple(draw(st.lists(st.integers(n_in, total - 1), min_size=1, max_size=3, unique=True)))
     if mixed and total - 1 not in outputs:
         outputs = (total - 1, *outputs[:2])
+    casts = [Step("cast", draw(st.sampled_from(sorted(CASTS))), (k,)) for k in outputs if draw(st.integers(0, 4)) == 0]
+    if casts:
+        steps += casts
+        cast = {s.args[0]: total + j for j, s in enumerate(casts)}
+        outputs = tuple(cast.get(k, k) for k in outputs)
     structure = draw(st.sampled_from(["single", "tuple", "dict", "with_none"]))
     return Program(shape, dtypes, inputs, tuple(steps), outputs, structure)
 

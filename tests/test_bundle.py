@@ -6,6 +6,7 @@ TPU v5e (JAX 0.10.2) by ``bash benchmarks/tpu/run.sh capture``: CI has no TPU, t
 import json
 from pathlib import Path
 
+import jax.numpy as jnp
 import pytest
 
 from conftest import ROOT, run_cli
@@ -86,3 +87,56 @@ def test_a_bundle_of_other_inputs_says_to_take_them(tmp_path):
     assert r.returncode == 1
     assert "holds other inputs than this case's (arg0 differs" in " ".join(r.stdout.split()), r.stdout
     assert run_cli("compare", str(case), "--paths", f"eager,observed:{bundle}", "--inputs", str(bundle)).returncode == 0
+
+
+OLD = Path(__file__).parent / "data" / "jax0438"
+
+
+def test_a_bundle_from_another_jax_is_aligned_op_by_op_and_says_so(tmp_path):
+    """Issue 55: a bundle captured under another JAX passed the same-program check and then crashed on values of
+    other shapes. tests/data/jax0438/moments.npz was captured under JAX 0.4.38 (`jaxparity capture` run by the
+    environment tests/test_envs.py builds); here its ops are aligned with this JAX's trace by primitive, types and
+    line, and the explanation says where it was captured."""
+    bundle = OLD / "moments.npz"
+    r, doc = explain_json(tmp_path, "tests/cases/versions.py:make_moments", bundle)
+    assert r.returncode in (0, 1), r.stderr
+    notes = [n for e in doc["explanations"] for n in e["notes"]]
+    assert any("captured under jax 0.4.38, explained under jax" in n for n in notes), notes
+    assert not any(v["stage_errors"] for v in doc["verdicts"]), doc["verdicts"]
+
+
+def _body(x, extra):
+    y = x * 2.0
+    y = extra(y)
+    return jnp.tanh(y).sum(axis=0)
+
+
+def test_ops_another_trace_adds_are_left_without_values():
+    """The alignment itself: a bundle of a program is read against the same code traced with two ops more (as
+    another JAX may trace it): the ops that align by primitive, types and line keep their values, the others are
+    said; a bundle of another program altogether is refused."""
+    import dataclasses
+    import tempfile
+
+    import jax
+    import numpy as np
+
+    from jaxparity.bundle import aligned_values
+    from jaxparity.case import Case
+    from jaxparity.execution.capture import write_bundle
+    from jaxparity.localize.program import flatten
+
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    with tempfile.TemporaryDirectory() as d:
+        bundle = write_bundle(Case(lambda x: _body(x, lambda y: y), (x,), "before"), "jit", f"{d}/b.npz")
+    program = flatten(lambda x: _body(x, lambda y: y.astype(jnp.bfloat16).astype(jnp.float32)), (x,))
+    assert [op.info.primitive for op in program.ops] == ["mul", "convert_element_type", "convert_element_type",
+                                                         "tanh", "reduce_sum"]
+    values, note = aligned_values(dataclasses.replace(bundle, versions={"jax": "0.0.1"}), program, jax.__version__)
+    assert note is not None and "captured under jax 0.0.1" in note and "3 of this program's 5 ops align" in note, note
+    kept = {op.info.primitive for op in program.ops if op.outputs[0] in values}
+    assert kept == {"mul", "tanh", "reduce_sum"}, kept
+    tanh = next(op for op in program.ops if op.info.primitive == "tanh")
+    assert values[tanh.outputs[0]] is bundle.values[bundle.ops[1][3][0]]  # the bundle's own tanh values
+    with pytest.raises(ValueError, match="another program"):
+        aligned_values(bundle, flatten(lambda x: jnp.sort(jnp.cumsum(x, axis=1), axis=0), (x,)), jax.__version__)

@@ -138,3 +138,35 @@ def test_a_replayed_product_takes_the_paths_matmul_precision():
     assert op.eqn.params["precision"] is None and as_configured(op.eqn.params)["precision"] is None
     with jax_config({"jax_default_matmul_precision": "highest"}):
         assert as_configured(op.eqn.params)["precision"] == (jax.lax.Precision.HIGHEST,) * 2
+
+
+def test_like_against_like_a_path_on_another_device_is_judged_against_its_own_mode():
+    """Issue 55: on a TPU, eager (the baseline) against jit on the host mixed the compiler's difference with the
+    device's. A path that differs from the baseline both in its device and in its mode is measured and explained
+    against the path of its own mode on the baseline's device. Here the seed's bf16 convolution runs on this CPU
+    as eager, jit and jit:device=cpu, with eager and jit said to have run on a TPU (the one thing this machine
+    cannot do): jit:device=cpu gave jit's values bit for bit, so it is identical to jit — no device difference —
+    and the excess precision is jit's alone, against eager."""
+    import dataclasses
+
+    from jaxparity.case import load_case
+    from jaxparity.explain.pairs import counterpart
+    from jaxparity.paths.devices import host_twin
+    from jaxparity.explain.verdict import decide
+    from conftest import ROOT
+
+    case = load_case(str(ROOT / "examples" / "conv_bf16.py"))
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "jit:device=cpu", "eager:device=cpu"])
+    on_tpu = dataclasses.replace(result, paths=tuple(
+        dataclasses.replace(p, device="tpu") if p.spec in ("eager", "jit") else p for p in result.paths))
+    assert counterpart(on_tpu, "jit:device=cpu") == "jit"  # like against like
+    assert counterpart(on_tpu, "eager:device=cpu") == "eager" and counterpart(on_tpu, "jit") == "eager"
+    assert counterpart(result, "jit:device=cpu") == "eager"  # one device: the baseline
+    verdicts = {p: v for v in decide(on_tpu) for p in v.paths}
+    assert verdicts["jit"].kind == "divergence" and verdicts["jit"].baseline == "eager"
+    assert verdicts["jit:device=cpu"].kind == "identical" and verdicts["jit:device=cpu"].baseline == "jit"
+    assert verdicts["eager:device=cpu"].kind == "identical" and verdicts["eager:device=cpu"].baseline == "eager"
+    from jaxparity.paths import make_path
+
+    assert [host_twin(make_path(s)) for s in ("eager", "jit:jax_enable_x64=true", "savedmodel")] == \
+        ["jit:device=cpu", "jit:jax_enable_x64=true,device=cpu", "jit:device=cpu"]

@@ -99,6 +99,26 @@ def test_bf16_inputs_and_outputs_cross_both_runtimes_bit_exactly(tmp_path):
         assert f"opset 23, {len(kept.graph.node)} node" in path.notes[0] and not _findings(path)
 
 
+def test_an_output_that_comes_back_with_size_one_axes_is_reshaped_with_a_note():
+    """jax2onnx gives ``jnp.sum(x, axis=())`` of a 0-d array (a log-density's last step in NumPyro) the shape
+    (1,): both runtimes' output is reshaped to the declared () and the note says so, as for TFLite; an output
+    with other elements stays an error naming both shapes."""
+    from jaxparity.paths.base import PathError, as_declared
+
+    def loss(x):
+        return jnp.sum(x, axis=()) * 2.0
+
+    for spec in ("onnx", "onnx-ref"):
+        path = make_path(spec)
+        out = path.run(loss, (jnp.float32(0.75),))
+        assert np.shape(out) == () and float(out) == 1.5, spec
+        assert "ONNX output 0 came back with shape (1,) where the function returns (): reshaped" in path.notes, spec
+    notes: list[str] = []
+    assert as_declared(np.ones((1, 3, 1)), jax.ShapeDtypeStruct((3,), np.float32), "out", notes).shape == (3,)
+    with pytest.raises(PathError, match=r"out has shape \(2, 3\) where the function returns \(3, 2\)"):
+        as_declared(np.ones((2, 3)), jax.ShapeDtypeStruct((3, 2), np.float32), "out", [])
+
+
 @pytest.mark.slow
 def test_seed_case_onnxruntime_has_no_bf16_conv_and_the_reference_evaluator_equals_eager_bit_for_bit(examples):
     case = load_case(str(examples / "conv_bf16.py"))

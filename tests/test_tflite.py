@@ -209,3 +209,25 @@ def test_a_refusal_at_a_line_that_creates_no_op_of_its_kind_names_the_ops_create
     assert hint == f"{convs[0].source} creates #{convs[0].index} conv_general_dilated and 1 more op " \
                    "(conv_general_dilated)", hint
     assert line_hint(fn, args, "error: no line named here") is None
+
+
+_GROUP = np.array([0, 1, 1, 2, 0, 2, 1, 0], np.int32)
+
+
+def _grouped_loss(theta, y):
+    return jnp.sum((theta[_GROUP] - y) ** 2)  # the gather whose gradient is a scatter-add
+
+
+def test_a_kernel_the_interpreter_refuses_is_named_at_the_users_line():
+    """The gradient of ``theta[group]`` converts to a STABLEHLO_SCATTER that LiteRT's interpreter cannot prepare
+    ("Node number 3 (STABLEHLO_SCATTER) failed to prepare", issue 55): the verdict names the scatter-add, the line
+    of the indexing that it is the gradient of, and how it came (transpose(jvp(...)))."""
+    import inspect
+
+    line = inspect.getsourcelines(_grouped_loss)[1] + 1
+    result = jaxparity.compare(jax.grad(_grouped_loss), jnp.array([0.1, 0.2, 0.3], jnp.float32),
+                               jnp.linspace(-1, 1, 8, dtype=jnp.float32), paths=["eager", "tflite"])
+    v = next(v for v in result.verdicts if v.kind == "could not run")
+    assert "STABLEHLO_SCATTER" in result.path("tflite").message
+    at = next(n for n in v.notes if n.startswith("at "))
+    assert at.startswith("at ") and f"test_tflite.py:{line} #" in at and " scatter-add in transpose(jvp(" in at, at

@@ -81,3 +81,15 @@ def make_mlp_large():
               "w2": (r.normal(size=(2048, 2048)) / 45).astype(np.float32),
               "w3": (r.normal(size=(2048, 8)) / 45).astype(np.float32)}
     return mlp, (params, r.normal(size=(512, 1024)).astype(np.float32))
+
+
+def buckets(x, y):
+    """A ratio's floor(log2) buckets (a histogram's bin, a quantizer's exponent): the division and the log are
+    the device's own arithmetic."""
+    r = x / y
+    return jnp.floor(jnp.log2(r)), r
+
+
+def make_div():
+    r = _rng(5)
+    return buckets, (r.uniform(0.5, 8.0, size=4096).astype(np.float32), r.uniform(0.5, 8.0, size=4096).astype(np.float32))

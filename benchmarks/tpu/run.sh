@@ -1,5 +1,5 @@
 #!/bin/bash
-# The TPU experiment of issue 38, in one command on the device machine (it has no network: packages come
+# The TPU experiments of issues 38 and 55, in one command on the device machine (it has no network: packages come
 # from its own index). Usage there: bash benchmarks/tpu/run.sh [STEP ...]  (default: every step; writes under $OUT)
 export PYTHONUNBUFFERED=1 COLUMNS=100
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -17,6 +17,8 @@ step() {
 step arith 120 python3 benchmarks/tpu/arith.py
 step attention 150 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_attention --json "$OUT/attention.json"
 step tanh 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_tanh --paths eager,jit,jit:device=cpu
+step like 150 python3 -m jaxparity explain examples/conv_bf16.py --paths eager,jit,jit:device=cpu --json "$OUT/like.json"
+step div 150 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_div --paths eager,jit,jit:device=cpu --json "$OUT/div.json"
 step flag 60 python3 -m jaxparity compare examples/conv_bf16.py --paths eager,jit:xla_allow_excess_precision=false
 step seed 120 python3 -m jaxparity explain examples/conv_bf16.py
 step mlp 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp

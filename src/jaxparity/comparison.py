@@ -24,7 +24,7 @@ from .execution.envs import EnvSpec
 from .equivalence import OutputRule, align
 from .execution.runs import CaseInfo, PathRun, case_info
 from .execution.inprocess import run_in_process
-from .metrics import Tolerance, UnsupportedDtype, diff_leaf, dtype_class, reference_error
+from .metrics import Tolerance, UnsupportedDtype, closer_to_ideal, diff_leaf, dtype_class, reference_error
 from .rounding import round_to_dtype
 from .paths import DEFAULT_BASELINE, DEFAULT_PATHS, make_path, spec_env
 from .paths.reference import IDEAL_OTHER_DECISIONS, IDEAL_UNDEFINED
@@ -61,24 +61,24 @@ def plan_paths(paths: Sequence[str] | str | None, baseline: str) -> tuple[list[s
     return list(dict.fromkeys(ordered)), requested
 
 
-# On an accelerator, the host's run of the same program: eager there computes each op with the device's own
-# kernels, as jit does, so only the host sees what the device changed.
-HOST_PATH = "jit:device=cpu"
-
-
 def with_host(specs: list[str], backend: str | None) -> list[str]:
-    """``specs`` (default paths, baseline first) with the host's run of the program after the baseline where
-    the paths compute on an accelerator (``backend``) and no path runs on the host already."""
+    """``specs`` (default paths, baseline first) with the host's compiled run (``paths.devices.host_twin``:
+    ``jit:device=cpu``, explained against jit on the device, like against like) after the baseline, where the
+    paths compute on an accelerator (``backend``) and no path runs on the host already."""
+    from .paths.devices import host_twin
+
     if backend in (None, "cpu") or any(make_path(s).options.get("device") == "cpu" for s in specs):
         return specs
-    return specs[:1] + [HOST_PATH] + specs[1:]
+    return specs[:1] + [host_twin(make_path(specs[0]))] + specs[1:]
 
 
 def _host_note(backend: str | None, baseline: str) -> tuple[str, ...]:
+    from .paths.devices import host_twin
+
     if backend in (None, "cpu"):
         return ()
     return (f"{baseline} ran on {backend}: there each op runs the device's own kernels, as jit's do, so it shares "
-            f"the device's arithmetic; {HOST_PATH} is the same program on the host",)
+            f"the device's arithmetic; {host_twin(make_path(baseline))} is the same program on the host",)
 
 
 def _split_paths(text: str) -> list[str]:
@@ -256,8 +256,10 @@ class _Told:
             if self.stream is not None:
                 self.stream("stage", (path, what))
             return
+        from .explain.pairs import counterpart
+
         with self.lock:
-            self.found[path] = dataclasses.replace(what, path=path, baseline=self.result.baseline)
+            self.found[path] = dataclasses.replace(what, path=path, baseline=counterpart(self.result, path))
             found = tuple(self.found.values())
         if self.stream is None:
             return
@@ -297,12 +299,14 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
     paths = _to_explain(result)
     here = [p for p in paths if spec_env(p) == env]
     found: dict[str, Any] = {}
-    if here:
-        found.update(_explained_by_lanes(runners, result, runs, here, told, deadline))
+    for against, group in _by_counterpart(result, here).items():  # like against like (explain.pairs)
+        mine = result if against == result.baseline else dataclasses.replace(result, baseline=against)
+        found.update(_explained_by_lanes(runners, mine, runs, group, told, deadline))
         where = () if env is None else (f"explained in environment {env} ({runners.describe(env)}), where it ran",)
-        shared = share_across([found[p] for p in here], [[a for _, a in runs[p].outputs or ()] for p in here])
-        for spec, e in zip(here, shared):
-            found[spec] = dataclasses.replace(e, path=spec, baseline=result.baseline, notes=tuple(e.notes) + where)
+        shared = share_across([found[p] for p in group], [[a for _, a in runs[p].outputs or ()] for p in group])
+        for spec, e in zip(group, shared):
+            found[spec] = dataclasses.replace(e, path=spec, baseline=against,
+                                              notes=tuple(e.notes) + where + _against_note(result, spec, against))
     base_ops: list | str | None = None
     for spec in paths:
         if spec in found:
@@ -313,6 +317,33 @@ def _explain_in_env(runners: Runners, result: ComparisonResult, runs: dict[str, 
                                      runners.worker(spec_env(spec)).capture(without_env(spec)), base_ops,
                                      _where(spec_env(spec), runners), _where(env, runners))
     return [found[p] for p in paths]
+
+
+def _by_counterpart(result: ComparisonResult, paths: Sequence[str]) -> dict[str, list[str]]:
+    """``paths`` grouped by the run each is explained against (``explain.pairs.counterpart``), the baseline's
+    first; a path with its counterpart's values bit for bit has nothing to explain (its verdict says so)."""
+    from .explain.pairs import counterpart
+
+    groups: dict[str, list[str]] = {result.baseline: []}
+    for p in paths:
+        against = counterpart(result, p)
+        if against == result.baseline or not _same_outputs(result, p, against):
+            groups.setdefault(against, []).append(p)
+    return {k: v for k, v in groups.items() if v}
+
+
+def _same_outputs(result: ComparisonResult, a: str, b: str) -> bool:
+    from .explain.verdict import same_values
+
+    return same_values(result, a, b)
+
+
+def _against_note(result: ComparisonResult, spec: str, against: str) -> tuple[str, ...]:
+    if against == result.baseline:
+        return ()
+    mine, theirs = result.path(spec), result.path(against)
+    return (f"explained against {against} (on {theirs.device}), which computes as {spec} does: like against like, "
+            f"so what differs is {mine.device}'s against {theirs.device}'s, not {result.baseline}'s way of computing",)
 
 
 def _explained_by_lanes(runners: Runners, result: ComparisonResult, runs: dict[str, PathRun],
@@ -427,10 +458,16 @@ def explain_result(result: _Result, paths: Sequence[str] | None = None) -> _Resu
         raise ValueError("this result holds no function to re-run here: use compare() in this process, or "
                          "`jaxparity explain` / compare_case(..., explain=True)")
     case, runs = result._source["case"], result._source["runs"]
-    base = [a for _, a in runs[result.baseline].outputs]
     explained = _to_explain(result, paths)
-    found = explain_paths(case.fn, case.args, [(p, [a for _, a in runs[p].outputs]) for p in explained],
-                          result.baseline, base, _agreeing(result, explained))
+    found = []
+    for against, group in _by_counterpart(result, explained).items():  # like against like (explain.pairs)
+        base = [a for _, a in runs[against].outputs]
+        mine = result if against == result.baseline else dataclasses.replace(result, baseline=against)
+        found += [dataclasses.replace(e, notes=tuple(e.notes) + _against_note(result, e.path, against))
+                  for e in explain_paths(case.fn, case.args, [(p, [a for _, a in runs[p].outputs]) for p in group],
+                                         against, base, _agreeing(mine, group))]
+    order = {p: i for i, p in enumerate(explained)}
+    found.sort(key=lambda e: order.get(e.path, len(order)))
     from .explain.verdict import with_verdicts
 
     return with_verdicts(dataclasses.replace(result, explanations=tuple(found)))
@@ -589,12 +626,6 @@ def _same_arrays(a: dict | None, b: dict) -> bool:
         and np.asarray(a[k]).tobytes() == np.asarray(b[k]).tobytes() for k in a)
 
 
-def _closer(path_err: Any, base_err: Any) -> str:
-    """Which side is nearer the f64 ideal, by max abs error (the table's measure), then mean abs error."""
-    a, b = (path_err.max_abs, path_err.mean_abs), (base_err.max_abs, base_err.mean_abs)
-    return "tie" if a == b else ("path" if a < b else "baseline")
-
-
 def _ulp_says_otherwise(path_err: Any, base_err: Any, closer: str, dtype: np.dtype) -> bool:
     """The max ULP error against the ideal names the other side than ``closer`` (by max abs): the larger values
     decide the one, the smaller ones the other (a bf16 ViT's logits: IREE 1.83e-04 against eager's 1.27e-04, 7
@@ -611,7 +642,7 @@ def _ulp_says_otherwise(path_err: Any, base_err: Any, closer: str, dtype: np.dty
 
 
 def _judged(path_err: Any, base_err: Any) -> float:
-    """The difference ``_closer`` decides on: of the max abs errors, or of the mean ones where those are equal."""
+    """The difference ``closer_to_ideal`` decides on: of the max abs errors, or of the mean ones where those are equal."""
     if path_err.max_abs != base_err.max_abs:
         return abs(path_err.max_abs - base_err.max_abs)
     return abs(path_err.mean_abs - base_err.mean_abs)
@@ -758,7 +789,7 @@ def _leaf(name: str, outputs: dict[str, np.ndarray], base: dict[str, np.ndarray]
     numeric = name in ideal and kind in ("float", "complex", "int", "uint")
     err = reference_error(*pair(outputs, ideal)) if numeric else None
     base_err = reference_error(*pair(base, ideal)) if numeric else None
-    closer = (_closer(err, base_err) if err and base_err and not is_baseline and judge_ideal  # type: ignore[arg-type]
+    closer = (closer_to_ideal(err, base_err) if err and base_err and not is_baseline and judge_ideal  # type: ignore[arg-type]
               else None)
     uncertain = None
     if closer in ("path", "baseline") and moved and moved >= _judged(err, base_err):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -446,6 +446,13 @@ def reference_error(x: np.ndarray, ideal: np.ndarray) -> ReferenceError:
         max_ulp=max_ulp,
         ideal_scale=float(size.max(initial=0.0)) if kind in ("float", "complex") else None,
     )
+
+
+def closer_to_ideal(path_err: Any, base_err: Any) -> str:
+    """Which side is nearer the f64 ideal (two ``ReferenceError``s), by max abs error (the table's measure), then
+    mean abs error: "path", "baseline" or "tie"."""
+    a, b = (path_err.max_abs, path_err.mean_abs), (base_err.max_abs, base_err.mean_abs)
+    return "tie" if a == b else ("path" if a < b else "baseline")
 
 
 def max_gaps(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> list[float]:

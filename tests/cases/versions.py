@@ -18,3 +18,15 @@ def make_top_k():
         return jax.lax.top_k(x, 3)[0]  # planted: skew
 
     return fn, (jnp.asarray(np.linspace(-3, 3, 16, dtype=np.float32)),)
+
+
+def moments(x, w):
+    """softmax, logsumexp, var, gelu and norm: jax.numpy calls whose traces change between JAX versions."""
+    h = jax.nn.softmax(x @ w, axis=-1)
+    s = jax.nn.logsumexp(h * 3.0, axis=0)
+    return jnp.var(h, axis=-1), s, jax.nn.gelu(x[:, :4]), jnp.linalg.norm(w, axis=0)
+
+
+def make_moments():
+    r = np.random.default_rng(0)
+    return moments, (r.normal(size=(8, 16)).astype(np.float32), r.normal(size=(16, 8)).astype(np.float32))

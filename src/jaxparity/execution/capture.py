@@ -32,7 +32,11 @@ def write_bundle(case: Any, spec: str, out: str | os.PathLike) -> Bundle:
     versions = {"jax": jax.__version__, "jaxlib": getattr(jax.lib, "__version__", "?")}
     device = path.device()
     primitives = [op.info.primitive for op in program.ops]
-    meta = {"path": spec, "device": device, "versions": versions, "primitives": primitives,
+    # Each op as the host aligns it under its own JAX (``bundle.aligned_values``): its primitive, its outputs'
+    # types, its line and the value ids its values are stored under.
+    ops = [[op.info.primitive, list(op.info.outputs), op.info.user_source or op.info.source,
+            [vid if vid in vals.values else None for vid in op.outputs]] for op in program.ops]
+    meta = {"path": spec, "device": device, "versions": versions, "primitives": primitives, "ops": ops,
             "devices": [str(d) for d in jax.devices()]}
     arrays = {name: host(x) for name, x in argument_leaves(case.args)}
     arrays |= {name: np.asarray(x) for name, x in outputs}
@@ -40,4 +44,8 @@ def write_bundle(case: Any, spec: str, out: str | os.PathLike) -> Bundle:
     arrays[META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     save_arrays(out, arrays)
     return Bundle(spec, device, versions, tuple(primitives), dict(vals.values),
-                  [np.asarray(x) for x in vals.outputs])
+                  [np.asarray(x) for x in vals.outputs], tuple(_op_entry(o) for o in ops))
+
+
+def _op_entry(op: list) -> tuple:
+    return op[0], tuple(op[1]), op[2], tuple(op[3])

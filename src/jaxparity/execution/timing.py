@@ -44,9 +44,9 @@ def relative_cost(after: Callable[[], Any], before: Callable[[], Any], *, budget
     """``after``'s run time against ``before``'s (both warm, blocking), interleaved in alternating order
     for up to ``rounds`` rounds within ``budget`` seconds (at least 4). None where a call takes under
     ``MIN_TIMED``; with ``repeat`` (an accelerator's calls, dispatched in microseconds) such a call is timed in
-    samples of as many calls as reach it (at most ``MAX_REPEAT``), and None where even that many do not, or
-    where the cost is within the timing's spread. On the host a call that short is left untimed: its cost
-    would be the machine's load, and a report that says it would differ from run to run."""
+    samples of as many calls as reach it (at most ``MAX_REPEAT``), and None where even that many do not. On
+    the host a call that short is left untimed: its cost would be the machine's load, and a report that says it
+    would differ from run to run."""
     calls = _calls_per_sample(before) if repeat else 1
     if calls is None:
         return None
@@ -64,10 +64,9 @@ def relative_cost(after: Callable[[], Any], before: Callable[[], Any], *, budget
     first, second = statistics.median(b[:half]), statistics.median(b[half:])
     ratio = statistics.median(a) / mid - 1
     agree = sum((x - y) * ratio > 0 for x, y in zip(a, b)) / len(a)
-    cost = Cost(ratio, abs(first - second) / mid, len(a), calls, agree)
-    # A short call timed in runs whose cost is within the spread says nothing: its dispatch, not its
-    # arithmetic, sets its time. Not reported (None), rather than "unchanged".
-    return cost if calls == 1 or cost.measurable else None
+    # A call timed in runs of many calls whose cost is within the spread has no measurable cost (the callers
+    # say so: ``Cost.measurable``), as a call timed alone.
+    return Cost(ratio, abs(first - second) / mid, len(a), calls, agree)
 
 
 def _sample(call: Callable[[], Any], calls: int) -> float:

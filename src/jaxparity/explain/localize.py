@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..localize.localizer import Localization, localize
+from ..localize.localizer import Localization, arg_values, localize
 from ..localize.program import FlatProgram
 from ..localize.values import OpValues, op_values
 from ..paths import Path
@@ -47,9 +47,11 @@ def localize_path(program: FlatProgram, flat_args: Sequence[Any], path: Path, ba
         except Exception as e:  # a bundle of another program: said, explained from the outputs
             notes.append(f"{first_line(e)}; explained by fingerprint only")
             return OpView(program, flat_args)
+        if found is not None and found.note:
+            notes.append(f"the bundle {path.file}: {found.note}")  # type: ignore[attr-defined]
         path_vals = None if found is None else OpValues(
             path.spec, dict(found.values), list(found.outputs), [f"captured by `jaxparity capture` on {found.device}"],
-            {vid: np.asarray(a) for vid, a in zip(program.arg_ids, flat_args)})
+            arg_values(program, flat_args))
         if path_vals is None:
             notes.append("outputs read from a file have no per-op values: explained by fingerprint only "
                          "(`jaxparity capture` writes a file that has them)")

@@ -31,7 +31,7 @@ from .elements import ElementEvidence, element_evidence
 from .semantics import SemanticsMatch, fma_candidates
 from .values import OpValues
 
-__all__ = ["Localization", "LocalDivergence", "LoopFrame", "OpDrift", "localize", "output_cone", "replayable",
+__all__ = ["Localization", "LocalDivergence", "LoopFrame", "OpDrift", "arg_values", "localize", "output_cone", "replayable",
            "single_op_path", "values_equal"]
 
 # Reductions whose result depends on the order of additions: the only ops where two correct
@@ -472,6 +472,12 @@ def output_cone(program: FlatProgram, out_positions: Sequence[int], limit: int =
         seen[op.info.index] = op
         todo.extend(r for r in op.inputs if not isinstance(r, Literal))
     return tuple(seen[i].info for i in sorted(seen))[-limit:]
+
+
+def arg_values(program: FlatProgram, flat_args: Sequence[Any]) -> dict[int, Any]:
+    """The program's arguments by value id, as host arrays; PRNG keys stay keys (an op that takes one needs the
+    key, and a key has no numpy form)."""
+    return {vid: a if _is_key(a) else np.asarray(a) for vid, a in zip(program.arg_ids, flat_args)}
 
 
 def _is_key(x: Any) -> bool:

@@ -48,6 +48,9 @@ class OpInfo:
     # Where each input comes from: "op12" (op 12's output; "op12:1" its second), "arg3" (the
     # program's 4th flattened argument), "const" (a closed-over array) or "literal".
     operands: tuple[str, ...] = ()
+    # The installed library's function the op was created in, innermost ("StudentT.log_prob"): what names it where
+    # the name stack holds only transformations (a NumPyro log-density's "transpose(jvp())"); None in the user's code.
+    call: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,7 @@ def flatten_jaxpr(closed: ClosedJaxpr, *, stack: str = "", outer: tuple[str | No
                     env[var] = vid
                     origin[vid] = f"op{len(ops)}" + (f":{j}" if len(out_ids) > 1 else "")
             source, user = _sources(eqn, outer)
+            library, _ = library_frames(user_frames(eqn.source_info))
             info = OpInfo(
                 index=len(ops),
                 primitive=eqn.primitive.name,
@@ -207,6 +211,7 @@ def flatten_jaxpr(closed: ClosedJaxpr, *, stack: str = "", outer: tuple[str | No
                 source=source,
                 user_source=user,
                 operands=tuple("literal" if isinstance(r, Literal) else origin[r] for r in refs),
+                call=library[0].function_name if library else None,
             )
             ops.append(Op(info, eqn, tuple(refs), out_ids))
         return [read(x) for x in jaxpr.outvars]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["converted_from", "line_hint", "located_hint", "primitive_hint", "random_hint", "refusal_hint"]
+__all__ = ["converted_from", "kind_hint", "line_hint", "located_hint", "primitive_hint", "random_hint", "refusal_hint"]
 
 
 _PRIMITIVES = ("div", "rem", "gather")  # where ``interpreter.variants.refusable`` looks
@@ -112,10 +112,36 @@ def converted_from(message: str) -> set[str]:
     import re
 
     found: set[str] = set()
-    for kind in re.findall(r"'(?:tfl|tf|stablehlo|mhlo|chlo)\.(\w+)'", message):
+    kinds = [*re.findall(r"\b(?:tfl|tf|stablehlo|mhlo|chlo)\.(\w+)", message),
+             *(k.lower() for k in re.findall(r"\((?:STABLEHLO_)?([A-Z][A-Z0-9_]+)\)", message))]  # (STABLEHLO_SCATTER)
+    for kind in kinds:
         kind = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", kind).lower()  # tf.GatherNd -> gather_nd
         found.update(_CONVERTED_FROM.get(kind, (kind,)))
     return found
+
+
+def kind_hint(fn: Callable[..., Any], args: tuple, message: str) -> str | None:
+    """The program's ops of the kind a runtime's error names by its own op ("Node number 3 (STABLEHLO_SCATTER)
+    failed to prepare" -> the scatter-adds of a gradient), with the user's line and how the op came to be
+    (``transpose(jvp(...))``: a gradient's): "#17 scatter-add at model.py:4, in transpose(jvp(loss)) (and 1
+    more scatter-add)"; None where the message names no kind the program has."""
+    from .program import flatten
+
+    kinds = converted_from(message)
+    if not kinds:
+        return None
+    try:
+        program = flatten(fn, args)
+    except Exception:  # noqa: BLE001 - a courtesy: never hide the runtime's own message
+        return None
+    ops = [op.info for op in program.ops if op.info.primitive in kinds or
+           op.info.primitive.replace("-", "_") in kinds or op.info.primitive.split("-")[0] in kinds]
+    if not ops:
+        return None
+    first = ops[0]
+    module = f", in {first.name_stack}" if first.name_stack else ""
+    more = f" (and {len(ops) - 1} more {', '.join(dict.fromkeys(o.primitive for o in ops[1:]))})" if len(ops) > 1 else ""
+    return f"#{first.index} {first.primitive} at {first.user_source or first.source or '?'}{module}{more}"
 
 
 def _named_lines(fn: Callable[..., Any], args: tuple, message: str) -> tuple[Any, Callable[[str | None], bool]] | None:

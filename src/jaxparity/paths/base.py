@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 from ..result import IdealUncertainty
 
-__all__ = ["CAPABILITIES", "Path", "PathError", "PathOptionError", "PathUnavailable", "jax_config",
+__all__ = ["CAPABILITIES", "Path", "PathError", "PathOptionError", "PathUnavailable", "as_declared", "jax_config",
            "parse_option_value", "parse_spec", "parse_xla_flags", "spec_env", "without_env"]
 
 
@@ -44,6 +44,24 @@ class PathOptionError(ValueError):
 
 
 _SPEC = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?:@(?P<env>[A-Za-z][A-Za-z0-9_.-]*))?(?::(?P<opts>.*))?$")
+
+
+def as_declared(got: Any, want: Any, where: str, notes: list[str]) -> Any:
+    """A runtime's output ``got`` in the shape the function declares (``want``, from ``jax.eval_shape``). A
+    runtime that returns the same elements with size-1 axes added or dropped (ONNX's ``(1,)`` for a 0-d loss)
+    is reshaped, with a note in ``notes``; a shape with other elements is a ``PathError`` naming both."""
+    import numpy as np
+
+    got = np.asarray(got)
+    if got.shape == tuple(want.shape):
+        return got
+    if got.size == int(np.prod(want.shape, dtype=np.int64)) and \
+            [d for d in got.shape if d != 1] == [d for d in want.shape if d != 1]:
+        said = f"{where} came back with shape {got.shape} where the function returns {tuple(want.shape)}: reshaped"
+        if said not in notes:
+            notes.append(said)
+        return got.reshape(want.shape)
+    raise PathError(f"{where} has shape {got.shape} where the function returns {tuple(want.shape)}")
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:

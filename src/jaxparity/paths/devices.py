@@ -15,7 +15,7 @@ from typing import Any
 
 from .base import PathUnavailable
 
-__all__ = ["DEVICE_HELP", "backend", "device_of", "on_device", "placed_on"]
+__all__ = ["DEVICE_HELP", "backend", "device_of", "host_twin", "on_device", "placed_on"]
 
 DEVICE_HELP = ("cpu, tpu or gpu: run on that platform's first device of this process (default: JAX's default "
                "backend, the accelerator where there is one)")
@@ -67,3 +67,14 @@ def placed_on(options: Mapping[str, str], args: Any, arrays_only: bool = False) 
         return jax.tree_util.tree_map(lambda x: jax.device_put(x) if isinstance(x, np.ndarray) else x, args)
     return args
 
+
+
+def host_twin(baseline: Any) -> str:
+    """The run a default comparison on an accelerator adds on the host, for the ``baseline`` path: the baseline
+    compiled there, its options kept, where its path is jax.jit's own and takes a device (``jit:...`` ->
+    ``jit:...,device=cpu``); else ``jit:device=cpu``, which ``explain.pairs.counterpart`` pairs with jit on the
+    accelerator (like against like). Compiled, not op by op: its per-op values are captured from one program, as
+    the device's are."""
+    if baseline.env or "device" not in baseline.options_help or "compiled_in_process" not in baseline.capabilities:
+        return "jit:device=cpu"
+    return baseline.with_option("device", "cpu").spec

@@ -86,17 +86,23 @@ class ObservedPath(Path):
         return found.device if found is not None else "cpu"
 
     def captured_values(self, program: Any) -> Any:
-        """The bundle (``bundle.Bundle``) whose per-op values are ``program``'s; None where the file holds
-        outputs only. A bundle of another program (its ops differ) is an error that says so."""
+        """The bundle (``bundle.Bundle``) with its per-op values keyed by ``program``'s value ids (aligned where
+        it was captured under another JAX: ``bundle.aligned_values``, said in the notes); None where the file
+        holds outputs only. A bundle of another program is an error that says so."""
+        import dataclasses
+
+        import jax
+
+        from ..bundle import aligned_values
+
         found = self.bundle()
         if found is None:
             return None
-        mine = tuple(op.info.primitive for op in program.ops)
-        if mine != found.primitives:
-            raise PathError(f"{self.file} was captured from another program ({len(found.primitives)} ops; this one has "
-                            f"{len(mine)}{'' if len(mine) != len(found.primitives) else ', in another order'}): "
-                            "capture it again from this case")
-        return found
+        try:
+            values, note = aligned_values(found, program, jax.__version__)
+        except ValueError as e:
+            raise PathError(f"{self.file} was {e}: capture it again from this case") from None
+        return dataclasses.replace(found, values=values, note=note)
 
 
 def _same_inputs(file: str, args: tuple) -> None:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Path, PathError, PathOptionError
+from .base import Path, PathError, PathOptionError, as_declared
 
 __all__ = ["OnnxPath", "OnnxReferencePath", "convert", "dtype_findings"]
 
@@ -579,8 +579,7 @@ class _OnnxPath(Path):
         if len(outputs) != len(flat):
             raise PathError(f"the ONNX model returned {len(outputs)} outputs where fn returns {len(flat)}")
         for i, (y, want) in enumerate(zip(outputs, flat)):
-            if y.shape != want.shape:
-                raise PathError(f"ONNX output {i} has shape {y.shape} where fn returns {want.shape}")
+            y = as_declared(y, want, f"ONNX output {i}", self.notes)
             outputs[i] = y if y.dtype == want.dtype else round_to_dtype(y, want.dtype)
         return jax.tree_util.tree_unflatten(tree, outputs)
 

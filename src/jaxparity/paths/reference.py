@@ -36,7 +36,23 @@ class DeclaredPath(Path):
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
         from ..interpreter import interpret
 
-        return interpret(fn, *args, mode=self.mode or "declared")
+        with on_host():
+            return interpret(fn, *_host(args), mode=self.mode or "declared")
+
+
+def on_host() -> Any:
+    """A reference computes on the host (the CPU), whatever device the process holds: an op the interpreter
+    hands to JAX in float64 would otherwise run on an accelerator, slowly and with its arithmetic."""
+    import jax
+
+    return jax.default_device(jax.devices("cpu")[0])
+
+
+def _host(args: tuple) -> tuple:
+    import jax
+
+    cpu = jax.devices("cpu")[0]
+    return jax.tree_util.tree_map(lambda x: jax.device_put(x, cpu) if isinstance(x, jax.Array) else x, args)
 
 
 class F64Path(DeclaredPath):
@@ -46,6 +62,10 @@ class F64Path(DeclaredPath):
     capabilities = frozenset({"ideal"})
 
     def run(self, fn: Callable[..., Any], args: tuple, *, timeout: float | None = None) -> Any:
+        with on_host():
+            return self._run(fn, _host(args))
+
+    def _run(self, fn: Callable[..., Any], args: tuple) -> Any:
         import jax
 
         from ..interpreter import evaluate_jaxpr, trace

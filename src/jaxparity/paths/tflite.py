@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from collections import OrderedDict
 
-from .base import Path, PathError, PathOptionError
+from .base import Path, PathError, PathOptionError, as_declared
 from .savedmodel import SavedModelPath, _missing, _tail
 
 # The last conversions: (id(fn), argument signature, Optimize.DEFAULT?) -> (fn, model bytes, notes).
@@ -196,17 +196,24 @@ class TFLitePath(Path):
             with open(self.options["keep"], "wb") as f:
                 f.write(model)
         inputs = {f"input_{i}": host(x) for i, x in enumerate(jax.tree_util.tree_leaves(args))}
-        outputs = self._interpret(model, inputs)
+        try:
+            outputs = self._interpret(model, inputs)
+        except PathError as e:
+            from ..localize.refusals import kind_hint
+
+            if (yours := kind_hint(fn, args, str(e))) is not None:  # the kernel the interpreter names, in your code
+                raise PathError(f"{e}\n(the op the interpreter names, in your code: {yours})", e.fault) from e
+            raise
         expected = jax.tree_util.tree_leaves(jax.eval_shape(fn, *args))
         flat = []
         for i, want in enumerate(expected):
             got = outputs.get(f"output_{i}")
             if got is None:
                 raise PathError(f"the TFLite model has no output output_{i} (it has {', '.join(sorted(outputs))})")
-            if got.dtype != want.dtype or got.shape != want.shape:
-                raise PathError(f"TFLite returned output_{i} as {got.dtype}{list(got.shape)}; "
+            if got.dtype != want.dtype:
+                raise PathError(f"TFLite returned output_{i} as {got.dtype}{list(np.shape(got))}; "
                                 f"the function returns {want.dtype}{list(want.shape)}")
-            flat.append(np.asarray(got))  # LiteRT hands 0-d outputs back as numpy scalars
+            flat.append(as_declared(got, want, f"TFLite's output_{i}", self.notes))  # 0-d come back as numpy scalars
         return jax.tree_util.tree_unflatten(out_tree, flat)
 
     def _model(self, fn: Callable[..., Any], args: tuple) -> bytes:

@@ -63,13 +63,17 @@ def headline(result: Any) -> list[str]:
         by_fault.setdefault((v.fault, v.passes), []).extend(v.paths)
     for (fault, passes), paths in by_fault.items():
         lines.append(f"{'–' if passes else '✗'} {_names(paths)} could not run: {_FAULT.get(fault or '', fault)}")
-    noise = [p for v in verdicts if v.kind == "noise" for p in v.paths]
-    same = [p for v in verdicts if v.kind == "identical" for p in v.paths]
+    noise = [p for v in verdicts if v.kind == "noise" and v.baseline == base for p in v.paths]
+    same = [p for v in verdicts if v.kind == "identical" and v.baseline == base for p in v.paths]
     calm = []
     if same:
         calm.append(f"{_names(same)} identical")
     if noise:
         calm.append(f"{_names(noise)} within rounding noise")
+    for v in verdicts:  # measured against their counterpart (the same mode on the baseline's device)
+        if v.kind in ("identical", "noise") and v.baseline != base:
+            calm.append(f"{_names(v.paths)} {'identical to' if v.kind == 'identical' else 'within rounding noise of'} "
+                        f"{v.baseline}")
     if result.hidden:  # every output shows nothing of the model: agreeing on them shows nothing either
         what = "; ".join(d.text for d in result.degenerate)
         agree = [p for v in verdicts if v.kind in ("identical", "noise") for p in v.paths]
@@ -83,7 +87,7 @@ def headline(result: Any) -> list[str]:
         if n == 1:
             v = verdicts[0]
             said = "identical to" if v.kind == "identical" else "within rounding noise of"
-            lines.insert(0, f"{'✓' if ok else '✗'} {v.paths[0]} is {said} {base}{hidden}")
+            lines.insert(0, f"{'✓' if ok else '✗'} {v.paths[0]} is {said} {v.baseline}{hidden}")
         else:
             every = "both paths" if n == 2 else f"all {_count(n)}"
             lines.insert(0, f"{'✓' if ok else '✗'} {every} agree with {base}: " + "; ".join(calm) + hidden)
@@ -218,7 +222,8 @@ def block(v: Verdict, verbose: bool = False) -> tuple[str, list[tuple[str, str]]
         lines.append(("do", v.advice))
     for s in v.stage_errors:
         lines.append(("note", s))
-    lines += [("note", n) for n in v.notes if n.startswith(("explained on ", "per-op values of"))]
+    lines += [("note", n) for n in v.notes if n.startswith(("explained on ", "per-op values of", "the bundle ",
+                                                             "outputs read from a file have no per-op values"))]
     return title, lines
 
 

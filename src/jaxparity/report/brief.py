@@ -333,7 +333,8 @@ def cost_words(f: Any) -> str:
     """A verified fix's measured run-time cost, warm (``Fix.cost``); "" where it was not timed."""
     if f.cost is None:
         return ""
-    return "run time unchanged (warm)" if f.cost == 0 else f"run time {f.cost:+.0%} (warm, timed with and without it)"
+    return ("no measurable cost (warm, within the timing's spread)" if f.cost == 0 else
+            f"run time {f.cost:+.0%} (warm, timed with and without it)")
 
 
 _BEFORE = re.compile(r"in (\d+) elements \(max (\d+) ULP\)")

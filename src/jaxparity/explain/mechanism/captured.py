@@ -72,9 +72,9 @@ def with_op(program: Any, index: int | set[int], instead: Callable[[Any, list[An
 
 def op_inputs(ctx: Any, d: Any) -> list[Any]:
     """The op's inputs as the path computed them (its own captured values)."""
-    from ...localize.localizer import _read
+    from ...localize.localizer import _read, arg_values
 
-    args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
+    args = arg_values(ctx.program, ctx.flat_args)
     args.update(ctx.path_vals.args)
     return [_read(ctx.program, ref, ctx.path_vals.values, args) for ref in ctx.program.ops[d.op.index].inputs]
 

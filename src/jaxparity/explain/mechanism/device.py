@@ -6,7 +6,9 @@ accelerator's own arithmetic, decided on the carrying op's captured inputs:
   1, 3 or 6 pairs of parts summed exactly: DEFAULT, HIGH, HIGHEST on a TPU) and the exact result; the
   emulation it is nearest to, by far, is how the device computed it;
 - an elementary function (tanh, log, exp...): each side's distance from the correctly rounded result on
-  the op's inputs; the accelerator's far beyond the host's is its own approximation.
+  the op's inputs; the accelerator's far beyond the host's is its own approximation;
+- any other op (a division, a reduction, a comparison): alone on each device on the same captured inputs,
+  each against the correctly rounded result; the same bits on both clear the device's arithmetic.
 
 The fix is set where the device computes: the matmul precision of the accelerator's side, re-run there
 against the other side; a function computed another way is the fix search's (formulations re-run on both).
@@ -109,9 +111,13 @@ def device_arithmetic(cause: Cause, ctx: Context) -> CauseVerdict:
     if d.op.primitive in MATH and d.elements is not None:
         return _function(cause, ctx, d, acc, host, where)
     if d.op.primitive in _MATMUL and ctx.path_vals is not None and not d.within:
-        return _matmul(cause, ctx, d, acc, host, where)
-    return CauseVerdict(cause.id, cause.title, "not run", f"{where} on its captured inputs",
-                        "the carrying op is neither a matrix product nor an elementary function")
+        verdict = _matmul(cause, ctx, d, acc, host, where)
+        if verdict.status != "not run":
+            return verdict
+    if ctx.path_vals is None:
+        return CauseVerdict(cause.id, cause.title, "not run", f"{where} on its captured inputs",
+                            "no per-op values of this path: no inputs to run the op on")
+    return _any_op(cause, ctx, d, acc, host, where)
 
 
 def _function(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: str) -> CauseVerdict:
@@ -129,6 +135,48 @@ def _function(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: 
                             "(the fix search tries formulations on both devices), or compare with a tolerance of "
                             "the device's accuracy")
     return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: not the device's own approximation")
+
+
+def _any_op(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: str) -> CauseVerdict:
+    """Any op (a division, a reduction, a comparison, a function without element evidence): alone on each
+    device on the same captured inputs, each against the correctly rounded result. The same values on both: the
+    op's arithmetic is no device's own; the accelerator's far beyond the host's: it computes the op its own way."""
+    from ...metrics import ulp_distance
+    from ...rounding import is_float_dtype, round_to_dtype
+
+    op = ctx.program.ops[d.op.index]
+    what = f"{where} alone on {acc.device()} and on the host, on its captured inputs, against the exact result"
+    try:
+        ins = [np.asarray(x) for x in op_inputs(ctx, d)]
+        mine, theirs = np.asarray(_on_device(ctx, acc, op, ins)), np.asarray(_alone(host, op, ins))
+        exact = np.asarray(_exact(op, ins))
+    except Exception as e:  # noqa: BLE001 - an op that cannot run alone: said, never guessed
+        return CauseVerdict(cause.id, cause.title, "not run", what, f"the op could not run alone: "
+                            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    if mine.shape != theirs.shape or mine.dtype != theirs.dtype:
+        return CauseVerdict(cause.id, cause.title, "not run", what, "the two devices' results have other shapes")
+    if mine.tobytes() == theirs.tobytes():
+        return CauseVerdict(cause.id, cause.title, "refuted", what,
+                            f"the op alone gives the same values on {acc.device()} and on the host, bit for bit: "
+                            "the difference is not this op's arithmetic on the device (it comes from how the "
+                            "program around it is compiled or fused)")
+    if not is_float_dtype(mine.dtype):
+        n = int(np.sum(mine != theirs))
+        return CauseVerdict(cause.id, cause.title, "confirmed", what,
+                            f"the op alone gives other values on {acc.device()} than on the host in {n} of "
+                            f"{mine.size} elements, on the same inputs: {acc.device()} computes "
+                            f"{d.op.primitive} its own way", "compare with a tolerance of the device's arithmetic, "
+                            "or compute the op where the result is kept")
+    rounded = round_to_dtype(exact.astype(np.float64), mine.dtype)
+    far, near = (int(np.max(ulp_distance(x, rounded), initial=0)) for x in (mine, theirs))
+    seen = f"{acc} (on {acc.device()}) is up to {far:,} ULP from the correctly rounded result, {host} (on the host) {near:,}"
+    if far >= _FAR and far >= _TIMES * max(near, 1):
+        return CauseVerdict(cause.id, cause.title, "confirmed", what,
+                            f"{seen}: {acc.device()} computes {d.op.primitive} its own way, the host correctly",
+                            f"compute {d.op.primitive} another way at that line where it matters (the fix search "
+                            "tries formulations on both devices), or compare with a tolerance of the device's accuracy")
+    return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: both round alike; not the device's own "
+                        "arithmetic")
 
 
 def _matmul(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: str) -> CauseVerdict:

@@ -17,6 +17,9 @@ def option_diff(cause: Cause, ctx: Context) -> CauseVerdict:
     if ctx.path.name != ctx.baseline.name or mine == theirs:
         return CauseVerdict(cause.id, cause.title, "not run", what, "the paths differ by more than options")
     keys = sorted(set(mine) | set(theirs))
+    if any(k == "device" and mine.get(k) != theirs.get(k) for k in keys) and ctx.path.device() != ctx.baseline.device():
+        return CauseVerdict(cause.id, cause.title, "not run", what, f"{ctx.path} and {ctx.baseline} compute on other "
+                            "devices: the device's arithmetic is its own cause (device-arithmetic), not an option")
     differ = "; ".join(f"{k}={mine.get(k, 'default')} on {ctx.path}, {theirs.get(k, 'default')} on {ctx.baseline}"
                        for k in keys if mine.get(k) != theirs.get(k))
     return CauseVerdict(cause.id, cause.title, "confirmed", what, f"the two paths run the same runtime and differ only "

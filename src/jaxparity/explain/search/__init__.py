@@ -121,11 +121,11 @@ def _owes_nothing(ctx: Context, cand: Candidate, index: int, ins: list[np.ndarra
 
 def _baseline_inputs(ctx: Context, op: Any) -> list[np.ndarray] | None:
     """The op's inputs as the baseline computed them, or None where they were not captured."""
-    from ...localize.localizer import _read
+    from ...localize.localizer import _read, arg_values
 
     if ctx.base_vals is None:
         return None
-    args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
+    args = arg_values(ctx.program, ctx.flat_args)
     try:
         found = [np.asarray(_read(ctx.program, ref, ctx.base_vals.values, args)) for ref in op.inputs]
     except Exception:  # noqa: BLE001 - a value not captured
@@ -177,11 +177,11 @@ def _by_primitive(ctx: Context, tried: list[Fix], budget: int) -> Fix | None:
     baseline's own inputs of each (the same math there), then re-run. The rewritten model is the program
     bound primitive by primitive, so a converter sees no whole call either. Where the per-op view is the
     program's, only primitives with an op that departs on its own inputs are tried."""
-    from ...localize.localizer import _read
+    from ...localize.localizer import _read, arg_values
 
     if ctx.base_vals is None or budget <= 0:
         return None
-    args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
+    args = arg_values(ctx.program, ctx.flat_args)
     present = list(dict.fromkeys(op.info.primitive for op in ctx.program.ops if op.info.primitive in FORMULATIONS))
     if ctx.localization is not None:  # the program's own per-op view: a primitive no op of which departs on its
         # own inputs is computed alike on both sides, and no other formulation of it is owed
@@ -317,7 +317,7 @@ def _targets(ctx: Context) -> list[Target]:
     """The ops to change: those that carry the output difference, with the path's captured inputs and both
     sides' values of the differing output; where the per-op view is not the program's (observing the ops
     perturbs the runtime), the ops of the output's cone, last first, with the baseline's inputs."""
-    from ...localize.localizer import _read
+    from ...localize.localizer import _read, arg_values
 
     loc = ctx.localization
     found: list[Target] = []
@@ -336,7 +336,7 @@ def _targets(ctx: Context) -> list[Target]:
                           d.elements.trigger if d.elements is not None else None))
     if found or loc is None or not loc.cone:
         return found
-    args = {vid: np.asarray(a) for vid, a in zip(ctx.program.arg_ids, ctx.flat_args)}
+    args = arg_values(ctx.program, ctx.flat_args)
     for info in reversed(loc.cone):
         op = ctx.program.ops[info.index]
         base = ctx.base_vals.values if ctx.base_vals is not None else {}

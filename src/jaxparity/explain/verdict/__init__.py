@@ -19,12 +19,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...verdict import Verdict, violations
+from ..pairs import counterpart
 from .divergence import divergence, size_words
 
-__all__ = ["STRICT", "decide", "with_verdicts"]
+__all__ = ["STRICT", "decide", "same_values", "with_verdicts"]
 
-# Set by the test suite: a report whose verdicts break an invariant (``verdict.violations``) is an error.
+# Set by the test suite: a report whose verdicts break an invariant (``verdict.violations``) or carry a stage
+# error (a stage or an experiment that failed, said in the text) is an error.
 STRICT = "JAXPARITY_STRICT_VERDICTS"
+
+
+# A stage error that is the runtime's own (XLA refusing an option, a re-run that crashed): said in the text, as
+# every stage error is, but no failure of jaxparity's for the suite's gate.
+_RUNTIMES = re.compile(r"\b(XlaRuntimeError|RuntimeError|SIGSEGV|SIGABRT|SIGBUS|crashed|killed by signal)\b")
 
 
 def with_verdicts(result: Any, partial: Sequence[str] = ()) -> Any:
@@ -49,14 +56,20 @@ def decide(result: Any, partial: Sequence[str] = ()) -> tuple[Verdict, ...]:
             group = [q for q in members if q.verdict in ("identical", "equal") and q.status == "ok"]
             verdicts.append(_identical(group, result))
         else:
+            against = counterpart(result, p.spec)  # like against like (explain.pairs)
             group = [q for q in members if q.spec not in placed and q.status == "ok" and
-                     q.verdict in ("differs", "within tolerance") and _same_values(result, p.spec, q.spec)]
-            verdicts.append(_differing(group, result, explained, partial))
+                     q.verdict in ("differs", "within tolerance") and same_values(result, p.spec, q.spec)
+                     and counterpart(result, q.spec) == against]
+            verdicts.append(_differing(group, result, explained, partial) if against == result.baseline else
+                            _against(group, result, against, explained, partial))
         placed.update(q.spec for q in group)
     out = tuple(verdicts)
     broken = violations(out, [p.spec for p in members], all(v.passes for v in out))
     if broken and os.environ.get(STRICT):
         raise AssertionError(f"{result.case}: the verdicts break an invariant: {'; '.join(broken)}")
+    failed = [s for v in out for s in v.stage_errors if not _RUNTIMES.search(s)]
+    if failed and os.environ.get(STRICT):
+        raise AssertionError(f"{result.case}: a stage failed: {'; '.join(failed)}")
     if broken and out:  # never silently: said in the report (a defect of jaxparity's, to report)
         said = f"jaxparity's verdicts break an invariant (please report it): {'; '.join(broken)}"
         out = (dataclasses.replace(out[0], stage_errors=out[0].stage_errors + (said,)),) + out[1:]
@@ -72,7 +85,8 @@ def compared(result: Any) -> list[Any]:
     return [p for p in result.paths if not p.reference and p.spec != result.baseline]
 
 
-def _same_values(result: Any, a: str, b: str) -> bool:
+def same_values(result: Any, a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` gave the same outputs bit for bit."""
     if a == b:
         return True
     runs = (result._source or {}).get("runs") or {}
@@ -111,7 +125,7 @@ _CONVERTER = re.compile(r"cannot convert|could not convert|failed to legalize|co
                         r"converted", re.I)
 _COMPILER = re.compile(r"could not compile|failed to compile|compilation failed", re.I)
 _PROGRAM = re.compile(r"PRNG key|host callback", re.I)  # what the program holds that no artifact can
-_LINE = re.compile(r"\bat ([\w./-]+\.py:\d+)")
+_LINE = re.compile(r"\bat ([\w./-]+\.py:\d+)|(?:^|\s)([\w./-]+\.py:\d+):\d+: error", re.M)  # "at f.py:4"; MLIR's
 
 
 def _could_not_run(group: list[Any], result: Any) -> Verdict:
@@ -120,6 +134,7 @@ def _could_not_run(group: list[Any], result: Any) -> Verdict:
     the runtime (it crashed, hung or refused a model it was given)."""
     p = group[0]
     reason, advice = _reason(p), None
+    whole = reason
     notes: tuple[str, ...] = ()
     if p.fault is not None:  # the converter's own checker: the node, the op it converts; what to do, apart
         f = p.fault
@@ -158,10 +173,27 @@ def _could_not_run(group: list[Any], result: Any) -> Verdict:
         fault = "runtime"
     line = (p.fault.source if p.fault is not None and p.fault.source else
             next((c.user_source for c in p.callbacks if c.user_source), None) or
-            (m.group(1) if (m := _LINE.search(reason)) else None))
+            _named_line(whole))
     notes = ((f"at {line}",) if line else ()) + notes
     return Verdict("could not run", tuple(q.spec for q in group), result.baseline, passes=not any(q.gated for q in group),
                    reason=reason, fault=fault, advice=advice or None, notes=notes)
+
+
+_OP_AT = re.compile(r"#(\d+) ([\w-]+) at ([\w./-]+\.py:\d+)(?:, in ([^\s,;]+))?")
+
+
+def _named_line(words: str) -> str | None:
+    """The user's line a runtime's or converter's words name, with the op where a hint names it ("model.py:4 #17
+    scatter-add in transpose(jvp(loss))": the op in your code) first, else a line its own message carries
+    (MLIR's "model.py:4:11: error")."""
+    if (op := _OP_AT.search(words)) is not None:
+        stack = op[4] or ""
+        while stack.count(")") > stack.count("("):  # the hint's own closing parenthesis
+            stack = stack[:-1]
+        return f"{op[3]} #{op[1]} {op[2]}" + (f" in {stack}" if stack else "")
+    found = [m for m in _LINE.finditer(words)]
+    said = next((m.group(1) for m in found if m.group(1)), None)
+    return said or next((m.group(2) for m in found if m.group(2)), None)
 
 
 def _raised_in(reason: str, source: str | None) -> bool:
@@ -197,6 +229,43 @@ def _differing(group: list[Any], result: Any, explained: dict[str, Any], partial
                           "asks for closer"))
     return divergence(group, found, result, gate and not result.hidden,
                       explained=bool(found) and not any(s in partial for s in paths))
+
+
+def _against(group: list[Any], result: Any, twin: str, explained: dict[str, Any], partial: Sequence[str]) -> Verdict:
+    """A group explained against its counterpart (``explain.pairs``: the same mode on the baseline's device), not
+    the baseline: measured against it, judged as any group is; identical where it gave the counterpart's values."""
+    rediffed = [_rediffed(result, q, twin) for q in group]
+    if any(r is None for r in rediffed):  # a result read back without its runs: against the baseline, as the table
+        return _differing(group, result, explained, partial)
+    mine = dataclasses.replace(result, baseline=twin, paths=tuple(
+        next((r for r in rediffed if r is not None and r.spec == q.spec), q) for q in result.paths))
+    if all(lf.diff is None or lf.diff.bitwise_equal for r in rediffed if r is not None for lf in r.leaves):
+        return dataclasses.replace(_identical(rediffed, mine), judgement=f"bit for bit (computed as {twin} computes, "
+                                   f"on another device: {result.baseline}'s difference is {twin}'s, not the device's)")
+    return _differing([r for r in rediffed if r is not None], mine, explained, partial)
+
+
+def _rediffed(result: Any, p: Any, twin: str) -> Any:
+    """``p`` (a PathResult) measured against ``twin`` instead of the baseline, from the runs; None without them."""
+    from ...metrics import closer_to_ideal, diff_leaf
+
+    runs = (result._source or {}).get("runs") or {}
+    mine, theirs = runs.get(p.spec), runs.get(twin)
+    other = next((q for q in result.paths if q.spec == twin), None)
+    if mine is None or theirs is None or other is None or not mine.outputs or not theirs.outputs:
+        return None
+    got, base = dict(mine.outputs), dict(theirs.outputs)
+    their_leaves = {lf.name: lf for lf in other.leaves}
+    leaves = []
+    for lf in p.leaves:
+        if lf.name not in got or lf.name not in base:
+            return None
+        twin_err = their_leaves[lf.name].error_vs_f64 if lf.name in their_leaves else None
+        closer = closer_to_ideal(lf.error_vs_f64, twin_err) if lf.error_vs_f64 and twin_err else None
+        leaves.append(dataclasses.replace(lf, diff=diff_leaf(got[lf.name], base[lf.name], result.tolerance),
+                                          baseline_error_vs_f64=twin_err, closer_to_f64=closer))
+    differs = not all(lf.diff.bitwise_equal for lf in leaves if lf.diff is not None)
+    return dataclasses.replace(p, leaves=tuple(leaves), verdict="differs" if differs else "identical")
 
 
 def _departs(e: Any) -> bool:

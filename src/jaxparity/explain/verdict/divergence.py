@@ -239,11 +239,27 @@ def _with_share(c: Carrier, share: str) -> Carrier:
 
 def _carrier(op: Any, share: str, outputs: tuple[str, ...] = (), within: Sequence[Any] = ()) -> Carrier:
     line = op.user_source or op.source
-    return Carrier(op=f"#{op.index} {op.primitive}", primitive=op.primitive, line=line, module=op.name_stack or None,
+    return Carrier(op=f"#{op.index} {op.primitive}", primitive=op.primitive, line=line, module=_module(op),
                    code=_code(line), share=share, outputs=outputs,
                    loop=": ".join(f.describe() for f in within) or None,
                    library=op.source if op.source and op.source != op.user_source else None,
                    user=op.user_source is not None)
+
+
+_TRANSFORMS = re.compile(r"^(?:[a-z_]+\()*\)*$")  # "transpose(jvp())", "vmap()": transformations, no module
+_TRANSFORM_WORDS = (("transpose", "in the gradient"), ("jvp", "in a derivative"), ("vmap", "vectorized"))
+
+
+def _module(op: Any) -> str | None:
+    """Where in the model the op is: its module path ("GroupedConvResidual/Conv_0"); where the name stack holds
+    only transformations, the library function it was created in and the transformation in words
+    ("StudentT.log_prob, in the gradient")."""
+    stack = op.name_stack or ""
+    call = getattr(op, "call", None)
+    if stack and not _TRANSFORMS.match(stack):
+        return stack
+    how = next((w for t, w in _TRANSFORM_WORDS if t + "(" in stack), stack or None)
+    return ", ".join(x for x in (call, how) if x) or None
 
 
 def _code(line: str | None) -> str | None:
@@ -367,12 +383,18 @@ def _stage_errors(found: Sequence[Any]) -> tuple[str, ...]:
 
 def _limit(note: str) -> bool:
     """A stage that could not run for a limit of the runtime it asked (a converter that cannot convert the program
-    that returns every intermediate: ``PathError``), not a failure of jaxparity's: said as a note, not an error."""
-    return note.startswith("per-op values of") and "(PathError:" in note
+    that returns every intermediate: ``PathError``; a runtime that refuses that other model, as IREE's 32
+    bindings a dispatch), not a failure of jaxparity's: said as a note, not an error."""
+    return note.startswith("per-op values of") and ("(PathError:" in note or "converted into another model" in note)
+
+
+# Notes a verdict's block says: the input set where it is not the case's own; a file of outputs without per-op
+# values (and that `jaxparity capture` writes one with them); a bundle captured under another JAX.
+_SAID = ("explained on ", "outputs read from a file have no per-op values", "the bundle ")
 
 
 def _notes(e: Any, unseen: bool) -> tuple[str, ...]:
     """What the input set was where it is not the case's own (said in the block), then what --verbose adds: the
     whole summary of the explanation that speaks for the group."""
-    said = tuple(n for n in e.notes if n.startswith("explained on ") or _limit(n))
+    said = tuple(n for n in e.notes if n.startswith(_SAID) or _limit(n))
     return said + ((e.summary,) if e.summary else ())
