@@ -140,3 +140,26 @@ def test_ops_another_trace_adds_are_left_without_values():
     assert values[tanh.outputs[0]] is bundle.values[bundle.ops[1][3][0]]  # the bundle's own tanh values
     with pytest.raises(ValueError, match="another program"):
         aligned_values(bundle, flatten(lambda x: jnp.sort(jnp.cumsum(x, axis=1), axis=0), (x,)), jax.__version__)
+
+
+def test_plain_outputs_of_a_tpu_are_named_by_emulating_its_matmul(tmp_path):
+    """Issue 55: outputs a TPU computed, saved without `jaxparity capture` (no per-op values), got "cause unknown".
+    The whole program is emulated on the host with each float32 product as 1, 3 and 6 bfloat16 passes: the
+    attention's TPU outputs (tests/data/tpu, captured on a TPU v5e) are reproduced by 1 pass, far nearer them than
+    the host's own run; the verdict says so, and that `capture` gives the per-op view."""
+    import numpy as np
+
+    from jaxparity.arrayio import load_arrays
+
+    arrays = load_arrays(TPU / "attention-tpu.npz")
+    np.savez(tmp_path / "in.npz", **{k: v for k, v in arrays.items() if k.startswith("arg")})
+    np.savez(tmp_path / "out.npz", out=arrays["out"])
+    out = tmp_path / "e.json"
+    r = run_cli("explain", f"{CASES}:make_attention", "--paths", f"eager,observed:{tmp_path / 'out.npz'}",
+                "--inputs", str(tmp_path / "in.npz"), "--json", str(out))
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(out.read_text())
+    (c,) = [c for e in doc["explanations"] for c in e["causes"] if c["cause"] == "device-arithmetic"]
+    assert c["status"] == "confirmed" and "as 1 bfloat16 pass (matmul precision DEFAULT)" in c["evidence"], c
+    (v,) = [v for v in doc["verdicts"] if v["kind"] == "divergence"]
+    assert v["cause"] == "device-arithmetic" and any("`jaxparity capture`" in n for n in v["notes"]), v

@@ -82,7 +82,11 @@ def test_a_division_carrier_is_tried_as_the_devices_arithmetic():
     result = explained(f"{CASES}:make_div", ["jit", "jit:device=cpu"])
     (e,) = result.explanations
     (c,) = [c for c in e.causes if c.cause == "device-arithmetic"]
-    assert c.status in ("confirmed", "refuted") and "alone on tpu and on the host" in c.experiment, c
+    # The TPU's division is up to 2 ULP from the correctly rounded result, the host's 0: rounding, not wrong code.
+    assert c.status == "noise" and "alone on tpu and on the host" in c.experiment, c
+    assert not any(c.cause == "wrong-code" and c.status == "confirmed" for c in e.causes), e.summary
+    (v,) = [v for v in result.verdicts if "jit:device=cpu" in v.paths]
+    assert v.kind == "noise" and v.baseline == "jit", v
 
 
 def test_the_references_run_on_the_host():
@@ -92,11 +96,12 @@ def test_the_references_run_on_the_host():
 
     from jaxparity.paths import make_path
 
-    def probe(x):
-        seen.append(jax.config.jax_default_device)
-        return jax.numpy.tanh(x) * 2
-
     for spec in ("declared", "f64"):
         seen: list = []
+
+        def probe(x, seen=seen):  # a function of its own per path: nothing traced before
+            seen.append(jax.config.jax_default_device)
+            return jax.numpy.tanh(x) * 2
+
         make_path(spec).run(probe, (np.linspace(-1, 1, 8, dtype=np.float32),))
         assert seen and all(d is not None and d.platform == "cpu" for d in seen), (spec, seen)

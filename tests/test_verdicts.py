@@ -181,3 +181,16 @@ def test_sigint_while_explaining_reports_what_was_decided_and_writes_partial_jso
     doc = valid_result(json.loads(out.read_text()))
     assert doc["partial"] and all(v["explained"] is False for v in doc["verdicts"] if tuple(v["paths"]) in
                                   {(p,) for p in doc["partial"]})
+
+
+def test_a_noise_verdict_says_when_neither_side_is_near_the_ideal():
+    """Issue 55: a one-pass LayerNorm of activations near 300 differed by 9% between a TPU and this CPU, both 0.3
+    from float64, and was called noise with nothing more. The noise judgement (rightly: correct implementations
+    of these ops may differ that much) now says that neither side is near the f64 ideal."""
+    from jaxparity.case import load_case
+
+    case = load_case(f"{ROOT / 'benchmarks' / 'tpu' / 'cases.py'}:make_layernorm")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit"]).explain()
+    (v,) = result.verdicts
+    assert v.kind == "noise" and "neither is near the f64 ideal" in v.judgement, v
+    assert not v.cause and not v.fixes

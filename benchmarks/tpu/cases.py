@@ -93,3 +93,46 @@ def buckets(x, y):
 def make_div():
     r = _rng(5)
     return buckets, (r.uniform(0.5, 8.0, size=4096).astype(np.float32), r.uniform(0.5, 8.0, size=4096).astype(np.float32))
+
+
+def log_density(theta, y):
+    """A scalar loss: a Student-t log-density summed over the data (issue 55: a 0-d output is blamed like any)."""
+    mu, log_sigma, log_nu = theta[0], theta[1], theta[2]
+    sigma, nu = jnp.exp(log_sigma), jnp.exp(log_nu) + 1.0
+    z = (y - mu) / sigma
+    return jnp.sum(-0.5 * (nu + 1.0) * jnp.log1p(z * z / nu) - log_sigma - 0.5 * jnp.log(nu))
+
+
+def make_loss():
+    r = _rng(6)
+    return log_density, (np.array([0.3, 0.2, 1.1], np.float32), (r.standard_t(3.0, size=2048) * 2 + 1).astype(np.float32))
+
+
+def layer_norm(x, g, b):
+    """One-pass variance (E[x²] - E[x]²) on activations with a large mean: both devices far from float64."""
+    m = jnp.mean(x, axis=-1, keepdims=True)
+    v = jnp.mean(x * x, axis=-1, keepdims=True) - m * m
+    return (x - m) * jax.lax.rsqrt(v + 1e-5) * g + b
+
+
+def make_layernorm():
+    r = _rng(7)
+    x = (r.normal(size=(16, 256)) * 0.5 + 300.0).astype(np.float32)
+    return layer_norm, (x, r.normal(size=256).astype(np.float32), r.normal(size=256).astype(np.float32))
+
+
+def train_step(params, x, y):
+    """One SGD step of a small MLP regressor: the loss's gradient and the updated weights."""
+    def loss(p):
+        h = jnp.tanh(x @ p["w1"] + p["b1"])
+        return jnp.mean((h @ p["w2"] - y) ** 2)
+
+    value, grads = jax.value_and_grad(loss)(params)
+    return value, jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
+
+
+def make_train_step():
+    r = _rng(8)
+    params = {"w1": (r.normal(size=(32, 64)) / 6).astype(np.float32), "b1": np.zeros(64, np.float32),
+              "w2": (r.normal(size=(64, 1)) / 8).astype(np.float32)}
+    return train_step, (params, r.normal(size=(128, 32)).astype(np.float32), r.normal(size=(128, 1)).astype(np.float32))

@@ -27,6 +27,21 @@ step capture 120 bash -c "for c in attention mlp tanh; do python3 -m jaxparity c
 step tanhjson 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_tanh --paths eager,jit,jit:device=cpu -v --json "$OUT/tanh.json"
 step tputest 300 python3 -m pytest tests/test_tpu.py -q -rs -p no:cacheprovider
 step mlpcpu 90 env JAX_PLATFORMS=cpu python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp
+# Issue 55: TPU programs of our own (a scalar loss, a one-pass LayerNorm, a training step, a ratio's buckets), every
+# default path; each verdict with its stage errors, summarised from the JSON.
+for c in loss layernorm train_step div; do
+  step p55_$c 150 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_$c --json "$OUT/p55_$c.json"
+done
+if [ -z "$WANT" ] || [[ " $WANT " == *" p55_summary "* ]]; then
+  python3 - "$OUT" > "$OUT/p55_summary.txt" 2>&1 <<'PY'
+import json, pathlib, sys
+for f in sorted(pathlib.Path(sys.argv[1]).glob("p55_*.json")):
+    d = json.loads(f.read_text())
+    for v in d["verdicts"]:
+        print(f.stem, v["kind"], v["paths"], "vs", v["baseline"], "|", v.get("title") or v.get("judgement") or v.get("reason"),
+              "| stage errors:", v["stage_errors"], "| carriers:", [(c["op"], c["line"]) for c in v["carriers"][:2]])
+PY
+fi
 for c in conv flax_cnn mlp_large; do
   step $c 180 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_$c --json "$OUT/$c.json"
   step ${c}cpu 180 env JAX_PLATFORMS=cpu python3 -m jaxparity explain benchmarks/tpu/cases.py:make_$c

@@ -113,8 +113,10 @@ def _why(v: Verdict) -> str:
     c = v.carriers[0] if v.carriers else None
     what = v.title or "mechanism not established"
     # your line where the op has one; else the module it sits in (a library model's), and the library's line
-    where = "" if c is None else f" at {c.line}" if c.user or not c.module else f" in {_module(c.module)} ({c.line})"
-    said = f" — {what}{where}" + (f" ({_LAYERS.get(v.layer, v.layer)})" if v.layer else "")
+    where = ("" if c is None or (c.line is None and not c.module) else f" at {c.line}" if c.line and (c.user or not c.module)
+             else f" in {_module(c.module)}" + (f" ({c.line})" if c.line else "") if c.module else "")
+    layer = _LAYERS.get(v.layer, v.layer) if v.layer else None
+    said = f" — {what}{where}" + (f" ({layer})" if layer and layer.removeprefix("the ") not in what else "")
     holding = v.holding
     if holding:
         f = holding[0]

@@ -34,6 +34,7 @@ NEARER = 0.1  # the device's values are reproduced when an emulation is this muc
 _MATMUL = ("dot_general", "conv_general_dilated")
 _FAR = 16  # an accelerator's function this many ULP or more from the correctly rounded result...
 _TIMES = 4  # ...and this many times the host's distance: the device's own approximation
+_ALLOWED = 4  # a device's op this many ULP or fewer from the correctly rounded result: rounding (``explain.noise``)
 
 
 def _split(x: np.ndarray, parts: int) -> list[np.ndarray]:
@@ -97,16 +98,30 @@ def _sides(ctx: Context) -> tuple[Path, Path] | None:
 
 
 def device_arithmetic(cause: Cause, ctx: Context) -> CauseVerdict:
+    """Each op that carries the output difference (blame's carriers, the lead op without them), on its captured
+    inputs: the first the device computes its own way decides; where every one the device computes within what
+    correct implementations may differ by, that is rounding (status "noise"), never wrong code."""
     sides = _sides(ctx)
     if sides is None:
         return CauseVerdict(cause.id, cause.title, "not run", "the devices of the two sides",
                             f"{ctx.path} and {ctx.baseline} compute on the same kind of device")
     acc, host = sides
     loc = ctx.localization
-    d = loc.lead if loc is not None else None
-    if d is None:
+    if loc is None or loc.lead is None:
         return CauseVerdict(cause.id, cause.title, "not run", "the carrying op's captured inputs",
                             "no per-op view of this path: no op to check")
+    carriers = [loc.local[c.divergence] for c in loc.blame.carriers[:_CARRIERS]] if loc.blame is not None else []
+    found = [_one(cause, ctx, d, acc, host) for d in (carriers or [loc.lead])]
+    for status in ("confirmed", "noise", "refuted"):
+        if any(v.status == status for v in found):
+            return next(v for v in found if v.status == status)
+    return found[0]
+
+
+_CARRIERS = 3  # carriers checked, largest share first
+
+
+def _one(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path) -> CauseVerdict:
     where = f"#{d.op.index} {d.op.primitive} ({d.op.user_source or d.op.source or 'unknown line'})"
     if d.op.primitive in MATH and d.elements is not None:
         return _function(cause, ctx, d, acc, host, where)
@@ -134,6 +149,10 @@ def _function(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: 
                             "is accurate", f"compute {d.op.primitive} another way at that line where it matters "
                             "(the fix search tries formulations on both devices), or compare with a tolerance of "
                             "the device's accuracy")
+    if mine <= _ALLOWED and mine > theirs:
+        return CauseVerdict(cause.id, cause.title, "noise", what,
+                            f"{seen}: within the {_ALLOWED} ULP correct implementations may differ by (rounding, not a "
+                            "departure)")
     return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: not the device's own approximation")
 
 
@@ -170,11 +189,15 @@ def _any_op(cause: Cause, ctx: Context, d: Any, acc: Path, host: Path, where: st
     rounded = round_to_dtype(exact.astype(np.float64), mine.dtype)
     far, near = (int(np.max(ulp_distance(x, rounded), initial=0)) for x in (mine, theirs))
     seen = f"{acc} (on {acc.device()}) is up to {far:,} ULP from the correctly rounded result, {host} (on the host) {near:,}"
-    if far >= _FAR and far >= _TIMES * max(near, 1):
+    if far > _ALLOWED and far >= _TIMES * max(near, 1):
         return CauseVerdict(cause.id, cause.title, "confirmed", what,
                             f"{seen}: {acc.device()} computes {d.op.primitive} its own way, the host correctly",
                             f"compute {d.op.primitive} another way at that line where it matters (the fix search "
                             "tries formulations on both devices), or compare with a tolerance of the device's accuracy")
+    if far <= _ALLOWED and far > near:
+        return CauseVerdict(cause.id, cause.title, "noise", what,
+                            f"{seen}: {acc.device()} rounds {d.op.primitive} otherwise, within the {_ALLOWED} ULP "
+                            "correct implementations may differ by (rounding, not a departure)")
     return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: both round alike; not the device's own "
                         "arithmetic")
 

@@ -16,7 +16,7 @@ from ..context import Context, describe
 from ..measure import NARROWS, OUTCOMES, distance, narrowing, ulp_comparable
 from ..verdicts import CauseVerdict, Fix, Rerun, Status
 
-__all__ = ["PRECISION_REST", "baseline_flag_proof", "flag_proof", "matmul_precision", "recompile", "same_compiler",
+__all__ = ["PRECISION_REST", "baseline_flag_proof", "both_flag_proof", "flag_proof", "matmul_precision", "recompile", "same_compiler",
            "with_options"]
 
 PRECISION_REST = 0.01  # the share of a difference a highest-precision re-run may leave and still explain it
@@ -109,6 +109,27 @@ def baseline_flag_proof(cause: Cause, ctx: Context) -> tuple[Fix, str]:
     rerun = Rerun(before, after, OUTCOMES[result], ideal, across_zero=not ulp)
     seen = ctx.seen(rerun, f"from {spec}", result, against="in")
     return Fix(kind, cause.fix, spec, after[0] == 0, seen, rerun=rerun), seen
+
+
+def both_flag_proof(cause: Cause, ctx: Context) -> tuple[Fix, str] | None:
+    """Both sides re-run with the cause's flags, against each other: the fix where each side keeps excess
+    precision its own way (jit on a TPU and on the host, one program: the option set on the user's jax.jit
+    reaches both). None where the baseline takes no XLA options, or the re-runs fail."""
+    from ...metrics import max_gaps
+
+    if not (ctx.baseline.has("takes_xla_options") and ctx.path.has("takes_xla_options")):
+        return None
+    mine, theirs = with_options(ctx.path, cause).spec, with_options(ctx.baseline, cause).spec
+    outs, base = ctx.run(mine), ctx.run(theirs)
+    if isinstance(outs, str) or isinstance(base, str):
+        return None
+    before = (*distance(ctx.path_out, ctx.base_out), max(max_gaps(ctx.path_out, ctx.base_out), default=0.0))
+    after = (*distance(outs, base), max(max_gaps(outs, base), default=0.0))
+    ulp = ulp_comparable((ctx.path_out, ctx.base_out), (outs, base))
+    result = narrowing(before, after, distance(outs, ctx.path_out)[0] > 0, ulp)
+    rerun = Rerun(before, after, OUTCOMES[result], ctx.ideal_errors(outs, base), across_zero=not ulp)
+    seen = ctx.seen(rerun, f"{mine} against {theirs} (the flags on both sides)", result)
+    return Fix(_fix_kind(ctx.path), cause.fix, mine, after[0] == 0, seen, rerun=rerun), seen
 
 
 def same_compiler(cause: Cause, ctx: Context) -> CauseVerdict:

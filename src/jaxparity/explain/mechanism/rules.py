@@ -12,7 +12,7 @@ from ..verdicts import CauseVerdict
 from .artifact import artifact
 from .artifact.kept_wide import kept_wide
 from .conditioning import rewritten
-from .device import device_arithmetic
+from .emulated import device_or_emulated
 from .noise import noise
 from .op_rules import OP_RULES, decide
 from .options import option_diff
@@ -43,7 +43,7 @@ EXPERIMENTS: dict[str, Rule] = {
     "fingerprint": fingerprinted,
     "same-compiler": same_compiler,
     "matmul-precision": matmul_precision,
-    "device-arithmetic": device_arithmetic,
+    "device-arithmetic": device_or_emulated,
     "artifact": artifact,
     "variants": known_variants,
 }

@@ -10,7 +10,7 @@ from typing import Any
 from ..causes import Cause
 from ..context import Context, describe
 from ..verdicts import CauseVerdict
-from .reruns import baseline_flag_proof, flag_proof
+from .reruns import baseline_flag_proof, both_flag_proof, flag_proof
 
 __all__ = ["widened_check", "widened_hits", "widened_side"]
 
@@ -43,6 +43,8 @@ def widened_check(cause: Cause, ctx: Context) -> CauseVerdict | None:
         proof, seen_rerun = baseline_flag_proof(cause, ctx)
     else:
         proof, seen_rerun = flag_proof(cause, ctx)
+    if not proof.verified and (both := both_flag_proof(cause, ctx)) is not None and both[0].verified:
+        proof, seen_rerun = both  # each side keeps it its own way: the flag on both (one jax.jit, two devices)
     more = f"; {len(hits) - 1} more such op{'s' if len(hits) > 2 else ''}" if len(hits) > 1 else ""
     u = d.unrounded
     narrow = u.outputs[0].split("[", 1)[0] if u.outputs else "narrow"

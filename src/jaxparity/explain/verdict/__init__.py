@@ -225,6 +225,7 @@ def _differing(group: list[Any], result: Any, explained: dict[str, Any], partial
         return Verdict("noise", paths, result.baseline, passes=passes, size=f"{count}, {distance}", scale=scale,
                        outputs=_differing_outputs(p),
                        judgement=f"at most {r.share:.0%} of what correct implementations of its ops may differ by"
+                       + _neither(p, result.baseline)
                        + ("" if passes or result.hidden else f"; the tolerance given ({result.tolerance.describe()}) "
                           "asks for closer"))
     return divergence(group, found, result, gate and not result.hidden,
@@ -266,6 +267,23 @@ def _rediffed(result: Any, p: Any, twin: str) -> Any:
                                           baseline_error_vs_f64=twin_err, closer_to_f64=closer))
     differs = not all(lf.diff.bitwise_equal for lf in leaves if lf.diff is not None)
     return dataclasses.replace(p, leaves=tuple(leaves), verdict="differs" if differs else "identical")
+
+
+_LOST = 0.01  # an output off the f64 ideal by this share of its scale on both sides: neither is near it
+
+
+def _neither(p: Any, baseline: str) -> str:
+    """Where both sides are far from the f64 ideal (an ill-conditioned program: a one-pass variance of large
+    values), the noise judgement says so: correct implementations may differ that much because none is near it."""
+    for lf in p.leaves:
+        mine, theirs = lf.error_vs_f64, lf.baseline_error_vs_f64
+        if mine is None or theirs is None or not mine.ideal_scale:
+            continue
+        if min(mine.max_abs, theirs.max_abs) >= _LOST * mine.ideal_scale:
+            return (f"; neither is near the f64 ideal ({lf.name}: max abs error {theirs.max_abs:.2g} on {baseline}, "
+                    f"{mine.max_abs:.2g} on {p.spec}, where it reaches {mine.ideal_scale:.2g}): the program loses its "
+                    "digits there on any implementation")
+    return ""
 
 
 def _departs(e: Any) -> bool:
