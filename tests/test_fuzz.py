@@ -72,3 +72,18 @@ TFLITE_REGRESSION = Program(
 @pytest.mark.slow
 def test_a_program_tflite_cannot_capture_op_by_op_keeps_every_invariant():
     check(TFLITE_REGRESSION, ("eager", "tflite"))
+
+
+# A fuzzer run through IREE (benchmarks/fuzz.py --paths eager,jit,onnx-ref,iree --seed 41, program 57): IREE computes
+# a bfloat16 add fused with the casts around it, so no op differs alone and observing them changes its outputs; the
+# mechanism ('f32-everywhere' reproduces it bit for bit) named no line. The region it computes together is the carrier.
+IREE_REGRESSION = Program(
+    shape=(1,), dtypes=("float32", "float16", "bfloat16"),
+    inputs=((1.0169364213943481,), (0.0,), (-1.1754943508222875e-38,)),
+    steps=(Step("unary", "to_bf16", (0,)), Step("binary", "add", (0, 3)), Step("binary", "div", (0, 2)),
+           Step("unary", "to_f32", (5,))), outputs=(6, 4, 5), structure="dict")
+
+
+@pytest.mark.slow
+def test_a_region_iree_computes_together_is_named_at_its_first_line():
+    check(IREE_REGRESSION, ("eager", "iree"))

@@ -419,3 +419,24 @@ def test_the_converters_connectivity_check_is_answered_by_the_producer_and_the_m
     plain = graph(onnx_path._convert(case.fn, tuple(case.args)))
     assert fast == plain
     assert len(walked) > 50 and left < len(walked) / 10, (left, len(walked))
+
+
+def _dense_loss(p, x):
+    return jnp.mean(jnp.tanh(x @ p["w1"] + p["b1"]) ** 2)  # the product whose gradient jax2onnx writes as a bad Gemm
+
+
+def test_a_node_the_checker_rejects_in_a_gradient_is_named_at_the_users_line():
+    """Issue 55: the gradient of a dense layer converts to a Gemm ONNX's checker rejects; the node was named with
+    its primitive only ("it converts dot_general"). The op is placed by its primitive and output types where the
+    converter's record does not place it in order: its number, the user's line, and that it is the gradient's."""
+    import inspect
+
+    r = np.random.default_rng(0)
+    p = {"w1": (r.normal(size=(16, 32)) / 4).astype(np.float32), "b1": np.zeros(32, np.float32)}
+    x = r.normal(size=(64, 16)).astype(np.float32)
+    line = inspect.getsourcelines(_dense_loss)[1] + 1
+    result = jaxparity.compare(jax.grad(_dense_loss), p, x, paths=["eager", "onnx"])
+    (v,) = [v for v in result.verdicts if v.kind == "could not run"]
+    assert v.fault == "converter", v
+    at = next(n for n in v.notes if n.startswith("at "))
+    assert f"test_onnx.py:{line}" in at and " dot_general in transpose(jvp())" in at, at

@@ -88,6 +88,8 @@ def fault(model: Any, converter: str, why: str, found: Sequence[Rejected],
     if node is not None:
         call = _call_of(model, node.output_names, calls)
         op = _op_of(call, calls, node.op_type, fn, args) if call is not None and fn is not None else None
+        if op is None and call is not None and fn is not None:  # not placed in order: by its primitive and types
+            op = _only_op(call, fn, args)
         if op is not None:
             primitive, index, source, stack = op.primitive, op.index, op.user_source or op.source, op.name_stack
         elif call is not None:
@@ -203,6 +205,21 @@ def _call_of(model: Any, outputs: Sequence[str], calls: Sequence[dict[str, Any]]
             continue
         frontier += [o for node in consumers.get(name, ()) for o in node.output]
     return min(reached, key=lambda c: c.get("sequence_id", 0)) if reached else None
+
+
+def _only_op(call: dict[str, Any], fn: Callable[..., Any], args: tuple) -> Any:
+    """The program's one op of the call's primitive with the call's output types (a gradient's dot_general of
+    shape [1,32] among others of other shapes); None where there is none, or more than one."""
+    from ..localize.program import flatten
+
+    name = str(call.get("primitive_name", "")).rsplit(".", 1)[-1]
+    outs = tuple(f"{a[1]}[{','.join(map(str, a[0]))}]" for a in call.get("outputs_aval") or ()
+                 if isinstance(a, (list, tuple)) and len(a) >= 2)
+    try:
+        found = [op.info for op in flatten(fn, args).ops if op.info.primitive == name and op.info.outputs == outs]
+    except Exception:  # noqa: BLE001 - a courtesy: the node stands without its op
+        return None
+    return found[0] if len(found) == 1 else None
 
 
 def _op_of(call: dict[str, Any], calls: Sequence[dict[str, Any]], op_type: str, fn: Callable[..., Any],

@@ -171,7 +171,7 @@ def _could_not_run(group: list[Any], result: Any) -> Verdict:
         fault = "program"  # the function itself raised (a line of the case file in its words)
     else:
         fault = "runtime"
-    line = (p.fault.source if p.fault is not None and p.fault.source else
+    line = (_fault_line(p.fault) if p.fault is not None and p.fault.source else
             next((c.user_source for c in p.callbacks if c.user_source), None) or
             _named_line(whole))
     notes = ((f"at {line}",) if line else ()) + notes
@@ -180,6 +180,13 @@ def _could_not_run(group: list[Any], result: Any) -> Verdict:
 
 
 _OP_AT = re.compile(r"#(\d+) ([\w-]+) at ([\w./-]+\.py:\d+)(?:, in ([^\s,;]+))?")
+
+
+def _fault_line(f: Any) -> str:
+    """A converter's fault at the user's line, with the op it converts and how it came ("model.py:7 #19
+    dot_general in transpose(jvp())")."""
+    op = f" #{f.op} {f.primitive}" if f.op is not None and f.primitive else ""
+    return f"{f.source}{op}" + (f" in {f.name_stack}" if op and f.name_stack else "")
 
 
 def _named_line(words: str) -> str | None:

@@ -83,7 +83,7 @@ def divergence(group: Sequence[Any], found: Sequence[Any], result: Any, passes: 
     unseen = loc is not None and loc.perturbed and bool(loc.local)
     lead = loc.lead if loc is not None and not unseen else None
     main = _main(e, lead)
-    carriers = _carriers(loc, result) if loc is not None and not unseen else ()
+    carriers = _carriers(loc, result) if loc is not None and not unseen else _region(loc)
     fixes = remedies(found, paths, result.baseline, loc)
     right, right_words = _right(lead, p, e.path, result.baseline, paths)
     trigger = lead.elements.trigger.words() if lead is not None and lead.elements is not None and \
@@ -213,7 +213,20 @@ def _carriers(loc: Any, result: Any) -> tuple[Carrier, ...]:
     elif loc.lead is not None:
         d = loc.lead
         out.append(_carrier(d.op, "is the first op that departs on its own (its share was not measured)", (), d.within))
+    else:
+        out += _region(loc)
     return tuple(out)
+
+
+def _region(loc: Any) -> tuple[Carrier, ...]:
+    """Where no op differs alone and observing the ops changes the path's outputs (a runtime that computes them
+    together, fused), the region it computes together: its first op, with how many it covers."""
+    if loc is None or not loc.perturbed or not loc.cone:
+        return ()
+    first, last = loc.cone[0], loc.cone[-1]
+    span = f"#{first.index}..#{last.index}" if last.index != first.index else f"#{first.index}"
+    return (_carrier(first, f"begins ops {span}, which show no difference one by one: the runtime computes them "
+                            "together, and observing them changes its outputs"),)
 
 
 def ops_words(ops: Sequence[Any], most: int = 3) -> str:
