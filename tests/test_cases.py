@@ -230,3 +230,36 @@ def test_keras_on_another_backend_is_told_how_to_choose_jax():
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 1
     assert "Keras is on 'numpy': set KERAS_BACKEND=jax before keras is first imported" in run.stderr
+
+
+def test_a_numpyro_model_names_its_sites():
+    """Issue 55: a NumPyro log-density's ops sat "in jvp()" at one line. ``from_numpyro`` runs the potential with each
+    site's log-probability under a name scope of the site's name; the gradient's ops are "in obs", "in sigma"..., and
+    a divergence's carrier says so ("obs, in the gradient")."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import numpyro
+    import numpyro.distributions as dist
+
+    import jaxparity
+    from jaxparity.cases.numpyro import from_numpyro
+    from jaxparity.localize.program import flatten
+
+    def model(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
+        nu = numpyro.sample("nu", dist.Gamma(2.0, 0.1))
+        with numpyro.plate("n", y.shape[0]):
+            numpyro.sample("obs", dist.StudentT(nu, mu, sigma), obs=y)
+
+    y = jnp.asarray(np.random.default_rng(0).standard_t(3.0, 200).astype(np.float32) * 2 + 1)
+    assert set(from_numpyro(model, y).args[0]) == {"mu", "sigma", "nu"}  # NumPyro's initial values
+    at = {"mu": jnp.float32(0.7), "sigma": jnp.float32(0.3), "nu": jnp.float32(1.2)}
+    fn, args = from_numpyro(model, y, params=at, grad=True)
+    stacks = {op.info.name_stack for op in flatten(fn, args).ops}
+    assert {"transpose(jvp(obs))", "transpose(jvp(sigma))"} <= stacks, stacks
+    np.testing.assert_allclose(float(jax.jit(fn)(*args)["mu"]), float(fn(*args)["mu"]), rtol=1e-5)
+    result = jaxparity.compare(fn, *args, paths=["eager", "onnx"]).explain()  # jax2onnx writes log1p as Add → Log
+    (v,) = [v for v in result.verdicts if v.kind == "divergence"]
+    assert any(c.module == "obs, in the gradient" for c in v.carriers), v.carriers

@@ -1,4 +1,4 @@
-"""Models in, directly: a model of Flax (linen, NNX), Equinox, Keras 3, Haiku or Hugging Face Flax and its
+"""Models in, directly: a model of Flax (linen, NNX), Equinox, Keras 3, Haiku, Hugging Face Flax or NumPyro and its
 example inputs as a case's ``(fn, args)``, its weights one input named by module path.
 
     def make():
@@ -15,5 +15,6 @@ from .keras import from_keras as from_keras
 from .linen import from_flax as from_flax
 from .model import ModelCase as ModelCase
 from .nnx import from_nnx as from_nnx
+from .numpyro import from_numpyro as from_numpyro
 
-__all__ = ["ModelCase", "from_equinox", "from_flax", "from_haiku", "from_hf", "from_keras", "from_nnx"]
+__all__ = ["ModelCase", "from_equinox", "from_flax", "from_haiku", "from_hf", "from_keras", "from_nnx", "from_numpyro"]

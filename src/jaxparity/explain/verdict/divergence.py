@@ -259,20 +259,21 @@ def _carrier(op: Any, share: str, outputs: tuple[str, ...] = (), within: Sequenc
                    user=op.user_source is not None)
 
 
-_TRANSFORMS = re.compile(r"^(?:[a-z_]+\()*\)*$")  # "transpose(jvp())", "vmap()": transformations, no module
+_WRAPPED = re.compile(r"^((?:[a-z_]+\()*)([^()]*?)(\)*)$")  # "transpose(jvp(obs))": transformations around a scope
 _TRANSFORM_WORDS = (("transpose", "in the gradient"), ("jvp", "in a derivative"), ("vmap", "vectorized"))
 
 
 def _module(op: Any) -> str | None:
-    """Where in the model the op is: its module path ("GroupedConvResidual/Conv_0"); where the name stack holds
-    only transformations, the library function it was created in and the transformation in words
-    ("StudentT.log_prob, in the gradient")."""
+    """Where in the model the op is: its module path ("GroupedConvResidual/Conv_0"); under transformations, the
+    scope inside them (a NumPyro site's, ``cases.from_numpyro``), else the library function it was created in,
+    with the transformation in words ("obs, in the gradient"; "StudentT.log_prob, in the gradient")."""
     stack = op.name_stack or ""
-    call = getattr(op, "call", None)
-    if stack and not _TRANSFORMS.match(stack):
-        return stack
-    how = next((w for t, w in _TRANSFORM_WORDS if t + "(" in stack), stack or None)
-    return ", ".join(x for x in (call, how) if x) or None
+    m = _WRAPPED.match(stack)
+    if m is None or not m[1]:
+        return stack or None
+    transforms = re.findall(r"([a-z_]+)\(", m[1])
+    how = next((w for t, w in _TRANSFORM_WORDS if t in transforms), None)
+    return ", ".join(x for x in (m[2] or getattr(op, "call", None), how) if x) or None
 
 
 def _code(line: str | None) -> str | None:
