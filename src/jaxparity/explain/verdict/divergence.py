@@ -296,10 +296,19 @@ def _right(lead: Any, p: Any, path: str, baseline: str, paths: Sequence[str]) ->
     else by the outputs' distance from the f64 ideal."""
     ev = lead.elements if lead is not None else None
     wrong = ev.wrong_side() if ev is not None else None
+    if ev is not None and ev.sum_bound_ratio is not None and not ev.composite:  # a sum: by its error bound, not ULP
+        mine, theirs = ev.sum_bound_ratio
+        wrong = None if mine <= 1 and theirs <= 1 else "both" if mine > 1 and theirs > 1 else \
+            "path" if mine > 1 else "baseline"
     who = ", ".join(paths)
     if wrong is not None and ev is not None:
-        on = (f"on the op's own inputs, {baseline} is {_ulps(ev.baseline_ulp)} from the correctly rounded result, "
-              f"{path} {_ulps(ev.path_ulp)}")
+        if ev.sum_bound_ratio is not None:  # a sum: against the error bound of one summation order
+            mine, theirs = ev.sum_bound_ratio
+            on = (f"on the op's own inputs, {baseline} is {_bound(theirs)} the error bound of this sum, "
+                  f"{path} {_bound(mine)}")
+        else:
+            on = (f"on the op's own inputs, {baseline} is {_ulps(ev.baseline_ulp)} from the correctly rounded result, "
+                  f"{path} {_ulps(ev.path_ulp)}")
         if wrong == "path":
             return baseline, on
         if wrong == "baseline":
@@ -309,6 +318,11 @@ def _right(lead: Any, p: Any, path: str, baseline: str, paths: Sequence[str]) ->
     if side is None:
         return None, None
     return side, "nearer the f64 ideal at the outputs (not judged on any op)"
+
+
+def _bound(r: float) -> str:
+    """'within' or '145× beyond' (of a sum's error bound)."""
+    return "within" if r <= 1 else f"{r:,.0f}× beyond" if r >= 10 else f"{r:.2g}× beyond"
 
 
 def _ulps(n: int) -> str:
