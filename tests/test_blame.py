@@ -373,20 +373,11 @@ def test_a_numpyro_log_density_names_the_distribution_and_the_gradient():
 
     import jax
     import jax.numpy as jnp
-    import numpy as np
-    import numpyro
-    import numpyro.distributions as dist
     from numpyro.infer.util import initialize_model
 
-    def model(y):
-        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
-        sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
-        nu = numpyro.sample("nu", dist.Gamma(2.0, 0.1))
-        with numpyro.plate("n", y.shape[0]):
-            numpyro.sample("obs", dist.StudentT(nu, mu, sigma), obs=y)
+    from cases.numpyro_model import data, student_t
 
-    y = jnp.asarray(np.random.default_rng(0).standard_t(3.0, 200).astype(np.float32) * 2 + 1)
-    potential = initialize_model(jax.random.PRNGKey(0), model, model_args=(y,)).potential_fn
+    potential = initialize_model(jax.random.PRNGKey(0), student_t, model_args=(data(),)).potential_fn
 
     def grad(mu, sigma, nu):
         return jax.grad(potential)({"mu": mu, "sigma": sigma, "nu": nu})

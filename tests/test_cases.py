@@ -239,21 +239,12 @@ def test_a_numpyro_model_names_its_sites():
     import jax
     import jax.numpy as jnp
     import numpy as np
-    import numpyro
-    import numpyro.distributions as dist
-
     import jaxparity
+    from cases.numpyro_model import data, student_t
     from jaxparity.cases.numpyro import from_numpyro
     from jaxparity.localize.program import flatten
 
-    def model(y):
-        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
-        sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
-        nu = numpyro.sample("nu", dist.Gamma(2.0, 0.1))
-        with numpyro.plate("n", y.shape[0]):
-            numpyro.sample("obs", dist.StudentT(nu, mu, sigma), obs=y)
-
-    y = jnp.asarray(np.random.default_rng(0).standard_t(3.0, 200).astype(np.float32) * 2 + 1)
+    model, y = student_t, data()
     assert set(from_numpyro(model, y).args[0]) == {"mu", "sigma", "nu"}  # NumPyro's initial values
     at = {"mu": jnp.float32(0.7), "sigma": jnp.float32(0.3), "nu": jnp.float32(1.2)}
     fn, args = from_numpyro(model, y, params=at, grad=True)
