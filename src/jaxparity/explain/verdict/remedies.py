@@ -99,17 +99,14 @@ def _identity(f: Any, on: str) -> tuple[tuple, str, str]:
         change = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
         if f.kind == "serving flag":
             how = "XLA_FLAGS=" + " ".join(f"--{k}={v}" for k, v in sorted(options.items())) + " where it is served"
-        else:  # JAX's own settings are set around the call; XLA's are the compiler's options
-            config = {k: v for k, v in options.items() if k.startswith("jax_")}
-            xla = {k: v for k, v in options.items() if k not in config}
-            said = [f"jax.{k.removeprefix('jax_')}({_py(v)})" if k == "jax_default_matmul_precision" else
-                    f"jax.config.update('{k}', {_py(v)})" for k, v in sorted(config.items())]
+        else:  # JAX's own settings are set around the call (a context where JAX has one); XLA's are compile options
+            said = [f"with jax.default_matmul_precision({_py(v)}):" if k == "jax_default_matmul_precision" else
+                    f"jax.config.update('{k}', {_py(v)})" for k, v in sorted(options.items()) if k.startswith("jax_")]
+            xla = {k: v for k, v in sorted(options.items()) if not k.startswith("jax_")}
             if xla:
-                said.append("jax.jit(fn, compiler_options={" + ", ".join(
-                    f"'{k}': {_py(v)}" for k, v in sorted(xla.items())) + "})")
+                said.append("jax.jit(fn, compiler_options={" + ", ".join(f"'{k}': {_py(v)}" for k, v in xla.items())
+                            + "})")
             how = "; ".join(said)
-            if config and not xla:
-                how = f"with {how}:" if len(said) == 1 and "(" in said[0] and "config" not in said[0] else how
         return ("xla", change), change, how
     if f.kind == "model change" and " [" in spec:
         label = spec.split(" [", 1)[1].removesuffix("]")
