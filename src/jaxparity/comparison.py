@@ -26,7 +26,7 @@ from .execution.runs import CaseInfo, PathRun, case_info
 from .execution.inprocess import run_in_process
 from .metrics import Tolerance, UnsupportedDtype, closer_to_ideal, diff_leaf, dtype_class, reference_error
 from .rounding import round_to_dtype
-from .paths import DEFAULT_BASELINE, DEFAULT_PATHS, make_path, spec_env
+from .paths import DEFAULT_BASELINE, DEFAULT_PATHS, make_path, spec_env, without_env
 from .paths.reference import IDEAL_OTHER_DECISIONS, IDEAL_UNDEFINED
 from .execution.runners import Runners
 from .result import ArrayInfo, ComparisonResult, LeafResult, PathResult
@@ -230,7 +230,41 @@ def compare_case(
             if isinstance(found, str):
                 raise ExplainError(found)
             result = with_verdicts(dataclasses.replace(result, explanations=tuple(found)))
+        if explain:
+            result = _toward_ideal(result, lambda *a: runners.worker(spec_env(result.baseline)).task(
+                "jaxparity.explain.toward:task", *a, timeout=_TOWARD_TIMEOUT), stream)
     return result
+
+
+_TOWARD_TIMEOUT = 600.0  # the change toward the f64 ideal, re-run on every path
+
+
+def _toward_ideal(result: _Result, run: Callable[..., Any], stream: Stream | None = None) -> _Result:
+    """``result`` with ``lost`` set where every path, the baseline too, is far from the f64 ideal
+    (``explain.toward``): where the program loses its digits and the change toward the ideal, re-run on every path
+    of the baseline's environment by ``run`` (the worker's task, or the function here). A failure is a note."""
+    from .explain.toward import far
+
+    hit = far(result)
+    if hit is None:
+        return result
+    k, name, scale, errors = hit
+    here = tuple((spec, e) for spec, e in errors if spec_env(spec) == spec_env(result.baseline)
+                 and not spec.startswith("observed:"))
+    if len(here) < 2:
+        return result
+    if stream is not None:
+        stream("stage", ("", "toward the f64 ideal"))
+    try:
+        lost = run(k, name, scale, [(without_env(s), e) for s, e in here])
+    except Exception:  # noqa: BLE001 - the verdicts stand without it (their noise judgement says neither is near)
+        return result
+    if lost is None:
+        return result
+    back = {without_env(s): s for s, _ in here}
+    lost = dataclasses.replace(lost, errors=tuple((back.get(s, s), e) for s, e in lost.errors),
+                               after=tuple((back.get(s, s), e) for s, e in lost.after))
+    return dataclasses.replace(result, lost=lost)
 
 
 class Stopped(Exception):
@@ -468,9 +502,11 @@ def explain_result(result: _Result, paths: Sequence[str] | None = None) -> _Resu
                                          against, base, _agreeing(mine, group))]
     order = {p: i for i, p in enumerate(explained)}
     found.sort(key=lambda e: order.get(e.path, len(order)))
+    from .explain.toward import task
     from .explain.verdict import with_verdicts
 
-    return with_verdicts(dataclasses.replace(result, explanations=tuple(found)))
+    return _toward_ideal(with_verdicts(dataclasses.replace(result, explanations=tuple(found))),
+                         lambda *a: task(case, *a))
 
 
 def _run_each(specs: list[str], run: Callable[[str], PathRun], progress: Progress | None) -> dict[str, PathRun]:

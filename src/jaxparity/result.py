@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ._version import __version__
 from .metrics import LeafDiff, ReferenceError, Tolerance
-from .verdict import Verdict as Answer
+from .verdict import Lost, Verdict as Answer
 
 __all__ = ["SCHEMA_VERSION", "ArrayInfo", "CheckResult", "ComparisonResult", "Degenerate", "Fault", "HostCallback",
            "IdealUncertainty", "LeafResult", "PathMove", "PathResult", "RoundedConstant", "SampleStats"]
@@ -232,6 +232,9 @@ class ComparisonResult:
     verdicts: tuple[Answer, ...] = ()
     # Differing paths an interrupted explanation (a signal, a budget) did not reach; the verdicts say which.
     partial: tuple[str, ...] = ()
+    # Where every path, the baseline too, is far from the f64 ideal: where the program loses its digits, and the
+    # change toward the ideal re-run on every path (``explain.toward``); None where some path is near it.
+    lost: Lost | None = None
     # The raw material behind this result, not part of the JSON document: {"case": the Case when
     # it ran in this process (for ``explain()``), "runs": each path's raw outputs, "inputs": the
     # input arrays when asked for (baselines)}.

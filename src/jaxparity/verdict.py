@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Carrier", "Kind", "Outcome", "Remedy", "Verdict", "violations"]
+__all__ = ["Carrier", "Kind", "Lost", "Outcome", "Remedy", "Verdict", "violations"]
 
 Kind = Literal["identical", "noise", "divergence", "could not run"]
 # What a fix's re-run did: "parity" (bit for bit), "noise" (within the rounding noise the triage judges by),
@@ -94,6 +94,24 @@ class Verdict:
     @property
     def holding(self) -> tuple[Remedy, ...]:
         return tuple(f for f in self.fixes if f.holds)
+
+
+@dataclass(frozen=True)
+class Lost:
+    """Every path, the baseline too, far from the f64 ideal: no runtime is right, and agreeing with the baseline
+    says little. Decided once for the comparison (``explain.toward``), said after the verdicts: where the program
+    loses its digits, and the change toward the ideal re-run on every path."""
+
+    output: str  # the output it is judged on
+    scale: float  # the largest |ideal| of that output
+    errors: tuple[tuple[str, float], ...]  # (path, max abs error against the f64 ideal), the baseline first
+    where: Carrier | None = None  # the op where the digits are lost
+    how: str = ""  # "a one-pass variance, mean(x²) − mean(x)²: its inputs' error grows 120,000× there"
+    change: str | None = None  # the well-conditioned form, in the user's terms
+    apply: str = ""  # how to apply it without editing the model: "jaxparity.fixes.well_conditioned(fn)"
+    verified: bool = False  # with it every path is near the ideal
+    after: tuple[tuple[str, float], ...] = ()  # (path, max abs error against the f64 ideal) with the change
+    tried: str | None = None  # where no change was verified: what was tried, and why it did not hold
 
 
 _NOISE_FREE = ("unknown", "wrong code", "report it", "cause unknown")

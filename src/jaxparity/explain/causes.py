@@ -409,6 +409,7 @@ CAUSES: tuple[Cause, ...] = (
         devices=("cpu", "gpu", "tpu"),
         runs_on=XLA + CONVERTED + ("op_by_op", "declared", "ideal"),
         experiment="well-conditioned",
+        rounding=True,  # each op within its bound: correct implementations differ that much
         fix="compute it in its well-conditioned form: a two-pass variance (flax: use_fast_variance=False), a "
         "shifted log-sum-exp (jax.nn.logsumexp); jaxparity.fixes.well_conditioned(fn) rewrites the program so",
     ),

@@ -46,6 +46,7 @@ class _Mean:
     total: Any  # the reduce_sum's output var
     sum_eqn: Any
     scale_eqn: Any
+    expand_eqn: Any = None  # ``keepdims``: the broadcast_in_dim that gives the sum its reduced axes back as size 1
 
 
 def _producers(jaxpr: Any) -> dict[Any, tuple[int, Any]]:
@@ -72,9 +73,20 @@ def _mean_of(v: Any, producers: dict[Any, tuple[int, Any]]) -> _Mean | None:
         if e.primitive.name == "div" and k == 1:
             break  # n / sum is not a mean
         s = _made(total, producers)
+        expand = None
+        if s is not None and s.primitive.name == "broadcast_in_dim" and _keeps_dims(s):
+            expand, s = s, _made(s.invars[0], producers)
         if s is not None and s.primitive.name == "reduce_sum" and _is_scalar(other):
-            return _Mean(s.invars[0], tuple(s.params["axes"]), total, s, e)
+            return _Mean(s.invars[0], tuple(s.params["axes"]), total, s, e, expand)
     return None
+
+
+def _keeps_dims(e: Any) -> bool:
+    """A broadcast_in_dim that only inserts size-1 axes (``keepdims=True`` after a reduction)."""
+    shape, dims = e.outvars[0].aval.shape, tuple(e.params["broadcast_dimensions"])
+    operand = e.invars[0].aval.shape
+    return (len(shape) > len(operand) and all(shape[d] == n for d, n in zip(dims, operand))
+            and all(shape[d] == 1 for d in range(len(shape)) if d not in dims))
 
 
 def _square_of(v: Any, producers: dict[Any, tuple[int, Any]]) -> Any | None:
@@ -104,9 +116,12 @@ def _variance(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Call
 
     def two_pass(read: Callable[[Any], Any]) -> list[Any]:
         xs, m = read(x), read(mean_var)
-        kept = tuple(d for d in range(xs.ndim) if d not in of_squares.axes)
+        kept = (tuple(range(xs.ndim)) if m.ndim == xs.ndim  # keepdims: the reduced axes are there, of size 1
+                else tuple(d for d in range(xs.ndim) if d not in of_squares.axes))
         d = lax.sub(xs, lax.broadcast_in_dim(m, xs.shape, kept))
         total = of_squares.sum_eqn.primitive.bind(lax.mul(d, d), **of_squares.sum_eqn.params)
+        if of_squares.expand_eqn is not None:
+            total = of_squares.expand_eqn.primitive.bind(total, **of_squares.expand_eqn.params)
         scale = of_squares.scale_eqn
         ins = [total if v is of_squares.total else read(v) for v in scale.invars]
         return [scale.primitive.bind(*ins, **scale.params)]

@@ -36,7 +36,7 @@ from ..rounding import is_float_dtype
 from .program import FlatProgram, Op
 from .work import BUDGET, ITERATION_BUDGET, Work, op_units, program_units
 
-__all__ = ["Amplifier", "Blame", "Carrier", "blame", "reproduced"]
+__all__ = ["Amplifier", "Blame", "Carrier", "amplifier_of", "blame", "reproduced"]
 
 # A norm-wise relative difference below any float format's rounding (float64's unit roundoff is 1.1e-16):
 # inputs that "differ" by a subnormal's worth, from which no gain is measured (lm1b's masked logits gave
@@ -463,7 +463,7 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     # Small local errors that carry a large output difference: the op that amplifies them is named too.
     small = not carriers or local[carriers[0].divergence].max_ulp <= SMALL_ULP
     if together >= 0.5 and small:
-        amplifier = _amplifier(program, drift, base_values, min(d.top_index for d in local))
+        amplifier = amplifier_of(program, drift, base_values, min(d.top_index for d in local))
     with np.errstate(invalid="ignore", over="ignore"):
         differences = {j: np.abs(as_wide(path_out[j]) - as_wide(base_out[j]))[ulp_distance(path_out[j], base_out[j]) != 0]
                        for j in differing}
@@ -757,7 +757,7 @@ def _pattern(program: FlatProgram, op: Op) -> tuple[str, str] | None:
     return None
 
 
-def _amplifier(program: FlatProgram, drift: Sequence[Any], base_values: dict[int, Any], first: int) -> Amplifier | None:
+def amplifier_of(program: FlatProgram, drift: Sequence[Any], base_values: dict[int, Any], first: int) -> Amplifier | None:
     """The op downstream of the first divergence whose output's relative difference grows most over its
     inputs' (``drift``: the path-vs-baseline difference at each op's output). Measured norm-wise: an op
     such as ``x − mean(x)`` has elements near zero whose relative difference is large while the value as

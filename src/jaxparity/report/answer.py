@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..verdict import Remedy, Verdict
+from ..verdict import Lost, Remedy, Verdict
 
 __all__ = ["block", "fix_line", "headline", "headline_of", "mark", "one_line", "text_lines"]
 
@@ -93,7 +93,37 @@ def headline(result: Any) -> list[str]:
             lines.insert(0, f"{'✓' if ok else '✗'} {every} agree with {base}: " + "; ".join(calm) + hidden)
     elif calm:
         lines.append("✓ " + "; ".join(calm))
+    if result_lost(result) is not None:
+        lines += lost_lines(result.lost)
     return lines
+
+
+def result_lost(result: Any) -> Any:
+    return getattr(result, "lost", None)
+
+
+def lost_lines(lost: Lost) -> list[str]:
+    """Where no path is near the f64 ideal (``verdict.Lost``), in one sentence: how far, where the program loses
+    its digits, and the change toward the ideal as its re-run on every path showed it."""
+    (base, err), others = lost.errors[0], lost.errors[1:]
+    worst = max(others, key=lambda pe: pe[1], default=None)
+    off = f"{lost.output} is {err:.3g} from it on {base}" + (
+        f" ({worst[1]:.3g} on {worst[0]})" if worst and f"{worst[1]:.3g}" != f"{err:.3g}" else "")
+    line = f"! no path is near the f64 ideal: {off}, where it reaches {lost.scale:.2g}"
+    if lost.where is not None:
+        c = lost.where
+        line += f" — the digits are lost at {c.line or c.module or 'an op'} ({c.op})" + (
+            f", a {lost.how.split(',', 1)[0]}" if lost.how and "," in lost.how.split(":", 1)[0] else "")
+    if lost.change is not None and lost.verified:
+        near = max(e for _, e in lost.after)
+        line += f"; fix ✓ {short(lost.change)}: every path then within {near:.2g} of it"
+    elif lost.change is not None:
+        line += f"; tried {short(lost.change)}: {lost.tried or 'not every path came near it'}"
+    elif lost.tried:
+        line += f"; no change toward it: {lost.tried}"
+    return [line]
+
+
 
 
 def headline_of(v: Verdict, n: int | None = None) -> str:

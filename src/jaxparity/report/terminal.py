@@ -213,7 +213,7 @@ def _headline(result: ComparisonResult) -> list[Any]:
     grid.add_column(overflow="fold")
     for line in lines:
         head, _, rest = line.partition(" ")
-        style = {"✓": "bold green", "✗": "bold red", "■": "bold yellow", "–": "dim"}.get(head)
+        style = {"✓": "bold green", "✗": "bold red", "■": "bold yellow", "!": "bold yellow", "–": "dim"}.get(head)
         if style is None:
             head, rest, style = "", line, "bold"
         grid.add_row(Text(head, style=style), Text(rest, style=style))

@@ -15,7 +15,7 @@ from ...report.format import explaining_cause, fmt, readable, required_tolerance
 from ...verdict import Carrier, Verdict
 from .remedies import remedies
 
-__all__ = ["divergence", "size_words"]
+__all__ = ["carrier_at", "divergence", "size_words"]
 
 # The layer a cause puts the fault in where its experiment does not say (``CauseVerdict.layer``).
 _LAYER = {"excess-precision": "compiler", "narrow-rounding-skipped": "compiler", "algebraic-rewrite": "compiler",
@@ -198,7 +198,7 @@ def _carriers(loc: Any, result: Any) -> tuple[Carrier, ...]:
                 from ...report.brief import _by_iteration
 
                 share = f"carries {_pct(c.alone)} of the difference with its loop" + _by_iteration(c, d.within[0])
-            out.append(_carrier(d.op, share, mine if mine != tuple(every) else (), d.within))
+            out.append(carrier_at(d.op, share, mine if mine != tuple(every) else (), d.within))
         if b.overlapping >= 2 and len(out) > 1 and not many:
             out = out[:1]  # shares that overlap: any one of them sets off much the same difference
             out[0] = _with_share(out[0], out[0].share + f" (and {b.overlapping - 1} others overlap with it: any one "
@@ -209,10 +209,10 @@ def _carriers(loc: Any, result: Any) -> tuple[Carrier, ...]:
         share = (f"amplifies {len(loc.local)} small departures (together {_pct(b.together)} of the difference): "
                  f"relative differences of {a.before:.2g} become {a.after:.2g}")
         if op is not None:
-            out.append(_carrier(op, share))
+            out.append(carrier_at(op, share))
     elif loc.lead is not None:
         d = loc.lead
-        out.append(_carrier(d.op, "is the first op that departs on its own (its share was not measured)", (), d.within))
+        out.append(carrier_at(d.op, "is the first op that departs on its own (its share was not measured)", (), d.within))
     else:
         out += _region(loc)
     return tuple(out)
@@ -225,7 +225,7 @@ def _region(loc: Any) -> tuple[Carrier, ...]:
         return ()
     first, last = loc.cone[0], loc.cone[-1]
     span = f"#{first.index}..#{last.index}" if last.index != first.index else f"#{first.index}"
-    return (_carrier(first, f"begins ops {span}, which show no difference one by one: the runtime computes them "
+    return (carrier_at(first, f"begins ops {span}, which show no difference one by one: the runtime computes them "
                             "together, and observing them changes its outputs"),)
 
 
@@ -250,7 +250,7 @@ def _with_share(c: Carrier, share: str) -> Carrier:
     return dataclasses.replace(c, share=share)
 
 
-def _carrier(op: Any, share: str, outputs: tuple[str, ...] = (), within: Sequence[Any] = ()) -> Carrier:
+def carrier_at(op: Any, share: str, outputs: tuple[str, ...] = (), within: Sequence[Any] = ()) -> Carrier:
     line = op.user_source or op.source
     return Carrier(op=f"#{op.index} {op.primitive}", primitive=op.primitive, line=line, module=_module(op),
                    code=_code(line), share=share, outputs=outputs,

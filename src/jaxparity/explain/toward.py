@@ -1,0 +1,170 @@
+"""After the verdicts, for the program: where every path, the baseline too, is far from the f64 ideal, no runtime
+is right, and two of them agreeing within rounding noise says little. This stage says where the program loses its
+digits and verifies the change that moves every path toward the ideal.
+
+- *Far*: on some output, every compared path's max abs error against the f64 ideal is at least ``LOST`` of the
+  output's scale (its largest |ideal|), the baseline's too (``far``, read from the comparison alone).
+- *Where*: the program is run op by op as eager computes it and in float64 (the interpreter), and the op whose
+  output's distance from float64 grows most over its inputs' (norm-wise, at least ``blame.AMPLIFIES`` times) is
+  where the digits go: a subtraction of nearly equal sums, a log of an overflowing sum. An error that only
+  accumulates (a long sum, a narrow dtype the program declares) has no such op, and nothing is said.
+- *Toward*: that op's recognised ill-conditioned form is rewritten in its well-conditioned form
+  (``fixes.well_conditioned``, the math unchanged), every compared path re-run on it and judged against the
+  original program's f64 ideal: verified where every path is then near it, ten times nearer than before at least.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..verdict import Lost
+
+__all__ = ["LOST", "far", "toward_ideal", "task"]
+
+LOST = 0.01  # an output off the f64 ideal by this share of its scale: far from it
+NEARER = 10  # a change toward the ideal brings every path at least this many times nearer
+
+
+def far(result: Any) -> tuple[int, str, float, tuple[tuple[str, float], ...]] | None:
+    """The first output on which every compared path that ran, the baseline first, is at least ``LOST`` of the
+    output's scale from the f64 ideal: (its flat index, name, scale, each path's max abs error); None otherwise."""
+    ran = [p for p in result.paths if p.status == "ok" and not p.reference and p.leaves]
+    base = next((p for p in ran if p.spec == result.baseline), None)
+    if base is None or len(ran) < 2:
+        return None
+    ran = [base] + [p for p in ran if p is not base]
+    for k, leaf in enumerate(base.leaves):
+        e = leaf.error_vs_f64
+        if e is None or not e.ideal_scale or not np.isfinite(e.ideal_scale):
+            continue
+        errors = []
+        for p in ran:
+            mine = next((lf.error_vs_f64 for lf in p.leaves if lf.name == leaf.name), None)
+            if mine is None or not np.isfinite(mine.max_abs):
+                break
+            errors.append((p.spec, float(mine.max_abs)))
+        else:
+            if min(err for _, err in errors) >= LOST * e.ideal_scale:
+                return k, leaf.name, float(e.ideal_scale), tuple(errors)
+    return None
+
+
+def task(case: Any, k: int, name: str, scale: float, errors: Sequence[tuple[str, float]]) -> Lost | None:
+    """``toward_ideal`` as a worker task (``Worker.task``): on the case the worker holds."""
+    return toward_ideal(case.fn, case.args, k, name, scale, tuple(errors))
+
+
+def toward_ideal(fn: Callable[..., Any], args: tuple, k: int, name: str, scale: float,
+                 errors: tuple[tuple[str, float], ...]) -> Lost | None:
+    """Where output ``k`` (``name``) of every path in ``errors`` is far from the f64 ideal (``far``): the op where
+    the program loses its digits, and its well-conditioned form re-run on every path; None where no op amplifies
+    the error (it accumulates, or the program's declared dtype is that narrow)."""
+    import jax
+
+    from ..execution.inprocess import run_in_process
+    from ..localize.program import flatten
+    from ..paths import make_path
+    from .verdict.divergence import carrier_at
+
+    program = flatten(fn, args)
+    flat_args = jax.tree_util.tree_leaves(args)
+    amp = _where_lost(program, flat_args)
+    if amp is None:
+        return None
+    op = program.ops[amp.index]
+    how = (f"{amp.pattern}: " if amp.pattern else "") + f"its inputs' distance from float64 grows {amp.gain:,.0f}× there"
+    if amp.condition is not None:
+        how += f" (|a| + |b| is up to {amp.condition:,.0f}× |a {'−' if amp.primitive == 'sub' else '+'} b|)"
+    lost = Lost(name, scale, errors, carrier_at(op.info, "loses the digits"), how)
+    change, model, tried = _change(fn, args, amp)
+    if model is None:
+        return _replace(lost, tried=tried)
+
+    def error(spec: str, f: Callable[..., Any]) -> float | str:
+        r = run_in_process(make_path(spec), f, args)
+        if r.status != "ok" or not r.outputs or len(r.outputs) <= k:
+            return f"{r.status}: {(r.message or '').splitlines()[0][:120] if r.message else ''}"
+        got = np.asarray(r.outputs[k][1], np.float64)
+        return float(np.max(np.abs(got - ideal), initial=0.0))
+
+    ideal_run = run_in_process(make_path("f64"), fn, args)
+    if ideal_run.status != "ok" or not ideal_run.outputs:
+        return _replace(lost, change=change, tried=f"the f64 ideal did not run ({ideal_run.message})")
+    ideal = np.asarray(ideal_run.outputs[k][1], np.float64)
+    after, failed = [], []
+    for spec, _ in errors:
+        got = error(spec, model)
+        if isinstance(got, str):
+            failed.append(f"{spec} ({got})")
+        else:
+            after.append((spec, got))
+    before = dict(errors)
+    near = [s for s, e in after if e < LOST * scale and e * NEARER <= before[s]]
+    verified = not failed and len(near) == len(errors)
+    tried = None
+    if not verified:
+        worst = max(after, key=lambda se: se[1] / max(before[se[0]], 1e-300), default=None)
+        tried = "; ".join(x for x in (
+            f"it failed on {', '.join(failed)}" if failed else "",
+            f"{worst[0]} is still {worst[1]:.2g} from it (was {before[worst[0]]:.2g})" if worst and worst[0] not in near
+            else "") if x)
+    return _replace(lost, change=change, apply="jaxparity.fixes.well_conditioned(fn)", verified=verified,
+                    after=tuple(after), tried=tried)
+
+
+def _replace(lost: Lost, **kw: Any) -> Lost:
+    import dataclasses
+
+    return dataclasses.replace(lost, **kw)
+
+
+def _where_lost(program: Any, flat_args: Sequence[Any]) -> Any:
+    """The op whose output's distance from float64 grows most over its inputs' (``blame.amplifier_of`` on eager's
+    per-op values against the interpreter's float64 ones), or None."""
+    from ..localize.blame import amplifier_of
+    from ..localize.localizer import OpDrift
+    from ..localize.values import program_values
+    from ..rounding import is_float_dtype
+
+    mine = program_values(program, "eager", flat_args).values
+    ideal = program_values(program, "f64", flat_args).values
+    drift = []
+    for op in program.ops:
+        worst = 0.0
+        for vid in op.outputs:
+            if vid is None or vid not in mine or vid not in ideal:
+                continue
+            a = np.asarray(mine[vid])
+            if not (is_float_dtype(a.dtype) and a.size):
+                continue
+            with np.errstate(invalid="ignore", over="ignore"):
+                b = np.asarray(ideal[vid], np.float64)
+                d = np.abs(a.astype(np.float64) - b)
+                finite = np.isfinite(d) & np.isfinite(b)
+                size = float(np.sqrt(np.sum(np.where(finite, b, 0.0) ** 2)))
+                moved = float(np.sqrt(np.sum(np.where(finite, d, 0.0) ** 2)))
+            if size > 0:
+                worst = max(worst, moved / size)
+        drift.append(OpDrift(op.info.index, op.info.name_stack, 0.0, 0.0, 0, worst))
+    return amplifier_of(program, drift, mine, -1)
+
+
+def _change(fn: Callable[..., Any], args: tuple, amp: Any) -> tuple[str | None, Callable[..., Any] | None, str]:
+    """The well-conditioned form of the form at ``amp`` (in the user's terms), the model with it, or why none."""
+    from ..fixes import rewrites, well_conditioned
+
+    at = [amp.where] if ":" in amp.where else None
+    if amp.pattern is None:
+        return None, None, (f"#{amp.index} {amp.primitive} is no ill-conditioned form jaxparity knows a "
+                            "well-conditioned form of")
+    try:
+        sites = rewrites(fn, args, at=at)
+    except Exception as e:  # noqa: BLE001 - said, as what was tried
+        return amp.remedy, None, f"the program could not be rewritten ({type(e).__name__}: {e})"
+    if not sites:
+        return amp.remedy, None, (f"{amp.pattern} is not written in a form the rewrite recognises there (masked or "
+                                  "cross-device means are not)")
+    return amp.remedy, well_conditioned(fn, at=at), ""
