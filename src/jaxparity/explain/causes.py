@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..localize.elements import UNARY_MATH
 from ..localize.program import RANDOM_PRIMITIVES
 from ..paths import CAPABILITIES
 
@@ -382,6 +383,22 @@ CAUSES: tuple[Cause, ...] = (
         op_check="math-library",
         fix="nothing is wrong: compare with a tolerance (the smallest passing --ulp is printed)",
         rounding=True,
+    ),
+    Cause(
+        id="kernel-accuracy",
+        title="a kernel less accurate than a math library (its accuracy profile)",
+        description="The runtime's kernel for a math function is an approximation beyond the few ULP an accurate "
+        "library keeps to: accurate in absolute terms only (the relative error grows as the result shrinks), "
+        "beyond a few ULP on an interval of inputs, flushing subnormals, saturating. Its profile over the op's "
+        "captured inputs and a sweep of its domain says which, and where.",
+        primitives=tuple(sorted(UNARY_MATH)),
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        runs_on=EVERY,
+        experiment="kernel-profile",
+        rounding=True,  # what the kernel is, not whether it matters: the noise judge decides that at the outputs
+        fix="compute the function in a form whose kernels are accurate where the inputs are (the fix search tries "
+        "them at your line), or report the kernel's profile to the runtime's maintainers",
     ),
     Cause(
         id="amplification",

@@ -24,6 +24,9 @@ class CauseVerdict:
     # The layer at fault where two executions tell it ("compiler", "converter", "kernel", "device"): two
     # runtimes of one converted model that agree put it in the conversion, that disagree in a kernel.
     layer: str | None = None
+    # The inputs it happens on, where its experiment measured them over the op's domain (a kernel's accuracy
+    # profile: "x ≤ -2.1"): the verdict's trigger then says them, not only the elements of this run.
+    trigger: str | None = None
 
 
 @dataclass(frozen=True)

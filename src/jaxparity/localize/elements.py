@@ -243,6 +243,8 @@ MATH_FUNCTIONS = frozenset({
     "exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "logistic", "atan2", "asin", "acos", "atan",
     "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "pow", "sqrt", "rsqrt",
     "cbrt", "igamma", "igammac", "bessel_i0e", "bessel_i1e"})
+# Math functions of one float input: kernels a runtime approximates its own way (``mechanism.profile``).
+UNARY_MATH = MATH_FUNCTIONS - {"atan2", "pow", "igamma", "igammac", "bessel_i0e", "bessel_i1e"}
 # Ops that run a body of other ops (loops and branches): no one rounding to be correct to.
 _COMPOSITE = frozenset({"scan", "while", "cond"})
 

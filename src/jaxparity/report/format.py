@@ -437,7 +437,9 @@ def explaining_cause(causes: Sequence[Any], first: Any = None) -> Any | None:
     status = {"confirmed": 0, "partly": 1, "noise": 2}
     # that the two paths differ only in an option says where, not how: a mechanism found comes first
     how = any(c.cause not in ("path-option", "unknown") and c.status != "noise" and not _supporting(c) for c in found)
+    profiled = any(c.cause == "kernel-accuracy" and c.status == "confirmed" for c in found)
     return min(found, key=lambda c: (c.cause == "unknown", how and c.cause == "path-option", _supporting(c),
+                                     profiled and c.cause == "math-library",  # its profile: beyond a library's
                                      _elsewhere(c, first), c.status == "noise",
                                      is_rerun(c), not _cites(c, first), status[c.status]), default=None)
 

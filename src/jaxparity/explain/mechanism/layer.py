@@ -29,8 +29,8 @@ def at_fault(causes: list[CauseVerdict], ctx: Context, keep: dict) -> list[Cause
 
 
 # Causes that say a runtime computes otherwise without saying which layer of it: two executions of its
-# artifact tell the layer.
-_UNPLACED = ("other-lowering", "unknown")
+# artifact tell the layer (a kernel's profile runs the op converted and computed: either may be at fault).
+_UNPLACED = ("other-lowering", "unknown", "kernel-accuracy")
 
 
 def two_executors(causes: list[CauseVerdict], ctx: Context) -> list[CauseVerdict]:

@@ -16,6 +16,7 @@ from .emulated import device_or_emulated
 from .noise import noise
 from .op_rules import OP_RULES, decide
 from .options import option_diff
+from .profile import kernel_accuracy
 from .reruns import flag_proof, matmul_precision, recompile, same_compiler
 from .semantics import fingerprinted
 from .sharding import partitioned
@@ -46,6 +47,7 @@ EXPERIMENTS: dict[str, Rule] = {
     "device-arithmetic": device_or_emulated,
     "artifact": artifact,
     "variants": known_variants,
+    "kernel-profile": kernel_accuracy,
 }
 
 

@@ -1,0 +1,332 @@
+"""``kernel-accuracy``: the carrying op's kernel, as the path's runtime computes it, run alone over the op's
+captured inputs and a sweep of its domain (every decade of magnitude with both signs, near zero, subnormals, the
+dtype's edges, infinities and NaN), against the correctly rounded result: its accuracy profile.
+
+The profile says what kind of kernel it is, not only that it differs: accurate to a few ULP everywhere (a math
+library), accurate in absolute terms only (its error stays near one ULP of 1 while the result shrinks, so the
+relative error reaches 100%), an input interval where it exceeds a few ULP, subnormal inputs or results flushed to
+zero, results that overflow or saturate, NaN where the result is a number. The baseline's kernel is profiled on
+the same points: which side is wrong, measured. Confirmed where the kernel alone gives the path's own values of
+the op on its captured inputs and is beyond a math library's error there (the mechanism is that kernel, not its
+context); refuted where the kernel alone is accurate on them (the path's values come from elsewhere: a fusion, a
+conversion of more than this op).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...localize.elements import UNARY_MATH
+from ...metrics import ulp_distance
+from ...rounding import round_to_dtype
+from ..causes import Cause
+from ..context import Context, first_line
+from ..verdicts import CauseVerdict
+from .captured import named, op_inputs, where
+
+__all__ = ["PROFILED", "Profile", "kernel_accuracy", "profile", "sweep"]
+
+PROFILED = UNARY_MATH  # math functions of one float input: kernels a runtime approximates its own way
+ACCURATE = 4  # ULP from the correctly rounded result: what an accurate math library keeps to
+MERGE = 3  # accurate points between two runs of inaccurate ones that still make one interval (a lucky rounding)
+
+
+def sweep(dtype: Any, captured: np.ndarray | None = None) -> np.ndarray:
+    """The points a kernel is profiled on: ``captured`` (the op's own inputs, up to 20,000 of them), every decade
+    of the dtype's range at six mantissas with both signs, dense grids over [-100, 100] and [-1, 1], subnormals,
+    the dtype's edges, ±0, ±inf and NaN; sorted, unique, NaN last."""
+    info = np.finfo(dtype)
+    lo, hi = int(np.floor(np.log10(float(info.smallest_subnormal)))), int(np.ceil(np.log10(float(info.max))))
+    mags = np.array([m * 10.0 ** e for e in range(lo, hi + 1) for m in (1, 1.5, 2, 3, 5, 7)], np.float64)
+    mags = mags[(mags <= float(info.max)) & (mags >= float(info.smallest_subnormal))]
+    edges = np.array([float(info.smallest_subnormal), float(info.smallest_normal), float(info.max), float(info.eps),
+                      1 - float(info.epsneg), 1 + float(info.eps)], np.float64)
+    grid = np.concatenate([np.linspace(-100, 100, 2001), np.linspace(-1, 1, 401), mags, -mags, edges, -edges,
+                           [0.0, np.inf, -np.inf]])
+    points = round_to_dtype(grid, dtype)
+    if captured is not None:
+        flat = np.asarray(captured).astype(dtype, copy=False).ravel()
+        points = np.concatenate([points, flat[:20_000]])
+    finite = np.unique(points[~np.isnan(points.astype(np.float64))])
+    neg_zero = np.array([-0.0], dtype)
+    return np.concatenate([finite, neg_zero, np.array([np.nan], dtype)])
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One kernel's accuracy over the sweep: where it is beyond ``ACCURATE`` ULP, and how."""
+
+    points: int
+    max_ulp: int  # over the finite results of both
+    within: int  # ULP it keeps to outside the intervals below
+    abs_only: bool  # beyond ACCURATE ULP only where the result is small: within a few ULP of 1 absolutely
+    max_abs: float  # largest absolute error where it is beyond ACCURATE ULP
+    max_rel: float  # largest relative error there
+    # (first, last input, reaches the lowest, the highest, mirrored: |x| in [first, last] on both signs)
+    intervals: tuple[tuple[float, float, bool, bool, bool], ...]
+    example: tuple[float, float, float] | None  # (x, its result, the correctly rounded one) at the worst point
+    flush_in: bool = False  # subnormal inputs computed as zero
+    flush_out: bool = False  # subnormal results returned as zero
+    overflow: str | None = None  # "inf where the result is finite for x ≥ 88.7", or the reverse
+    nans: str | None = None  # "NaN for x = inf where the result is 1"
+
+    @property
+    def accurate(self) -> bool:
+        return self.max_ulp <= ACCURATE and not (self.flush_in or self.flush_out or self.overflow or self.nans)
+
+    def interval_words(self) -> str:
+        said = []
+        for a, b, low, high, mirrored in self.intervals[:3]:
+            x = "|x|" if mirrored else "x"
+            said.append("every x" if low and high else f"x ≤ {b:.3g}" if low else f"{x} ≥ {a:.3g}" if high
+                        else f"{x} = {a:.3g}" if a == b else f"{x} in [{a:.3g}, {b:.3g}]")
+        more = len(self.intervals) - 3
+        return " and ".join(said) + (f" (and {more} more interval{'s' if more > 1 else ''})" if more > 0 else "")
+
+    def words(self, who: str, primitive: str, brief: bool = False) -> str:
+        """"onnx's logistic, run alone on 3,412 points: accurate to 1.5e-07 absolute, not relative: for x ≤ -16.6
+        its relative error reaches 100% (e.g. …); within 1 ULP elsewhere". ``brief``: what it found only, with no
+        example (the other side's, said after the path's)."""
+        head = f"{who}'s {primitive}, run alone on {self.points:,} points of its domain (its captured inputs among them)"
+        if self.accurate:
+            return f"{head}: within {self.max_ulp} ULP of the correctly rounded result on every one"
+        parts = []
+        if self.max_ulp > ACCURATE and self.intervals:
+            ex = ""
+            if self.example is not None and not brief:
+                x, got, want = self.example
+                ex = f"; e.g. x = {x:.8g} gives {got:.8g} where the correctly rounded result is {want:.8g}"
+            rel = (f"its relative error reaches {self.max_rel:.0%}" if 0.01 <= self.max_rel < 10 else
+                   f"up to {self.max_ulp:,} ULP")
+            if self.abs_only:
+                parts.append(f"accurate to {self.max_abs:.2g} absolute, not relative: for {self.interval_words()} "
+                             f"{rel} ({self.max_ulp:,} ULP){ex}")
+            else:
+                parts.append(f"beyond {ACCURATE} ULP for {self.interval_words()}: {rel}"
+                             + (f" ({self.max_ulp:,} ULP)" if 0.01 <= self.max_rel < 10 else "") + ex
+                             + _range_reduction(self.intervals, primitive))
+        if self.flush_in:
+            parts.append("subnormal inputs are computed as zero")
+        if self.flush_out:
+            parts.append("subnormal results are returned as zero")
+        if self.overflow:
+            parts.append(self.overflow)
+        if self.nans:
+            parts.append(self.nans)
+        said = "; ".join(parts) + (f"; within {self.within} ULP elsewhere" if self.intervals else
+                                     f"; within {self.within} ULP of the correctly rounded result on the normal results")
+        return said if brief else f"{head}: {said}"
+
+
+def profile(got: np.ndarray, want: np.ndarray, x: np.ndarray, at_zero: tuple[Any, Any] | None = None) -> Profile:
+    """The profile of a kernel that gave ``got`` on the sweep ``x`` where the correctly rounded results are
+    ``want`` (one dtype). ``at_zero``: (its result, the correctly rounded one) at +0, to tell a flushed subnormal."""
+    got, want, x = np.asarray(got), np.asarray(want), np.asarray(x)
+    gw, ww, xw = (a.astype(np.float64) for a in (got, want, x))
+    info = np.finfo(want.dtype)
+    # a subnormal result is said as flushed or not (``flush_out``): its ULP count is no measure of a kernel's accuracy
+    normal = np.abs(ww) >= float(info.smallest_normal)
+    both = np.isfinite(gw) & np.isfinite(ww) & (normal | (ww == 0))
+    ulps = np.where(both, ulp_distance(got, want), 0)
+    bad = both & (ulps > ACCURATE)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        err = np.abs(gw - ww)
+        rel = np.where(ww != 0, err / np.abs(ww), np.where(err > 0, 1.0, 0.0))
+    tiny = 4 * float(info.eps) * np.fmax(1.0, np.abs(ww))
+    abs_only = bool(bad.any() and (err[bad] <= tiny[bad]).all() and (np.abs(ww[bad]) < 1).all())
+    order = np.argsort(xw, kind="stable")
+    finite_x = order[np.isfinite(xw[order])]
+    intervals = _runs(finite_x, bad, xw, np.abs(xw) < float(info.smallest_normal))
+    k = int(np.argmax(np.where(bad, ulps, -1))) if bad.any() else None
+    example = (float(xw[k]), float(gw[k]), float(ww[k])) if k is not None else None
+    sub_in = np.isfinite(xw) & (xw != 0) & (np.abs(xw) < float(info.smallest_normal))
+    flush_in = False
+    if at_zero is not None and sub_in.any():
+        g0, w0 = (np.asarray(v).astype(np.float64) for v in at_zero)
+        flush_in = bool(((gw[sub_in] == g0) & (ww[sub_in] != w0)).any())
+    sub_out = np.isfinite(ww) & (ww != 0) & (np.abs(ww) < float(info.smallest_normal))
+    flush_out = bool((sub_out & (gw == 0)).any())
+    return Profile(len(x), int(ulps.max(initial=0)), int(np.where(bad, 0, ulps).max(initial=0)), abs_only,
+                   float(err[bad].max(initial=0.0)), float(rel[bad].max(initial=0.0)), intervals, example,
+                   flush_in, flush_out, _overflow(gw, ww, np.where(sub_in & flush_in, np.nan, xw)), _nans(gw, ww, xw))
+
+
+def _runs(order: np.ndarray, bad: np.ndarray, x: np.ndarray, neutral: np.ndarray
+          ) -> tuple[tuple[float, float, bool, bool, bool], ...]:
+    """The input intervals (in ``order``) over which ``bad`` holds, runs split by at most ``MERGE`` good points
+    joined (``neutral`` points, zeros and subnormals, split none), and an interval and its mirror image across
+    zero as one (``|x| in [a, b]``); largest (by points) first: (first, last, reaches the lowest input, the
+    highest, mirrored)."""
+    runs: list[list[int]] = []
+    gap = MERGE + 1
+    for pos, i in enumerate(order):
+        if bad[i]:
+            if runs and gap <= MERGE:
+                runs[-1][1] = pos
+            else:
+                runs.append([pos, pos])
+            gap = 0
+        elif not neutral[i]:
+            gap += 1
+    last = len(order) - 1
+    found = [(float(x[order[a]]), float(x[order[b]]), a == 0, b == last, b - a) for a, b in runs]
+    out: list[tuple[float, float, bool, bool, bool, int]] = []
+    used: set[int] = set()
+    for k, (a, b, low, high, n) in enumerate(found):
+        if k in used:
+            continue
+        mirror = next((j for j, (c, d, lo, hi, _) in enumerate(found) if j != k and j not in used and b < 0 < c
+                       and _near(-b, c) and (_near(-a, d) or (low and hi))), None)
+        if mirror is None:
+            out.append((a, b, low, high, False, n))
+            continue
+        used |= {k, mirror}
+        c, d, _, hi, m = found[mirror]
+        out.append((c, d, False, hi, True, n + m))
+    out.sort(key=lambda r: -r[5])
+    return tuple(r[:5] for r in out)
+
+
+def _near(a: float, b: float) -> bool:
+    return abs(a - b) <= 0.05 * max(abs(a), abs(b))
+
+
+def _overflow(got: np.ndarray, want: np.ndarray, x: np.ndarray) -> str | None:
+    over = np.isinf(got) & np.isfinite(want) & np.isfinite(x)
+    if over.any():
+        xs = x[over]
+        return f"inf where the result is finite, for x in [{xs.min():.3g}, {xs.max():.3g}]"
+    short = np.isfinite(got) & np.isinf(want) & np.isfinite(x)
+    if short.any():
+        xs = x[short]
+        return f"a finite value where the result overflows to inf, for x in [{xs.min():.3g}, {xs.max():.3g}]"
+    return None
+
+
+def _nans(got: np.ndarray, want: np.ndarray, x: np.ndarray) -> str | None:
+    extra = np.isnan(got) & ~np.isnan(want)
+    if extra.any():
+        i = int(np.argmax(extra))
+        return f"NaN where the result is a number ({_points(int(extra.sum()))}, e.g. x = {x[i]:.3g}: {want[i]:.3g})"
+    lost = ~np.isnan(got) & np.isnan(want)
+    if lost.any():
+        i = int(np.argmax(lost))
+        return f"a number where the result is NaN ({_points(int(lost.sum()))}, e.g. x = {x[i]:.3g} gives {got[i]:.3g})"
+    return None
+
+
+def _range_reduction(intervals: tuple[tuple[float, float, bool, bool, bool], ...], primitive: str) -> str:
+    """A periodic function beyond a few ULP from some |x| up to the largest tested: its range reduction."""
+    if primitive not in ("sin", "cos", "tan"):
+        return ""
+    far = [a for a, b, _, _, mirrored in intervals if mirrored and a >= 10 and b >= 1e4]
+    return f" (its range reduction is accurate only below |x| ≈ {min(far):.3g})" if far else ""
+
+
+def _points(n: int) -> str:
+    return f"{n:,} point{'' if n == 1 else 's'}"
+
+
+def _run_alone(spec: str, op: Any, x: np.ndarray) -> np.ndarray | str:
+    """The op alone on ``x`` (one array), as path ``spec`` runs a program: converted, compiled or served there."""
+    from ...execution.crashes import attempt
+    from ...execution.inprocess import run_in_process
+    from ...localize.program import bind_op
+    from ...paths import make_path
+
+    def alone(v: Any) -> Any:
+        return bind_op(op, [v])[0]
+
+    with attempt(f"{spec} [{op.info.primitive} alone]"):
+        r = run_in_process(make_path(spec), alone, (x,))
+    if r.status != "ok" or not r.outputs:
+        return f"{r.status}: {first_line(r.message or '')}"
+    return np.asarray(r.outputs[0][1])
+
+
+def _correctly_rounded(op: Any, x: np.ndarray) -> np.ndarray:
+    from ...interpreter import evaluate_eqn
+
+    with np.errstate(all="ignore"):
+        exact = np.asarray(evaluate_eqn(op.eqn, [x], mode="f64")[0], np.float64)
+    return round_to_dtype(exact, x.dtype)
+
+
+def kernel_accuracy(cause: Cause, ctx: Context) -> CauseVerdict:
+    """The first carrying divergence at a profiled function (``PROFILED``): its kernel on the path, run alone over
+    its captured inputs and the sweep, against the correctly rounded result, and the baseline's on the same points."""
+    loc = ctx.localization
+    if loc is None or ctx.path_vals is None:
+        return CauseVerdict(cause.id, cause.title, "not run", "", "no per-op values for this path")
+    found = next((d for d in named(loc) if d.op.primitive in PROFILED), None)
+    if found is None:
+        return CauseVerdict(cause.id, cause.title, "not run", "", "no diverging op is a math function "
+                            f"({', '.join(sorted(PROFILED)[:6])}...)")
+    op = ctx.program.ops[found.op.index]
+    ins = op_inputs(ctx, found)
+    vid = op.outputs[0] if op.outputs else None
+    if len(ins) != 1 or vid is None or vid not in ctx.path_vals.values or np.asarray(ins[0]).dtype.kind != "f":
+        return CauseVerdict(cause.id, cause.title, "not run", "", f"{where(found)} has no captured float input")
+    captured = np.asarray(ins[0])
+    mine = np.asarray(ctx.path_vals.values[vid])
+    x = sweep(captured.dtype, captured)
+    what = f"{where(found)} run alone on {ctx.path} and {ctx.baseline}, over {len(x):,} points of its domain"
+    got = _run_alone(ctx.path.spec, op, x)
+    if isinstance(got, str):
+        return CauseVerdict(cause.id, cause.title, "not run", what, f"the op alone did not run on {ctx.path} ({got})")
+    theirs = _run_alone(ctx.baseline.spec, op, x)
+    want = _correctly_rounded(op, x)
+    zero = np.zeros(1, x.dtype)
+    at_zero = (_run_alone(ctx.path.spec, op, zero), _correctly_rounded(op, zero))
+    path_prof = profile(got.reshape(x.shape), want, x, None if isinstance(at_zero[0], str) else
+                        (at_zero[0].reshape(()), at_zero[1].reshape(())))
+    base_prof = None if isinstance(theirs, str) else profile(theirs.reshape(x.shape), want, x)
+    # the kernel alone on the op's own inputs: the path's values of the op?
+    n = min(captured.size, 20_000)
+    flat = captured.ravel()[:n]
+    pos = np.searchsorted(x[:-2], flat)  # x is sorted over its finite points (then -0 and NaN)
+    pos = np.clip(pos, 0, len(x) - 3)
+    alone = np.where(np.isnan(flat), np.nan, got.reshape(x.shape)[pos]).astype(mine.dtype)
+    same = float(np.mean(ulp_distance(alone, mine.ravel()[:n]) == 0)) if n else 0.0
+    seen = path_prof.words(ctx.path.spec, op.info.primitive)
+    if base_prof is not None:
+        seen += (f"; {ctx.baseline}'s is within {base_prof.max_ulp} ULP on the same points" if base_prof.accurate
+                 else f"; {ctx.baseline}'s, on the same points: " + base_prof.words(ctx.baseline.spec, op.info.primitive,
+                                                                                   brief=True))
+    seen += f"; alone it gives {ctx.path}'s own values of the op on {same:.0%} of its captured inputs"
+    on_captured = np.isin(x, flat)
+    here = profile(got.reshape(x.shape)[on_captured], want[on_captured], x[on_captured])
+    if path_prof.accurate or here.max_ulp <= ACCURATE:
+        why = ("the kernel alone is accurate, so the path's values of the op come from how it runs in the program (a "
+               "fusion, a conversion of more than this op)" if path_prof.accurate else
+               f"on the op's own inputs it is within {here.max_ulp} ULP: its profile elsewhere is not what makes "
+               "this difference")
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: {why}")
+    theirs_here = None if base_prof is None else profile(theirs.reshape(x.shape)[on_captured], want[on_captured],
+                                                         x[on_captured])
+    status = "confirmed" if same >= 0.99 and (theirs_here is None or theirs_here.max_ulp < here.max_ulp) else "partly"
+    title = (f"a kernel accurate in absolute terms only ({ctx.path}'s {op.info.primitive})" if path_prof.abs_only else
+             f"a kernel less accurate than a math library ({ctx.path}'s {op.info.primitive})")
+    return CauseVerdict(cause.id, title, status, what, seen, cause.fix,
+                        trigger=_trigger(path_prof, flat, ctx, vid, n) if path_prof.intervals else None)
+
+
+def _trigger(prof: Profile, flat: np.ndarray, ctx: Context, vid: int, n: int) -> str:
+    """The profile's intervals as the trigger, with how many of the op's differing elements here lie in them."""
+    xs = flat.astype(np.float64)
+    inside = np.zeros(xs.shape, bool)
+    for a, b, low, high, mirrored in prof.intervals:
+        v = np.abs(xs) if mirrored else xs
+        inside |= ((v >= a) | low) & ((v <= b) | high) & ~np.isnan(xs)
+    words = f"its kernel is beyond {ACCURATE} ULP where {prof.interval_words()} (its profile over the domain)"
+    base = ctx.base_vals.values.get(vid) if ctx.base_vals is not None else None
+    if base is None:
+        return words
+    mine = np.asarray(ctx.path_vals.values[vid]).ravel()[:n]
+    differs = ulp_distance(mine, np.asarray(base).ravel()[:n].astype(mine.dtype)) != 0
+    return (words + f": {int((inside & differs).sum())} of the {int(differs.sum())} differing elements here, and "
+            f"{int((inside & ~differs).sum())} of the {int((~differs).sum())} that agree")
+
