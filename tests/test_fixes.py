@@ -416,3 +416,30 @@ def test_well_conditioned_shifts_a_log_sum_exp_and_leaves_other_programs_alone()
 
     assert rewrites(plain, (x[:2],)) == []
     np.testing.assert_array_equal(np.asarray(well_conditioned(plain)(x[:2])), np.asarray(plain(x[:2])))
+
+
+def test_each_numerically_stable_form_computes_the_same_math_eagerly_and_under_jit():
+    """The forms the fix search and the f64 stage rewrite (fixes.conditioning): each is recognised where it is
+    written, and its stable form is nearer float64 than the form as written, which overflows, underflows or
+    cancels on these inputs."""
+    from jaxparity.fixes import REMEDIES, forms_at, well_conditioned
+
+    def softmax(x):
+        e = jnp.exp(x)
+        return e / jnp.sum(e, axis=-1, keepdims=True)
+
+    cases = [
+        (softmax, np.array([[1.0, 2.0, 100.0], [0.5, -3.0, 89.0]], np.float32), "unshifted softmax"),
+        (lambda x: jnp.log(jnp.prod(x, axis=-1)), np.full((2, 60), 0.1, np.float32), "log of a product"),
+        (lambda x: jnp.log(1 + x), np.array([1e-8, -1e-9, 0.3], np.float32), "log of 1 + x"),
+        (lambda x: jnp.exp(x) - 1, np.array([1e-8, -1e-9, 0.3], np.float32), "exp(x) − 1"),
+    ]
+    for fn, x, form in cases:
+        assert forms_at(fn, (x,)) == [form] and form in REMEDIES
+        with jax.enable_x64():
+            ideal = np.asarray(fn(x.astype(np.float64)))
+        written = np.asarray(fn(x), np.float64)
+        for fixed in (well_conditioned(fn), jax.jit(well_conditioned(fn))):
+            got = np.asarray(fixed(x), np.float64)
+            assert np.allclose(got, ideal, rtol=1e-5, atol=1e-30), (form, got, ideal)  # (subnormals flushed)
+        assert not np.allclose(written, ideal, rtol=1e-5, atol=1e-30), form  # the form as written is not

@@ -175,3 +175,23 @@ def test_the_short_report_says_how_many_searched_changes_were_re_run(reran, said
                  "eager's inputs to it hold none") for i, r in enumerate(reran)]
     assert searched_line(tried) == ("2 changes at the carrying op (other formulations, guards, wider dtypes, the "
                                     f"runtime's settings), {said} (--verbose lists each and why)")
+
+
+def test_a_change_that_leaves_only_what_the_triage_calls_rounding_is_verified_and_its_rerun_agrees(cases):
+    """ORT's sigmoid is 0 below -17 and its log -inf: the stable logistic at the user's line leaves ORT and eager
+    apart by their sums' orders, up to tens of ULP at outputs near zero (beyond a few ULP and beyond twice
+    eager's own error there, which the element-wise judge asks), and within what correct implementations of the
+    rewritten program's ops may differ by, which the triage asks. The fix is verified by the triage's judge, and
+    the case with it, compared again, is rounding noise: the fix sentence and its own re-run say the same."""
+    import jaxparity
+    from jaxparity.fixes.searched import apply_recipe
+
+    case = load_case(f"{cases / 'kernels.py'}:make_log_sigmoid_dot")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "onnx"]).explain()
+    (e,) = result.explanations
+    (fix,) = verified(e)
+    assert "within the rounding noise the triage judges by" in fix.evidence, fix.evidence
+    assert fix.rerun is not None and fix.rerun.after[1] > 4, fix.rerun
+    again = jaxparity.compare(apply_recipe(case.fn, fix.recipe), *case.args, paths=["eager", "onnx"]).explain()
+    (v,) = [v for v in again.verdicts if "onnx" in v.paths]
+    assert v.kind in ("noise", "identical"), v

@@ -84,3 +84,23 @@ def test_the_command_says_it_first_and_writes_it_in_the_json(tmp_path):
     assert lines[head + 2].startswith("! no path is near the f64 ideal"), lines[head:head + 3]
     doc = valid_result(json.loads(out.read_text()))
     assert doc["lost"]["verified"] and [p for p, _ in doc["lost"]["after"]] == ["eager", "jit"]
+
+
+def test_an_overflow_on_every_path_is_placed_and_the_max_shifted_form_verified():
+    """NaN where the math is a number on every path: the first op that overflows from finite inputs is where the
+    digits go, and the stable form of what is written from there on (the division a line below) is re-run on
+    every path; on ONNX Runtime, where the two sides also differ, the fix search finds the same form and says it
+    moves both sides toward the ideal, not to parity (neither was right)."""
+    case = load_case(f"{TOWARD}:make_softmax_overflow")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "jit", "onnx"]).explain()
+    lost = result.lost
+    assert lost is not None and lost.where.line == planted_line("overflows") and lost.where.primitive == "exp"
+    assert " overflows: inf where float64 gives" in lost.how
+    assert lost.verified and lost.change.startswith("jax.nn.softmax(x)")
+    assert all(np.isinf(e) for _, e in lost.errors) and all(e < 1e-6 for _, e in lost.after)
+    text = " ".join(render_text(result, width=200).split())
+    assert "out has NaN or inf where it is a number, on every path" in text and "where it overflows" in text
+    (v,) = [v for v in result.verdicts if "onnx" in v.paths]
+    if v.kind == "divergence":  # ORT's exp 1 ULP from eager's on some elements: then the search's fix says so
+        (fix,) = v.holding
+        assert fix.outcome == "toward f64" and fix.change.startswith("jax.nn.softmax(x)"), fix

@@ -22,9 +22,10 @@ __all__ = ["Carrier", "Kind", "Lost", "Outcome", "Remedy", "Verdict", "violation
 
 Kind = Literal["identical", "noise", "divergence", "could not run"]
 # What a fix's re-run did: "parity" (bit for bit), "noise" (within the rounding noise the triage judges by),
+# "toward f64" (both sides were far from the f64 ideal and are near it with the change: neither was right),
 # "narrows" (closer, not parity), "no closer", "no change", "failed" (the re-run did not complete).
-Outcome = Literal["parity", "noise", "narrows", "no closer", "no change", "failed"]
-HOLDS: tuple[Outcome, ...] = ("parity", "noise")
+Outcome = Literal["parity", "noise", "toward f64", "narrows", "no closer", "no change", "failed"]
+HOLDS: tuple[Outcome, ...] = ("parity", "noise", "toward f64")
 
 
 @dataclass(frozen=True)

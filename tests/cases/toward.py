@@ -29,3 +29,14 @@ def make_running_bf16():
     """A running sum in bfloat16: far from the ideal on every path because the declared dtype is that narrow,
     not because an op amplifies anything (nothing to name, no change to offer)."""
     return (lambda x: jnp.cumsum(x)), (jnp.full((1024,), 0.1, jnp.bfloat16),)
+
+
+def softmax(logits):
+    e = jnp.exp(logits)  # planted: overflows
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def make_softmax_overflow():
+    """A softmax written without the max shift, on logits past 88: exp overflows, inf / inf is NaN on every path
+    (ONNX Runtime's exp differs from eager's by 1 ULP where neither overflows)."""
+    return softmax, (np.random.default_rng(0).normal(0, 60, (4, 16)).astype(np.float32),)

@@ -326,6 +326,21 @@ CAUSES: tuple[Cause, ...] = (
         "dropped sign to the maintainers of the side that drops it",
     ),
     Cause(
+        id="parameter-ignored",
+        title="a parameter of the op ignored (by ablation)",
+        description="A converter or compiler computes a primitive as if one of its parameters had another value "
+        "(a rounding method, a gather's out-of-bounds mode, a flag, the axes): JAX's own op re-bound on the op's "
+        "captured inputs with each parameter changed alone finds the value that gives the path's numbers bit for "
+        "bit, and names it.",
+        primitives=None,
+        dtypes=None,
+        devices=("cpu", "gpu", "tpu"),
+        runs_on=EVERY,
+        experiment="ablation",
+        fix="report it to the maintainers of the path's converter or compiler; until then, write the op in a form "
+        "that does not depend on that parameter",
+    ),
+    Cause(
         id="semantic-variant",
         title="another known semantics of the op (e.g. an arithmetic shift where a logical one is declared)",
         description="Implementations compute some primitives in known other ways: a right shift arithmetic or "

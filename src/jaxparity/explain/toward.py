@@ -43,9 +43,9 @@ def far(result: Any) -> tuple[int, str, float, tuple[tuple[str, float], ...]] | 
         errors = []
         for p in ran:
             mine = next((lf.error_vs_f64 for lf in p.leaves if lf.name == leaf.name), None)
-            if mine is None or not np.isfinite(mine.max_abs):
+            if mine is None:
                 break
-            errors.append((p.spec, float(mine.max_abs)))
+            errors.append((p.spec, float(mine.max_abs) if not np.isnan(mine.max_abs) else float("inf")))
         else:
             if min(err for _, err in errors) >= LOST * e.ideal_scale:
                 return k, leaf.name, float(e.ideal_scale), tuple(errors)
@@ -65,21 +65,18 @@ def toward_ideal(fn: Callable[..., Any], args: tuple, k: int, name: str, scale: 
     import jax
 
     from ..execution.inprocess import run_in_process
-    from ..localize.program import flatten
+    from ..localize.program import flatten, lines_downstream
     from ..paths import make_path
     from .verdict.divergence import carrier_at
 
     program = flatten(fn, args)
     flat_args = jax.tree_util.tree_leaves(args)
-    amp = _where_lost(program, flat_args)
-    if amp is None:
+    site = _where_lost(program, flat_args)
+    if site is None:
         return None
-    op = program.ops[amp.index]
-    how = (f"{amp.pattern}: " if amp.pattern else "") + f"its inputs' distance from float64 grows {amp.gain:,.0f}× there"
-    if amp.condition is not None:
-        how += f" (|a| + |b| is up to {amp.condition:,.0f}× |a {'−' if amp.primitive == 'sub' else '+'} b|)"
+    op, how = program.ops[site[0]], site[1]
     lost = Lost(name, scale, errors, carrier_at(op.info, "loses the digits"), how)
-    change, model, tried = _change(fn, args, amp)
+    change, model, tried = _change(fn, args, lines_downstream(program, op))
     if model is None:
         return _replace(lost, tried=tried)
 
@@ -121,9 +118,11 @@ def _replace(lost: Lost, **kw: Any) -> Lost:
     return dataclasses.replace(lost, **kw)
 
 
-def _where_lost(program: Any, flat_args: Sequence[Any]) -> Any:
-    """The op whose output's distance from float64 grows most over its inputs' (``blame.amplifier_of`` on eager's
-    per-op values against the interpreter's float64 ones), or None."""
+def _where_lost(program: Any, flat_args: Sequence[Any]) -> tuple[int, str] | None:
+    """(the op where the program loses its digits, how), on eager's per-op values against the interpreter's
+    float64 ones: the first op whose result overflows (inf or NaN where float64 has a number, from finite
+    inputs), else the op whose output's distance from float64 grows most over its inputs' (``blame.amplifier_of``,
+    norm-wise); None where neither is found."""
     from ..localize.blame import amplifier_of
     from ..localize.localizer import OpDrift
     from ..localize.values import program_values
@@ -142,6 +141,10 @@ def _where_lost(program: Any, flat_args: Sequence[Any]) -> Any:
                 continue
             with np.errstate(invalid="ignore", over="ignore"):
                 b = np.asarray(ideal[vid], np.float64)
+                if a.shape == b.shape and _overflows(op, a, b, mine):
+                    k = int(np.argmax(~np.isfinite(a) & np.isfinite(b)))
+                    return op.info.index, (f"#{op.info.index} {op.info.primitive} overflows: "
+                                           f"{a.ravel()[k]} where float64 gives {b.ravel()[k]:.3g}")
                 d = np.abs(a.astype(np.float64) - b)
                 finite = np.isfinite(d) & np.isfinite(b)
                 size = float(np.sqrt(np.sum(np.where(finite, b, 0.0) ** 2)))
@@ -149,22 +152,37 @@ def _where_lost(program: Any, flat_args: Sequence[Any]) -> Any:
             if size > 0:
                 worst = max(worst, moved / size)
         drift.append(OpDrift(op.info.index, op.info.name_stack, 0.0, 0.0, 0, worst))
-    return amplifier_of(program, drift, mine, -1)
+    amp = amplifier_of(program, drift, mine, -1)
+    if amp is None:
+        return None
+    how = (f"{amp.pattern}: " if amp.pattern else "") + f"its inputs' distance from float64 grows {amp.gain:,.0f}× there"
+    if amp.condition is not None:
+        how += f" (|a| + |b| is up to {amp.condition:,.0f}× |a {'−' if amp.primitive == 'sub' else '+'} b|)"
+    return amp.index, how
 
 
-def _change(fn: Callable[..., Any], args: tuple, amp: Any) -> tuple[str | None, Callable[..., Any] | None, str]:
-    """The well-conditioned form of the form at ``amp`` (in the user's terms), the model with it, or why none."""
-    from ..fixes import rewrites, well_conditioned
+def _overflows(op: Any, a: np.ndarray, b: np.ndarray, values: dict[int, Any]) -> bool:
+    """Inf or NaN in eager's result where float64's is a number, from inputs that are all finite."""
+    if not (~np.isfinite(a) & np.isfinite(b)).any():
+        return False
+    for ref in op.inputs:
+        x = values.get(ref) if isinstance(ref, int) else None
+        if x is not None and np.asarray(x).dtype.kind == "f" and not np.isfinite(np.asarray(x)).all():
+            return False
+    return True
 
-    at = [amp.where] if ":" in amp.where else None
-    if amp.pattern is None:
-        return None, None, (f"#{amp.index} {amp.primitive} is no ill-conditioned form jaxparity knows a "
-                            "well-conditioned form of")
+
+def _change(fn: Callable[..., Any], args: tuple, lines: list[str]) -> tuple[str | None, Callable[..., Any] | None, str]:
+    """The stable form of what is written at ``lines`` (the first of them with one: ``fixes.conditioning``), its
+    change in the user's terms and the model with it; or why none."""
+    from ..fixes import REMEDIES, forms_at, well_conditioned
+
+    at = next(([line] for line in lines if ":" in line and forms_at(fn, args, at=[line])), [lines[0]] if lines else None)
     try:
-        sites = rewrites(fn, args, at=at)
+        forms = forms_at(fn, args, at=at)
     except Exception as e:  # noqa: BLE001 - said, as what was tried
-        return amp.remedy, None, f"the program could not be rewritten ({type(e).__name__}: {e})"
-    if not sites:
-        return amp.remedy, None, (f"{amp.pattern} is not written in a form the rewrite recognises there (masked or "
-                                  "cross-device means are not)")
-    return amp.remedy, well_conditioned(fn, at=at), ""
+        return None, None, f"the program could not be rewritten ({type(e).__name__}: {e})"
+    if not forms:
+        return None, None, ("no numerically stable form of what is written there is known to jaxparity (a max-shifted "
+                            "softmax or log-sum-exp, a two-pass variance, a sum of logs, log1p, expm1)")
+    return "; ".join(REMEDIES.get(f, f) for f in forms), well_conditioned(fn, at=at), ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CauseVerdict", "Fix", "Rerun", "Status"]
+__all__ = ["TOWARD", "CauseVerdict", "Fix", "Rerun", "Status"]
 
 Status = Literal["confirmed", "partly", "refuted", "noise", "not run"]
 
@@ -83,3 +83,6 @@ class Fix:
             object.__setattr__(self, "ran", True)
 
 
+# A verified fix's words where neither side was near the f64 ideal before it and both are with it (the verdict's
+# remedy then says "toward the f64 ideal", not parity).
+TOWARD = "toward the f64 ideal on both sides"

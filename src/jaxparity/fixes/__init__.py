@@ -7,8 +7,8 @@
   amplified into a difference between runtimes.
 """
 
-from .conditioning import rewrites, well_conditioned
+from .conditioning import REMEDIES, forms_at, rewrites, well_conditioned
 from .rounding import ROUND_IN_F32, inserted_roundings, round_like_declared, write_fixed_case
 
-__all__ = ["ROUND_IN_F32", "inserted_roundings", "rewrites", "round_like_declared", "well_conditioned",
+__all__ = ["REMEDIES", "ROUND_IN_F32", "forms_at", "inserted_roundings", "rewrites", "round_like_declared", "well_conditioned",
            "write_fixed_case"]

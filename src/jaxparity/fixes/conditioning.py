@@ -12,6 +12,12 @@ Recognised forms (matched on the jaxpr, at any depth: inside ``jit``, ``scan``, 
 * **log-sum-exp without a shift** ``log(Σ exp(x))``: overflows to inf for large ``x`` and loses the small
   terms' digits. Computed as ``m + log(Σ exp(x − m))`` with ``m = max(x)`` (finite maxima only, as
   ``jax.nn.logsumexp`` does).
+* **softmax without a shift** ``exp(x) / Σ exp(x)``: inf / inf = NaN once one ``x`` passes 88 (float32).
+  Computed as ``exp(x − m) / Σ exp(x − m)``.
+* **log of a product** ``log(Π x)``: the product underflows to 0 or overflows to inf long before its log
+  does. Computed as ``Σ log|x| + log(Π sign x)``.
+* **log(1 + x)** and **exp(x) − 1**: a small ``x``'s digits rounded away in ``1 + x``, or cancelled in the
+  subtraction. Computed as ``log1p(x)`` and ``expm1(x)``.
 
 ``well_conditioned(fn)`` takes and returns what ``fn`` does and works eagerly and under ``jax.jit``,
 ``jax.export`` and ``jax2tf`` (it is built on ``rounding.rewritten``); ``rewrites(fn, args)`` lists what
@@ -31,10 +37,14 @@ from jax import lax
 
 from .rounding import _normalize_only, _Rewriter, _selected, _where, rewritten
 
-__all__ = ["rewrites", "well_conditioned"]
+__all__ = ["REMEDIES", "forms_at", "rewrites", "well_conditioned"]
 
 ONE_PASS_VARIANCE = "one-pass variance"
 UNSHIFTED_LOGSUMEXP = "unshifted log-sum-exp"
+UNSHIFTED_SOFTMAX = "unshifted softmax"
+LOG_OF_PRODUCT = "log of a product"
+LOG_ONE_PLUS = "log of 1 + x"
+EXP_MINUS_ONE = "exp(x) − 1"
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,95 @@ def _logsumexp(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Cal
     return shifted
 
 
-_FORMS = ((ONE_PASS_VARIANCE, _variance), (UNSHIFTED_LOGSUMEXP, _logsumexp))
+def _literal(v: Any, value: float) -> bool:
+    return isinstance(v, jcore.Literal) and float(v.val) == value
+
+
+def _through_broadcast(v: Any, producers: dict[Any, tuple[int, Any]]) -> Any:
+    """``v``, or what a broadcast_in_dim (keepdims, or to the full shape) made it from."""
+    e = _made(v, producers)
+    return e.invars[0] if e is not None and e.primitive.name == "broadcast_in_dim" else v
+
+
+def _softmax(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Callable[[Any], Any]], list[Any]] | None:
+    """``exp(x) / sum(exp(x))`` → ``exp(x − m) / sum(exp(x − m))``, ``m`` the finite maximum over the summed axes:
+    the same values where nothing overflows, none of exp's inf / inf = NaN where something does."""
+    if eqn.primitive.name != "div":
+        return None
+    e = _made(eqn.invars[0], producers)
+    s = _made(_through_broadcast(eqn.invars[1], producers), producers)
+    if e is None or e.primitive.name != "exp" or s is None or s.primitive.name != "reduce_sum" or s.invars[0] is not \
+            e.outvars[0]:
+        return None
+    x, axes = e.invars[0], tuple(s.params["axes"])
+    shape = eqn.outvars[0].aval.shape
+
+    def shifted(read: Callable[[Any], Any]) -> list[Any]:
+        xs = read(x)
+        m = lax.reduce_max(xs, axes)
+        m = lax.stop_gradient(lax.select(lax.is_finite(m), m, lax.full_like(m, 0)))
+        kept = tuple(d for d in range(xs.ndim) if d not in axes)
+        ex = lax.exp(lax.sub(xs, lax.broadcast_in_dim(m, xs.shape, kept)))
+        total = s.primitive.bind(ex, **s.params)
+        return [lax.div(lax.broadcast_in_dim(ex, shape, tuple(range(len(shape)))) if ex.shape != shape else ex,
+                        lax.broadcast_in_dim(total, shape, kept))]
+
+    return shifted
+
+
+def _log_of_product(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Callable[[Any], Any]], list[Any]] | None:
+    """``log(prod(x))`` → ``sum(log|x|) + log(prod(sign x))``: no underflow to 0 (−inf) or overflow to inf of the
+    product of many factors; a zero factor still gives −inf, a negative product NaN."""
+    if eqn.primitive.name != "log":
+        return None
+    p = _made(eqn.invars[0], producers)
+    if p is None or p.primitive.name != "reduce_prod":
+        return None
+    x = p.invars[0]
+
+    def in_logs(read: Callable[[Any], Any]) -> list[Any]:
+        import jax.numpy as jnp
+
+        xs, axes = read(x), tuple(p.params["axes"])
+        return [lax.add(jnp.sum(lax.log(lax.abs(xs)), axis=axes), lax.log(jnp.prod(lax.sign(xs), axis=axes)))]
+
+    return in_logs
+
+
+def _log_one_plus(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Callable[[Any], Any]], list[Any]] | None:
+    """``log(1 + x)`` → ``log1p(x)``: the digits of a small x are kept, not rounded away in 1 + x."""
+    if eqn.primitive.name != "log":
+        return None
+    a = _made(eqn.invars[0], producers)
+    if a is None or a.primitive.name != "add":
+        return None
+    x = a.invars[1] if _literal(a.invars[0], 1.0) else a.invars[0] if _literal(a.invars[1], 1.0) else None
+    if x is None:
+        return None
+    return lambda read: [lax.log1p(read(x))]
+
+
+def _exp_minus_one(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Callable[[Any], Any]], list[Any]] | None:
+    """``exp(x) − 1`` → ``expm1(x)``: no cancellation for small x."""
+    if eqn.primitive.name != "sub" or not _literal(eqn.invars[1], 1.0):
+        return None
+    e = _made(eqn.invars[0], producers)
+    if e is None or e.primitive.name != "exp":
+        return None
+    return lambda read: [lax.expm1(read(e.invars[0]))]
+
+
+_FORMS = ((ONE_PASS_VARIANCE, _variance), (UNSHIFTED_LOGSUMEXP, _logsumexp), (UNSHIFTED_SOFTMAX, _softmax),
+          (LOG_OF_PRODUCT, _log_of_product), (LOG_ONE_PLUS, _log_one_plus), (EXP_MINUS_ONE, _exp_minus_one))
+# Each form's well-conditioned form, as the change at the user's line.
+REMEDIES = {
+    ONE_PASS_VARIANCE: "compute the variance in two passes, mean((x − mean(x))²) (flax: use_fast_variance=False)",
+    UNSHIFTED_LOGSUMEXP: "jax.nn.logsumexp(x) (shifted by the maximum) instead of jnp.log(jnp.sum(jnp.exp(x)))",
+    UNSHIFTED_SOFTMAX: "jax.nn.softmax(x) (shifted by the maximum) instead of jnp.exp(x) / jnp.sum(jnp.exp(x))",
+    LOG_OF_PRODUCT: "jnp.sum(jnp.log(x)) (a sum of logarithms) instead of jnp.log(jnp.prod(x))",
+    LOG_ONE_PLUS: "jnp.log1p(x) instead of jnp.log(1 + x)",
+    EXP_MINUS_ONE: "jnp.expm1(x) instead of jnp.exp(x) - 1",
+}
 
 
 def _subjaxprs(eqn: Any) -> list[Any]:
@@ -208,12 +306,18 @@ def well_conditioned(fn: Callable, *, at: Collection[str] | None = None,
     """``fn`` with every recognised ill-conditioned form (see the module docstring) computed in its
     well-conditioned form. ``at`` restricts it to source locations (``"model.py:21"``, matched against
     every user frame of the op's traceback, as ``round_like_declared``'s ``only``); ``forms`` to some of
-    ``"one-pass variance"``, ``"unshifted log-sum-exp"``. Where nothing is recognised the result computes
-    what ``fn`` computes."""
+    the names above (``REMEDIES`` holds them, with each one's change). Where nothing is recognised the
+    result computes what ``fn`` computes."""
     conditioner = _Conditioner(_normalize_only(at), frozenset(forms) if forms is not None else None)
     fixed = rewritten(fn, conditioner)
     fixed.well_conditioned_at = conditioner.at  # type: ignore[attr-defined]
     return fixed
+
+
+def forms_at(fn: Callable, args: Sequence[Any], at: Collection[str] | None = None) -> list[str]:
+    """The recognised forms ``well_conditioned(fn, at=at)`` rewrites for these ``args``, by name, each once."""
+    found = [line.split(" at ", 1)[0] for line in rewrites(fn, args, at=at)]
+    return list(dict.fromkeys(found))
 
 
 def rewrites(fn: Callable, args: Sequence[Any], *, at: Collection[str] | None = None,

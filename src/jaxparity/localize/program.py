@@ -23,7 +23,7 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
 from ..jaxcompat import user_frames
 
 __all__ = ["RANDOM_PRIMITIVES", "FlatProgram", "Op", "OpInfo", "bind_op", "flatten", "flatten_jaxpr", "frame_line", "is_numeric", "library_frames",
-           "op_sources", "user_line"]
+           "lines_downstream", "op_sources", "user_line"]
 
 # jax 0.9.2 names of call-like primitives and the param holding their body.
 _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
@@ -247,3 +247,21 @@ def bind_op(op: Op, ins: Sequence[Any]) -> list[Any]:
 
     out = op.eqn.primitive.bind(*ins, **as_configured(op.eqn.params))
     return list(out) if op.eqn.primitive.multiple_results else [out]
+
+
+def lines_downstream(program: FlatProgram, op: Op, depth: int = 3) -> list[str]:
+    """The op's line, then those of the ops that read its result, up to ``depth`` steps on (a form such as the
+    softmax overflows at its exp and ends at a division written on the next line)."""
+    lines, seen, frontier = [], {op.info.index}, [op]
+    for _ in range(depth + 1):
+        nxt = []
+        for o in frontier:
+            line = o.info.user_source or o.info.source
+            if line and line not in lines:
+                lines.append(line)
+            outs = {v for v in o.outputs if v is not None}
+            nxt += [c for c in program.ops if c.info.index not in seen and outs & {r for r in c.inputs
+                                                                                     if isinstance(r, int)}]
+        seen |= {o.info.index for o in nxt}
+        frontier = nxt
+    return lines

@@ -8,6 +8,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..verdict import Lost, Remedy, Verdict
 
 __all__ = ["block", "fix_line", "headline", "headline_of", "mark", "one_line", "text_lines"]
@@ -18,7 +20,8 @@ _LAYERS = {"converter": "the converter", "kernel": "the runtime's kernel", "comp
 _FAULT = {"converter": "the converter's fault", "runtime": "the runtime's fault", "program": "the program's fault",
           "compiler": "the compiler's fault",
           "environment": "its runtime is not installed here", "kernel": "the runtime's kernel's fault"}
-_OUTCOME = {"parity": "parity", "noise": "within rounding noise", "narrows": "narrows, not parity",
+_OUTCOME = {"parity": "parity", "noise": "within rounding noise", "toward f64": "toward the f64 ideal, which neither "
+            "side was near", "narrows": "narrows, not parity",
             "no closer": "no closer", "no change": "no change", "failed": "the re-run failed"}
 
 
@@ -107,12 +110,14 @@ def lost_lines(lost: Lost) -> list[str]:
     its digits, and the change toward the ideal as its re-run on every path showed it."""
     (base, err), others = lost.errors[0], lost.errors[1:]
     worst = max(others, key=lambda pe: pe[1], default=None)
-    off = f"{lost.output} is {err:.3g} from it on {base}" + (
-        f" ({worst[1]:.3g} on {worst[0]})" if worst and f"{worst[1]:.3g}" != f"{err:.3g}" else "")
+    off = (f"{lost.output} has NaN or inf where it is a number, on every path" if not np.isfinite(err) else
+           f"{lost.output} is {err:.3g} from it on {base}") + (
+        f" ({worst[1]:.3g} on {worst[0]})" if worst and np.isfinite(err) and f"{worst[1]:.3g}" != f"{err:.3g}" else "")
     line = f"! no path is near the f64 ideal: {off}, where it reaches {lost.scale:.2g}"
     if lost.where is not None:
         c = lost.where
         line += f" — the digits are lost at {c.line or c.module or 'an op'} ({c.op})" + (
+            ", where it overflows" if " overflows: " in lost.how else
             f", a {lost.how.split(',', 1)[0]}" if lost.how and "," in lost.how.split(":", 1)[0] else "")
     if lost.change is not None and lost.verified:
         near = max(e for _, e in lost.after)

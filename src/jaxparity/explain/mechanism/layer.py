@@ -74,8 +74,11 @@ def name_the_pass(causes: list[CauseVerdict]) -> list[CauseVerdict]:
               if c.status == "confirmed" and c.experiment.startswith("re-ran ") and "disable" in c.experiment]
     if wrong is None or not passes:
         return causes
-    named = dataclasses.replace(wrong, evidence=f"{wrong.evidence}; {passes[0]} restores parity: name that pass in "
-                                "the report")
+    spec = passes[0].split(" ", 1)[0]
+    name = spec.split("xla_disable_hlo_passes=", 1)[-1] if "xla_disable_hlo_passes=" in spec else spec
+    head, sep, rest = wrong.evidence.partition("; ")
+    named = dataclasses.replace(wrong, evidence=f"{head}, set off by XLA's {name} pass ({spec}, with it disabled, "
+                                f"restores parity: name that pass in the report){sep}{rest}")
     return [named if c is wrong else c for c in causes]
 
 

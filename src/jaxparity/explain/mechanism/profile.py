@@ -32,6 +32,7 @@ __all__ = ["PROFILED", "Profile", "kernel_accuracy", "profile", "sweep"]
 PROFILED = UNARY_MATH  # math functions of one float input: kernels a runtime approximates its own way
 ACCURATE = 4  # ULP from the correctly rounded result: what an accurate math library keeps to
 MERGE = 3  # accurate points between two runs of inaccurate ones that still make one interval (a lucky rounding)
+MOSTLY = 0.75  # two runs and what parts them are one interval where this share of its points is beyond ACCURATE
 
 
 def sweep(dtype: Any, captured: np.ndarray | None = None) -> np.ndarray:
@@ -156,21 +157,31 @@ def profile(got: np.ndarray, want: np.ndarray, x: np.ndarray, at_zero: tuple[Any
 
 def _runs(order: np.ndarray, bad: np.ndarray, x: np.ndarray, neutral: np.ndarray
           ) -> tuple[tuple[float, float, bool, bool, bool], ...]:
-    """The input intervals (in ``order``) over which ``bad`` holds, runs split by at most ``MERGE`` good points
-    joined (``neutral`` points, zeros and subnormals, split none), and an interval and its mirror image across
-    zero as one (``|x| in [a, b]``); largest (by points) first: (first, last, reaches the lowest input, the
-    highest, mirrored)."""
+    """The input intervals (in ``order``) over which ``bad`` holds: runs of it, two neighbouring runs one interval
+    where the span they cover is mostly (``MOSTLY``) bad or only ``MERGE`` good points part them (a lucky rounding
+    where the error flickers about the bound; ``neutral`` points, zeros and subnormals, count for neither), and an
+    interval and its mirror image across zero as one (``|x| in [a, b]``); largest (by points) first: (first,
+    last, reaches the lowest input, the highest, mirrored)."""
+    b = bad[order].astype(np.int64)
+    counted = (~neutral[order]).astype(np.int64)
+    cum_bad, cum_counted = np.concatenate([[0], np.cumsum(b)]), np.concatenate([[0], np.cumsum(counted)])
     runs: list[list[int]] = []
-    gap = MERGE + 1
-    for pos, i in enumerate(order):
-        if bad[i]:
-            if runs and gap <= MERGE:
-                runs[-1][1] = pos
-            else:
-                runs.append([pos, pos])
-            gap = 0
-        elif not neutral[i]:
-            gap += 1
+    for pos in np.flatnonzero(b):
+        if runs and cum_counted[pos] - cum_counted[runs[-1][1] + 1] == 0:
+            runs[-1][1] = int(pos)
+        else:
+            runs.append([int(pos), int(pos)])
+    merged: list[list[int]] = []
+    for run in runs:
+        if merged:
+            a, z = merged[-1][0], run[1]
+            good = (cum_counted[z + 1] - cum_counted[a]) - (cum_bad[z + 1] - cum_bad[a])
+            gap = (cum_counted[run[0]] - cum_counted[merged[-1][1] + 1])
+            if gap <= MERGE or (cum_bad[z + 1] - cum_bad[a]) >= MOSTLY * (cum_bad[z + 1] - cum_bad[a] + good):
+                merged[-1][1] = run[1]
+                continue
+        merged.append(run)
+    runs = merged
     last = len(order) - 1
     found = [(float(x[order[a]]), float(x[order[b]]), a == 0, b == last, b - a) for a, b in runs]
     out: list[tuple[float, float, bool, bool, bool, int]] = []
@@ -178,16 +189,25 @@ def _runs(order: np.ndarray, bad: np.ndarray, x: np.ndarray, neutral: np.ndarray
     for k, (a, b, low, high, n) in enumerate(found):
         if k in used:
             continue
-        mirror = next((j for j, (c, d, lo, hi, _) in enumerate(found) if j != k and j not in used and b < 0 < c
-                       and _near(-b, c) and (_near(-a, d) or (low and hi))), None)
+        mirror = next((j for j, (c, d, *_) in enumerate(found) if j != k and j not in used and b < 0 < c
+                       and _mirrors(-b, -a, c, d)), None)
         if mirror is None:
             out.append((a, b, low, high, False, n))
             continue
         used |= {k, mirror}
         c, d, _, hi, m = found[mirror]
-        out.append((c, d, False, hi, True, n + m))
+        out.append((max(-b, c), min(-a, d), False, hi, True, n + m))  # what holds on both signs
     out.sort(key=lambda r: -r[5])
     return tuple(r[:5] for r in out)
+
+
+def _mirrors(a: float, b: float, c: float, d: float) -> bool:
+    """[a, b] and [c, d] (magnitudes) are one interval's two signs: the same bounds within 5%, or, for runs over
+    three decades or more (a range reduction's), within a factor of 10."""
+    if _near(a, c) and _near(b, d):
+        return True
+    wide = min(b / a, d / c) >= 1e3
+    return wide and max(a, c) <= 10 * min(a, c) and max(b, d) <= 10 * min(b, d)
 
 
 def _near(a: float, b: float) -> bool:
@@ -255,25 +275,63 @@ def _correctly_rounded(op: Any, x: np.ndarray) -> np.ndarray:
     return round_to_dtype(exact, x.dtype)
 
 
+def _targets(ctx: Context) -> list[tuple[Any, np.ndarray, np.ndarray | None, str]]:
+    """(op, its input, the path's own values of it or None, where) for the math functions to profile: the first
+    carrying divergence at one, with the path's captured input; where the path's per-op view is not its program's
+    (returning every intermediate changes what it runs), each such op of the program, up to three, on the
+    baseline's input to it."""
+    from ...localize.localizer import _read, arg_values
+
+    if ctx.localization is not None and ctx.path_vals is not None:
+        found = next((d for d in named(ctx.localization) if d.op.primitive in PROFILED), None)
+        if found is None:
+            return []
+        op = ctx.program.ops[found.op.index]
+        ins = op_inputs(ctx, found)
+        vid = op.outputs[0] if op.outputs else None
+        if len(ins) != 1 or vid is None or vid not in ctx.path_vals.values or np.asarray(ins[0]).dtype.kind != "f":
+            return []
+        return [(op, np.asarray(ins[0]), np.asarray(ctx.path_vals.values[vid]), where(found))]
+    if ctx.base_vals is None or ctx.instrumented is None:
+        return []
+    args = arg_values(ctx.program, ctx.flat_args)
+    out = []
+    for op in ctx.program.ops:
+        if op.info.primitive not in PROFILED or len(op.inputs) != 1 or len(out) == 3:
+            continue
+        try:
+            x = np.asarray(_read(ctx.program, op.inputs[0], ctx.base_vals.values, args))
+        except Exception:  # noqa: BLE001 - not captured: not profiled
+            continue
+        if x.dtype.kind == "f":
+            line = op.info.user_source or op.info.source or "unknown line"
+            out.append((op, x, None, f"#{op.info.index} {op.info.primitive} ({line})"))
+    return out
+
+
 def kernel_accuracy(cause: Cause, ctx: Context) -> CauseVerdict:
-    """The first carrying divergence at a profiled function (``PROFILED``): its kernel on the path, run alone over
-    its captured inputs and the sweep, against the correctly rounded result, and the baseline's on the same points."""
-    loc = ctx.localization
-    if loc is None or ctx.path_vals is None:
-        return CauseVerdict(cause.id, cause.title, "not run", "", "no per-op values for this path")
-    found = next((d for d in named(loc) if d.op.primitive in PROFILED), None)
-    if found is None:
-        return CauseVerdict(cause.id, cause.title, "not run", "", "no diverging op is a math function "
-                            f"({', '.join(sorted(PROFILED)[:6])}...)")
-    op = ctx.program.ops[found.op.index]
-    ins = op_inputs(ctx, found)
-    vid = op.outputs[0] if op.outputs else None
-    if len(ins) != 1 or vid is None or vid not in ctx.path_vals.values or np.asarray(ins[0]).dtype.kind != "f":
-        return CauseVerdict(cause.id, cause.title, "not run", "", f"{where(found)} has no captured float input")
-    captured = np.asarray(ins[0])
-    mine = np.asarray(ctx.path_vals.values[vid])
+    """The carrying math function (``PROFILED``): its kernel on the path, run alone over its captured inputs and the
+    sweep, against the correctly rounded result, and the baseline's on the same points. Without the path's own
+    per-op values, each math function of the program on the baseline's inputs to it, the first beyond a library's
+    error there said (partly: the path's own values of it are not seen)."""
+    targets = _targets(ctx)
+    if not targets:
+        why = ("no per-op values for this path" if ctx.localization is None and ctx.instrumented is None else
+               f"no carrying op is a math function of one input ({', '.join(sorted(PROFILED)[:6])}...)")
+        return CauseVerdict(cause.id, cause.title, "not run", "", why)
+    verdict = None
+    for op, captured, mine, at in targets:
+        verdict = _profiled(cause, ctx, op, captured, mine, at)
+        if verdict.status in ("confirmed", "partly"):
+            return verdict
+    assert verdict is not None
+    return verdict
+
+
+def _profiled(cause: Cause, ctx: Context, op: Any, captured: np.ndarray, mine: np.ndarray | None,
+              at: str) -> CauseVerdict:
     x = sweep(captured.dtype, captured)
-    what = f"{where(found)} run alone on {ctx.path} and {ctx.baseline}, over {len(x):,} points of its domain"
+    what = f"{at} run alone on {ctx.path} and {ctx.baseline}, over {len(x):,} points of its domain"
     got = _run_alone(ctx.path.spec, op, x)
     if isinstance(got, str):
         return CauseVerdict(cause.id, cause.title, "not run", what, f"the op alone did not run on {ctx.path} ({got})")
@@ -284,19 +342,22 @@ def kernel_accuracy(cause: Cause, ctx: Context) -> CauseVerdict:
     path_prof = profile(got.reshape(x.shape), want, x, None if isinstance(at_zero[0], str) else
                         (at_zero[0].reshape(()), at_zero[1].reshape(())))
     base_prof = None if isinstance(theirs, str) else profile(theirs.reshape(x.shape), want, x)
-    # the kernel alone on the op's own inputs: the path's values of the op?
     n = min(captured.size, 20_000)
     flat = captured.ravel()[:n]
-    pos = np.searchsorted(x[:-2], flat)  # x is sorted over its finite points (then -0 and NaN)
-    pos = np.clip(pos, 0, len(x) - 3)
-    alone = np.where(np.isnan(flat), np.nan, got.reshape(x.shape)[pos]).astype(mine.dtype)
-    same = float(np.mean(ulp_distance(alone, mine.ravel()[:n]) == 0)) if n else 0.0
     seen = path_prof.words(ctx.path.spec, op.info.primitive)
     if base_prof is not None:
         seen += (f"; {ctx.baseline}'s is within {base_prof.max_ulp} ULP on the same points" if base_prof.accurate
                  else f"; {ctx.baseline}'s, on the same points: " + base_prof.words(ctx.baseline.spec, op.info.primitive,
                                                                                    brief=True))
-    seen += f"; alone it gives {ctx.path}'s own values of the op on {same:.0%} of its captured inputs"
+    same = 0.0
+    if mine is not None:  # the kernel alone on the op's own inputs: the path's values of the op?
+        pos = np.clip(np.searchsorted(x[:-2], flat), 0, len(x) - 3)  # x is sorted (then -0 and NaN)
+        alone = np.where(np.isnan(flat), np.nan, got.reshape(x.shape)[pos]).astype(mine.dtype)
+        same = float(np.mean(ulp_distance(alone, mine.ravel()[:n]) == 0)) if n else 0.0
+        seen += f"; alone it gives {ctx.path}'s own values of the op on {same:.0%} of its captured inputs"
+    else:
+        seen += (f"; on {ctx.baseline}'s inputs to it ({ctx.path}'s own are not seen: returning every intermediate "
+                 "changes what it runs)")
     on_captured = np.isin(x, flat)
     here = profile(got.reshape(x.shape)[on_captured], want[on_captured], x[on_captured])
     if path_prof.accurate or here.max_ulp <= ACCURATE:
@@ -307,14 +368,16 @@ def kernel_accuracy(cause: Cause, ctx: Context) -> CauseVerdict:
         return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: {why}")
     theirs_here = None if base_prof is None else profile(theirs.reshape(x.shape)[on_captured], want[on_captured],
                                                          x[on_captured])
-    status = "confirmed" if same >= 0.99 and (theirs_here is None or theirs_here.max_ulp < here.max_ulp) else "partly"
+    better = theirs_here is None or theirs_here.max_ulp < here.max_ulp
+    status = "confirmed" if mine is not None and same >= 0.99 and better else "partly" if better else "refuted"
     title = (f"a kernel accurate in absolute terms only ({ctx.path}'s {op.info.primitive})" if path_prof.abs_only else
              f"a kernel less accurate than a math library ({ctx.path}'s {op.info.primitive})")
+    vid = op.outputs[0] if op.outputs else None
     return CauseVerdict(cause.id, title, status, what, seen, cause.fix,
                         trigger=_trigger(path_prof, flat, ctx, vid, n) if path_prof.intervals else None)
 
 
-def _trigger(prof: Profile, flat: np.ndarray, ctx: Context, vid: int, n: int) -> str:
+def _trigger(prof: Profile, flat: np.ndarray, ctx: Context, vid: int | None, n: int) -> str:
     """The profile's intervals as the trigger, with how many of the op's differing elements here lie in them."""
     xs = flat.astype(np.float64)
     inside = np.zeros(xs.shape, bool)
@@ -322,8 +385,8 @@ def _trigger(prof: Profile, flat: np.ndarray, ctx: Context, vid: int, n: int) ->
         v = np.abs(xs) if mirrored else xs
         inside |= ((v >= a) | low) & ((v <= b) | high) & ~np.isnan(xs)
     words = f"its kernel is beyond {ACCURATE} ULP where {prof.interval_words()} (its profile over the domain)"
-    base = ctx.base_vals.values.get(vid) if ctx.base_vals is not None else None
-    if base is None:
+    base = ctx.base_vals.values.get(vid) if ctx.base_vals is not None and vid is not None else None
+    if base is None or ctx.path_vals is None or vid not in ctx.path_vals.values:
         return words
     mine = np.asarray(ctx.path_vals.values[vid]).ravel()[:n]
     differs = ulp_distance(mine, np.asarray(base).ravel()[:n].astype(mine.dtype)) != 0

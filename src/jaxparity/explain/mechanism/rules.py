@@ -9,6 +9,7 @@ from collections.abc import Callable
 from ..causes import Cause
 from ..context import Context, describe
 from ..verdicts import CauseVerdict
+from .ablation import ablated
 from .artifact import artifact
 from .artifact.kept_wide import kept_wide
 from .conditioning import rewritten
@@ -48,6 +49,7 @@ EXPERIMENTS: dict[str, Rule] = {
     "artifact": artifact,
     "variants": known_variants,
     "kernel-profile": kernel_accuracy,
+    "ablation": ablated,
 }
 
 

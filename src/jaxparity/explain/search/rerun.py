@@ -12,7 +12,7 @@ from ..mechanism.captured import with_op
 from ..verdicts import Fix
 from .candidates import Candidate
 
-__all__ = ["NEAR_ULP", "as_accurate", "both", "recipe", "rerun_candidate"]
+__all__ = ["NEAR_ULP", "as_accurate", "both", "recipe", "rerun_candidate", "within_noise"]
 
 NEAR_ULP = 4  # ULP apart that any two roundings of the same math may be, whatever the baseline's own error
 
@@ -61,9 +61,30 @@ def rerun_candidate(ctx: Context, cand: Candidate, index: int | set[int], label:
                    f"{said}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, within the rewritten program's own "
                    f"rounding noise: {ctx.path}'s max abs error against the f64 ideal {p0:.3g} → {p1:.3g}, "
                    f"{ctx.baseline}'s {b1:.3g}{guard}", rerun=measured, recipe=recipe)
+    judged = within_noise(ctx, fixed, measured, outs[0], outs[1])
+    if judged is not None:
+        return Fix("model change", description, f"{ctx.path} [{label}]", True,
+                   f"{said}: {n0} → {n1} elements differ, max {u0} → {u1} ULP: within the rounding noise the triage "
+                   f"judges by (at most {judged.share:.0%} of what correct implementations of the rewritten "
+                   f"program's ops may differ by){guard}", rerun=measured, recipe=recipe)
     return Fix("model change", description, None, False,
                f"{cand.name}: {said}: they still differ in {n1} elements, max {u1} ULP (were {n0}, max {u0} ULP)",
                rerun=measured, recipe=recipe)
+
+
+def within_noise(ctx: Context, fixed: Any, rerun: Any, mine: Any, theirs: Any) -> Any:
+    """The triage's own judgement (``noise.within_rounding``) of a change that brought the two sides closer, on the
+    rewritten program: a ``Rounding`` where what is left is no more than correct implementations of its ops may
+    differ by; None where it is more, the change moved them no closer, or the program cannot be judged."""
+    from ...localize.program import flatten
+    from ..noise import within_rounding
+
+    if rerun.outcome != "narrows":
+        return None
+    try:
+        return within_rounding(flatten(fixed, ctx.args), ctx.flat_args, mine, theirs)
+    except Exception:  # noqa: BLE001 - no judgement: the stricter element-wise one above stands
+        return None
 
 
 def as_accurate(ctx: Context, rerun: Any, mine: Any, theirs: Any) -> bool:

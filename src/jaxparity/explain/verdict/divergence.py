@@ -23,11 +23,11 @@ _LAYER = {"excess-precision": "compiler", "narrow-rounding-skipped": "compiler",
           "identity-rewrite": "compiler", "ieee-fold": "converter", "converter-decomposition": "converter",
           "stored-constant": "converter", "kernel-attribute": "converter", "device-arithmetic": "device",
           "matmul-precision": "device", "denormal-flush": "device", "math-library": "kernel",
-          "narrow-accumulation": "kernel", "fused-kernel": "kernel", "kernel-accuracy": "kernel", "ill-conditioned": "program",
+          "narrow-accumulation": "kernel", "fused-kernel": "kernel", "kernel-accuracy": "kernel", "parameter-ignored": "converter", "ill-conditioned": "program",
           "amplification": "program", "rng-config": "program", "wrong-code": "compiler"}
 # Causes whose experiment names the mechanism more closely than the table's title ("a kernel accurate in absolute
 # terms only"): the headline says its words.
-_TITLED = ("kernel-accuracy",)
+_TITLED = ("kernel-accuracy", "parameter-ignored")
 # Catch-alls: they say that the path computes otherwise, not how.
 _CATCH_ALL = ("unknown", "other-lowering", "path-option")
 
@@ -101,7 +101,7 @@ def divergence(group: Sequence[Any], found: Sequence[Any], result: Any, passes: 
         **base,  # type: ignore[arg-type]
         carriers=carriers, mechanism=mechanism, title=title, cause=cause, layer=layer, right=right, right_words=right_words,
         trigger=trigger, fixes=fixes, tried=None if holds else _tried(e), remains=_remains(e),
-        advice=_advice(main, e) if not holds else _in_words(main, fixes), stage_errors=errors,
+        advice=_advice(main, e) if not holds or cause == "wrong-code" else _in_words(main, fixes), stage_errors=errors,
         notes=_notes(e, unseen))
 
 

@@ -9,10 +9,12 @@ from typing import Any
 
 from ...paths.base import parse_spec, parse_xla_flags
 from ...verdict import Outcome, Remedy
+from ..verdicts import TOWARD
 
 __all__ = ["remedies"]
 
-_ORDER: dict[str, int] = {"parity": 0, "noise": 1, "narrows": 2, "no closer": 3, "no change": 4, "failed": 5}
+_ORDER: dict[str, int] = {"parity": 0, "noise": 1, "toward f64": 2, "narrows": 3, "no closer": 4, "no change": 5,
+                          "failed": 6}
 _WHOLE = {"fixed model": "jaxparity.fixes.round_like_declared(fn)"}  # said by the transform; others in their words
 
 
@@ -69,7 +71,8 @@ def _chains(found: Sequence[Any]) -> list[Any]:
 
 def _outcome(f: Any) -> Outcome:
     if f.verified:
-        return "noise" if "rounding noise" in (f.evidence or "") else "parity"
+        evidence = f.evidence or ""
+        return "toward f64" if TOWARD in evidence else "noise" if "rounding noise" in evidence else "parity"
     r = f.rerun
     if r is not None:
         return r.outcome
