@@ -79,3 +79,17 @@ def test_onnx_runtimes_sigmoid_is_named_by_its_profile_and_tflites_is_noise():
     assert by["tflite"]["kernel-accuracy"].status in ("refuted", "not run")
     (t,) = [v for v in result.verdicts if "tflite" in v.paths]
     assert t.kind == "noise", t
+
+
+def test_a_kernel_that_gives_nan_for_a_number_has_those_inputs_in_its_interval():
+    """The TFLite converter's cube root gives NaN for every negative input: the profile says so, and the interval
+    where the kernel is wrong (the trigger) holds the negative inputs, though no ULP count measures them."""
+    case = load_case(f"{CASES / 'kernels.py'}:make_cbrt")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "tflite"]).explain()
+    (e,) = result.explanations
+    (c,) = [c for c in e.causes if c.cause == "kernel-accuracy"]
+    assert c.status in ("confirmed", "partly"), c
+    assert "NaN where the result is a number" in c.evidence, c.evidence
+    assert c.trigger is not None and ("x ≤ " in c.trigger or "every x" in c.trigger), c.trigger
+    (v,) = [v for v in result.verdicts if v.kind == "divergence"]
+    assert v.cause == "kernel-accuracy" and v.trigger == c.trigger

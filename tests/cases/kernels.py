@@ -21,3 +21,11 @@ def log_sigmoid_dot(x, w):
 def make_log_sigmoid_dot():
     r = np.random.default_rng(3)
     return log_sigmoid_dot, (r.normal(-8, 6, (16, 512)).astype(np.float32), r.normal(0, 1, (512, 8)).astype(np.float32))
+
+
+def cube_root(x):
+    return jax.lax.cbrt(x) + 0.0  # planted: NaN for negative inputs on tflite
+
+
+def make_cbrt():
+    return cube_root, (np.linspace(-8, 8, 33).astype(np.float32),)

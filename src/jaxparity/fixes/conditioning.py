@@ -139,6 +139,15 @@ def _variance(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Call
     return two_pass
 
 
+def _shifted_exp(xs: Any, axes: tuple[int, ...]) -> tuple[Any, Any, tuple[int, ...]]:
+    """(exp(x − m), m, the axes kept), ``m`` the finite maximum of ``xs`` over ``axes`` (0 where it is not finite,
+    as ``jax.nn.logsumexp`` does; no gradient flows through it)."""
+    m = lax.reduce_max(xs, axes)
+    m = lax.stop_gradient(lax.select(lax.is_finite(m), m, lax.full_like(m, 0)))
+    kept = tuple(d for d in range(xs.ndim) if d not in axes)
+    return lax.exp(lax.sub(xs, lax.broadcast_in_dim(m, xs.shape, kept))), m, kept
+
+
 def _logsumexp(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Callable[[Any], Any]], list[Any]] | None:
     """``log(reduce_sum(exp(x)))`` → ``m + log(reduce_sum(exp(x − m)))``, ``m`` the finite maximum."""
     if eqn.primitive.name != "log":
@@ -152,12 +161,8 @@ def _logsumexp(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Cal
     x, axes = e.invars[0], tuple(s.params["axes"])
 
     def shifted(read: Callable[[Any], Any]) -> list[Any]:
-        xs = read(x)
-        m = lax.reduce_max(xs, axes)
-        m = lax.stop_gradient(lax.select(lax.is_finite(m), m, lax.full_like(m, 0)))
-        kept = tuple(d for d in range(xs.ndim) if d not in axes)
-        total = s.primitive.bind(lax.exp(lax.sub(xs, lax.broadcast_in_dim(m, xs.shape, kept))), **s.params)
-        return [lax.add(lax.log(total), m)]
+        ex, m, _ = _shifted_exp(read(x), axes)
+        return [lax.add(lax.log(s.primitive.bind(ex, **s.params)), m)]
 
     return shifted
 
@@ -186,11 +191,7 @@ def _softmax(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Calla
     shape = eqn.outvars[0].aval.shape
 
     def shifted(read: Callable[[Any], Any]) -> list[Any]:
-        xs = read(x)
-        m = lax.reduce_max(xs, axes)
-        m = lax.stop_gradient(lax.select(lax.is_finite(m), m, lax.full_like(m, 0)))
-        kept = tuple(d for d in range(xs.ndim) if d not in axes)
-        ex = lax.exp(lax.sub(xs, lax.broadcast_in_dim(m, xs.shape, kept)))
+        ex, _, kept = _shifted_exp(read(x), axes)
         total = s.primitive.bind(ex, **s.params)
         return [lax.div(lax.broadcast_in_dim(ex, shape, tuple(range(len(shape)))) if ex.shape != shape else ex,
                         lax.broadcast_in_dim(total, shape, kept))]

@@ -140,7 +140,9 @@ def profile(got: np.ndarray, want: np.ndarray, x: np.ndarray, at_zero: tuple[Any
     abs_only = bool(bad.any() and (err[bad] <= tiny[bad]).all() and (np.abs(ww[bad]) < 1).all())
     order = np.argsort(xw, kind="stable")
     finite_x = order[np.isfinite(xw[order])]
-    intervals = _runs(finite_x, bad, xw, np.abs(xw) < float(info.smallest_normal))
+    # a NaN for a number (or the reverse) is beyond any ULP count: its inputs belong to the intervals too
+    nan_for_number = np.isfinite(xw) & (np.isnan(gw) != np.isnan(ww))
+    intervals = _runs(finite_x, bad | nan_for_number, xw, np.abs(xw) < float(info.smallest_normal))
     k = int(np.argmax(np.where(bad, ulps, -1))) if bad.any() else None
     example = (float(xw[k]), float(gw[k]), float(ww[k])) if k is not None else None
     sub_in = np.isfinite(xw) & (xw != 0) & (np.abs(xw) < float(info.smallest_normal))
@@ -360,7 +362,7 @@ def _profiled(cause: Cause, ctx: Context, op: Any, captured: np.ndarray, mine: n
                  "changes what it runs)")
     on_captured = np.isin(x, flat)
     here = profile(got.reshape(x.shape)[on_captured], want[on_captured], x[on_captured])
-    if path_prof.accurate or here.max_ulp <= ACCURATE:
+    if path_prof.accurate or here.accurate:
         why = ("the kernel alone is accurate, so the path's values of the op come from how it runs in the program (a "
                "fusion, a conversion of more than this op)" if path_prof.accurate else
                f"on the op's own inputs it is within {here.max_ulp} ULP: its profile elsewhere is not what makes "
@@ -368,10 +370,17 @@ def _profiled(cause: Cause, ctx: Context, op: Any, captured: np.ndarray, mine: n
         return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: {why}")
     theirs_here = None if base_prof is None else profile(theirs.reshape(x.shape)[on_captured], want[on_captured],
                                                          x[on_captured])
-    better = theirs_here is None or theirs_here.max_ulp < here.max_ulp
-    status = "confirmed" if mine is not None and same >= 0.99 and better else "partly" if better else "refuted"
-    title = (f"a kernel accurate in absolute terms only ({ctx.path}'s {op.info.primitive})" if path_prof.abs_only else
-             f"a kernel less accurate than a math library ({ctx.path}'s {op.info.primitive})")
+    # the baseline's kernel on the same inputs: accurate there (the path's is the one beyond a library's error), or
+    # beyond it too (two approximations of the op, neither right)
+    both = theirs_here is not None and not theirs_here.accurate and theirs_here.max_ulp >= here.max_ulp // 4
+    status = "confirmed" if mine is not None and same >= 0.99 else "partly"  # (without them: not seen)
+    if both:
+        title = (f"two approximations of {op.info.primitive}, each beyond a math library's error ({ctx.path}'s up "
+                 f"to {here.max_ulp:,} ULP on the op's inputs, {ctx.baseline}'s {theirs_here.max_ulp:,})")
+    elif path_prof.abs_only:
+        title = f"a kernel accurate in absolute terms only ({ctx.path}'s {op.info.primitive})"
+    else:
+        title = f"a kernel less accurate than a math library ({ctx.path}'s {op.info.primitive})"
     vid = op.outputs[0] if op.outputs else None
     return CauseVerdict(cause.id, title, status, what, seen, cause.fix,
                         trigger=_trigger(path_prof, flat, ctx, vid, n) if path_prof.intervals else None)
