@@ -80,7 +80,7 @@ def main() -> None:
             rows.append((name, ",".join(v["paths"]), v["kind"], title, "profile" if profiled else
                          ("elements" if trigger else ""), trigger.split(" where ", 1)[-1].split(" (its profile")[0]
                          if profiled else ""))
-    print(f"| function | paths | verdict | mechanism | trigger | where the kernel is beyond 4 ULP |")
+    print("| function | paths | verdict | mechanism | trigger | where the kernel is beyond 4 ULP |")
     print("|---|---|---|---|---|---|")
     for name, paths, kind, title, trig, where in rows:
         print(f"| {name} | {paths} | {kind} | {title} | {trig} | {where} |")

@@ -101,15 +101,15 @@ def toward_ideal(fn: Callable[..., Any], args: tuple, k: int, name: str, scale: 
     before = dict(errors)
     near = [s for s, e in after if e < LOST * scale and e * NEARER <= before[s]]
     verified = not failed and len(near) == len(errors)
-    tried = None
+    why_not: str | None = None
     if not verified:
         worst = max(after, key=lambda se: se[1] / max(before[se[0]], 1e-300), default=None)
-        tried = "; ".join(x for x in (
+        why_not = "; ".join(x for x in (
             f"it failed on {', '.join(failed)}" if failed else "",
             f"{worst[0]} is still {worst[1]:.2g} from it (was {before[worst[0]]:.2g})" if worst and worst[0] not in near
             else "") if x)
     return _replace(lost, change=change, apply="jaxparity.fixes.well_conditioned(fn)", verified=verified,
-                    after=tuple(after), tried=tried)
+                    after=tuple(after), tried=why_not)
 
 
 def _replace(lost: Lost, **kw: Any) -> Lost:

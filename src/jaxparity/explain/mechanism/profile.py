@@ -23,8 +23,8 @@ from ...localize.elements import UNARY_MATH
 from ...metrics import ulp_distance
 from ...rounding import round_to_dtype
 from ..causes import Cause
-from ..context import Context, first_line
-from ..verdicts import CauseVerdict
+from ..context import Context
+from ..verdicts import CauseVerdict, Status
 from .captured import named, op_inputs, where
 
 __all__ = ["PROFILED", "Profile", "kernel_accuracy", "profile", "sweep"]
@@ -176,16 +176,17 @@ def _runs(order: np.ndarray, bad: np.ndarray, x: np.ndarray, neutral: np.ndarray
     merged: list[list[int]] = []
     for run in runs:
         if merged:
-            a, z = merged[-1][0], run[1]
-            good = (cum_counted[z + 1] - cum_counted[a]) - (cum_bad[z + 1] - cum_bad[a])
+            first, z = merged[-1][0], run[1]
+            bad_n = cum_bad[z + 1] - cum_bad[first]
+            good = (cum_counted[z + 1] - cum_counted[first]) - bad_n
             gap = (cum_counted[run[0]] - cum_counted[merged[-1][1] + 1])
-            if gap <= MERGE or (cum_bad[z + 1] - cum_bad[a]) >= MOSTLY * (cum_bad[z + 1] - cum_bad[a] + good):
+            if gap <= MERGE or bad_n >= MOSTLY * (bad_n + good):
                 merged[-1][1] = run[1]
                 continue
         merged.append(run)
     runs = merged
     last = len(order) - 1
-    found = [(float(x[order[a]]), float(x[order[b]]), a == 0, b == last, b - a) for a, b in runs]
+    found = [(float(x[order[i]]), float(x[order[j]]), i == 0, j == last, j - i) for i, j in runs]
     out: list[tuple[float, float, bool, bool, bool, int]] = []
     used: set[int] = set()
     for k, (a, b, low, high, n) in enumerate(found):
@@ -265,7 +266,7 @@ def _run_alone(spec: str, op: Any, x: np.ndarray) -> np.ndarray | str:
     with attempt(f"{spec} [{op.info.primitive} alone]"):
         r = run_in_process(make_path(spec), alone, (x,))
     if r.status != "ok" or not r.outputs:
-        return f"{r.status}: {first_line(r.message or '')}"
+        return f"{r.status}: {(r.message or '').splitlines()[0] if r.message else ''}"
     return np.asarray(r.outputs[0][1])
 
 
@@ -297,7 +298,7 @@ def _targets(ctx: Context) -> list[tuple[Any, np.ndarray, np.ndarray | None, str
     if ctx.base_vals is None or ctx.instrumented is None:
         return []
     args = arg_values(ctx.program, ctx.flat_args)
-    out = []
+    out: list[tuple[Any, np.ndarray, np.ndarray | None, str]] = []
     for op in ctx.program.ops:
         if op.info.primitive not in PROFILED or len(op.inputs) != 1 or len(out) == 3:
             continue
@@ -368,13 +369,13 @@ def _profiled(cause: Cause, ctx: Context, op: Any, captured: np.ndarray, mine: n
                f"on the op's own inputs it is within {here.max_ulp} ULP: its profile elsewhere is not what makes "
                "this difference")
         return CauseVerdict(cause.id, cause.title, "refuted", what, f"{seen}: {why}")
-    theirs_here = None if base_prof is None else profile(theirs.reshape(x.shape)[on_captured], want[on_captured],
-                                                         x[on_captured])
+    theirs_here = None if base_prof is None or isinstance(theirs, str) else profile(
+        theirs.reshape(x.shape)[on_captured], want[on_captured], x[on_captured])
     # the baseline's kernel on the same inputs: accurate there (the path's is the one beyond a library's error), or
     # beyond it too (two approximations of the op, neither right)
     both = theirs_here is not None and not theirs_here.accurate and theirs_here.max_ulp >= here.max_ulp // 4
-    status = "confirmed" if mine is not None and same >= 0.99 else "partly"  # (without them: not seen)
-    if both:
+    status: Status = "confirmed" if mine is not None and same >= 0.99 else "partly"  # (without them: not seen)
+    if both and theirs_here is not None:
         title = (f"two approximations of {op.info.primitive}, each beyond a math library's error ({ctx.path}'s up "
                  f"to {here.max_ulp:,} ULP on the op's inputs, {ctx.baseline}'s {theirs_here.max_ulp:,})")
     elif path_prof.abs_only:

@@ -65,13 +65,13 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
         tried.append(fix)
     targets = _targets(ctx)
     for line in _form_lines(ctx, [t[1] for t in targets]):
-        fix = _conditioned(ctx, line)  # the stable form of what is written there
-        if fix is None:
+        stable = _conditioned(ctx, line)  # the stable form of what is written there
+        if stable is None:
             continue
         reruns += 1
-        if fix.verified:
-            return [with_cost(ctx, fix)], tried
-        tried.append(fix)
+        if stable.verified:
+            return [with_cost(ctx, stable)], tried
+        tried.append(stable)
     for target in targets:
         index, op, ins, position, mine, theirs, trigger = target
         info = op.info
