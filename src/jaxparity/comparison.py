@@ -250,7 +250,7 @@ def _toward_ideal(result: _Result, run: Callable[..., Any], stream: Stream | Non
         return result
     k, name, scale, errors = hit
     here = tuple((spec, e) for spec, e in errors if spec_env(spec) == spec_env(result.baseline)
-                 and not spec.startswith("observed:"))
+                 and not make_path(spec).has("observed"))  # outputs read from a file: nothing to re-run
     if len(here) < 2:
         return result
     if stream is not None:

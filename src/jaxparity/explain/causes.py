@@ -2,32 +2,8 @@
 confirms or refutes it, and the fix. The ``mechanism`` stage runs the experiments (``mechanism.rules``, a rule
 per kind); nothing here guesses.
 
-An experiment is one of a few kinds:
-- ``recompile``: re-run the diverging path with XLA options changed (a compile option for ``jit``
-  and ``export``, ``XLA_FLAGS`` in the TensorFlow serving process); confirmed when the path then
-  agrees with the baseline, partly when it moves closer, refuted when nothing changes.
-- ``matmul-precision``: re-run under ``jax.default_matmul_precision('highest')``.
-- ``noise-bound``: every local divergence is a reduction whose difference lies within the analytic
-  error bound of summing that many terms: expected rounding noise, not a bug.
-- ``fingerprint``: a candidate semantics of the interpreter reproduces the path bit for bit.
-- ``same-compiler``: ``jit`` with the same XLA settings agrees with the baseline while this runtime
-  does not: it lowers or runs the program differently.
-- ``partition``: a sharded path (``jit:mesh=8``) diverges at a reduction whose partial sums a collective
-  combines (from the optimized HLO), judged against the reduction's error bound.
-- ``well-conditioned``: an ill-conditioned form (a one-pass variance) amplifies small divergences: rewritten
-  (``jaxparity.fixes.well_conditioned``) and re-run; confirmed when the paths then agree within its noise.
-- ``device-arithmetic``: one side on an accelerator: the carrying op alone on it, against host emulations.
-- ``option-diff``: the path is the baseline's runtime with other options (``jit:jax_threefry_partitionable=false``
-  against ``jit``): those options are the difference, said first; the op's own evidence names the mechanism.
-- ``artifact``: decided on what the runtime really runs (``explain/mechanism/artifact/``): its own
-  artifact read back (a TFLite flatbuffer: its kernels, its constants as stored, every tensor's value in
-  one run), and the op or the fused region run alone on that runtime: a constant the converter stored
-  otherwise; several ops computed by one kernel of the runtime.
-- ``variants``: the known other semantics of the diverging op (``interpreter/variants.py``) run on its
-  captured inputs; the one that reproduces the path's values is named, its rewrite re-run.
-- ``op-evidence``: decided on the diverging ops' own evidence only (``explain/mechanism/op_rules.py``): subnormal
-  handling reproduced on the op's inputs, implementation-defined casts, the order of equal keys, two
-  accurate math libraries, amplification by a discontinuous op, wrong code.
+Each cause names the kind of experiment that decides it (``Cause.experiment``): the kinds, and the rule that runs
+each, are in ``mechanism.rules``.
 
 A cause with an ``op_check`` is first decided on the diverging op itself: the candidate semantics of
 ``localize.semantics`` applied to the op's own captured inputs. Where that evidence exists it decides;
@@ -52,16 +28,16 @@ CONVERTED = ("other_compiler",)  # another runtime compiles its own artifact: no
 EVERY = tuple(CAPABILITIES)  # any path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Cause:
     id: str
     title: str
     description: str
-    primitives: tuple[str, ...] | None  # where it shows (None: any op)
-    dtypes: tuple[str, ...] | None  # declared dtypes it affects (None: any float)
-    devices: tuple[str, ...]  # platforms where it happens
     runs_on: tuple[str, ...]  # path capabilities under which the cause can occur and its experiment run
-    experiment: str  # kind, see the module docstring
+    experiment: str  # its kind (``mechanism.rules``)
+    primitives: tuple[str, ...] | None = None  # where it shows (None: any op)
+    dtypes: tuple[str, ...] | None = None  # declared dtypes it affects (None: any float)
+    devices: tuple[str, ...] = ("cpu", "gpu", "tpu")  # platforms where it happens
     options: tuple[tuple[str, str], ...] = ()  # XLA options the recompile experiment sets
     candidates: tuple[str, ...] = ()  # interpreter candidates for a fingerprint experiment
     fix: str = ""
@@ -80,9 +56,7 @@ CAUSES: tuple[Cause, ...] = (
         description="XLA computes bf16/f16 ops in float32 and, allowed to keep 'excess precision', drops "
         "the rounding back to the declared narrow dtype between ops, so values the program declares "
         "as bf16 carry float32 precision into the next op.",
-        primitives=None,
         dtypes=("bfloat16", "float16"),
-        devices=("cpu", "gpu", "tpu"),
         runs_on=XLA,
         experiment="recompile",
         options=(("xla_allow_excess_precision", "false"),),
@@ -98,9 +72,7 @@ CAUSES: tuple[Cause, ...] = (
         "file are matched against candidate semantics: keeping a narrow result in float32 where it is immediately widened is what XLA's "
         "excess precision does; computing every bf16 value in float32 is what a runtime without bf16 "
         "arithmetic, or one that skips the rounding of inputs too, does.",
-        primitives=None,
         dtypes=("bfloat16", "float16"),
-        devices=("cpu", "gpu", "tpu"),
         runs_on=("observed",) + CONVERTED,
         experiment="fingerprint",
         candidates=("skip-widened", "f32-everywhere"),
@@ -119,8 +91,6 @@ CAUSES: tuple[Cause, ...] = (
         "arithmetic but round differently, such as division by a constant into multiplication by its "
         "reciprocal.",
         primitives=("div", "rsqrt", "sqrt", "pow", "exp", "log", "sub", "add", "mul", "reduce_sum"),
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=XLA,
         experiment="recompile",
         options=(("xla_disable_hlo_passes", "algsimp"),),
@@ -150,8 +120,6 @@ CAUSES: tuple[Cause, ...] = (
         title="fast math",
         description="Fast-math code generation lets the backend ignore NaN/inf and reassociate floating "
         "point arithmetic.",
-        primitives=None,
-        dtypes=None,
         devices=("cpu",),
         runs_on=XLA,
         experiment="recompile",
@@ -165,7 +133,6 @@ CAUSES: tuple[Cause, ...] = (
         "max(NaN, x) gives x). JAX compiles with it off; TensorFlow's XLA (a jax2tf SavedModel in TF "
         "Serving) turns it on by default.",
         primitives=("max", "min", "reduce_max", "reduce_min", "argmax", "argmin", "clamp"),
-        dtypes=None,
         devices=("cpu",),
         runs_on=XLA,
         experiment="recompile",
@@ -201,8 +168,6 @@ CAUSES: tuple[Cause, ...] = (
         description="Sharded over a mesh, a sum over a split dimension is computed as one partial sum per "
         "device, combined by an all-reduce or reduce-scatter: another order of additions than one device's.",
         primitives=("reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"),
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=("compiled_in_process",),
         experiment="partition",
         fix="nothing is wrong where the difference is within the reduction's error bound: compare sharded and "
@@ -215,9 +180,6 @@ CAUSES: tuple[Cause, ...] = (
         description="The op computes a constant (no input of the case reaches it), and the runtime's own artifact "
         "holds another value for it: the converter folded or stored the constant its own way (TFLite stores a "
         "-inf mask fill as -3.4028235e38). The runtime is not wrong; the model it runs is not the one declared.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=CONVERTED,
         experiment="artifact",
         fix="write the constant in the model as the runtime stores it (a finite fill such as "
@@ -233,7 +195,6 @@ CAUSES: tuple[Cause, ...] = (
         "accumulates every term in float32 and rounds once.",
         primitives=("dot_general", "conv_general_dilated"),
         dtypes=("bfloat16", "float16"),
-        devices=("cpu", "gpu", "tpu"),
         runs_on=CONVERTED,
         experiment="artifact",
         fix="accumulate in float32 on every path: preferred_element_type=jnp.float32 on the dot, then cast to "
@@ -244,9 +205,6 @@ CAUSES: tuple[Cause, ...] = (
         title="a converter's decomposition of one op into several kernels",
         description="The converter writes one JAX op as several kernels of the runtime (jax2onnx computes erfc "
         "as 1 - Erf(x), which cancels where erf(x) rounds to 1), which can lose the accuracy the op declares.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=CONVERTED,
         experiment="artifact",
         fix="report the decomposition to the converter's maintainers with this report (jaxparity reduce writes a "
@@ -260,9 +218,6 @@ CAUSES: tuple[Cause, ...] = (
         "Resize's exclude_outside, cubic_coeff_a, coordinate_transformation_mode) and chooses one that is not "
         "JAX's: jax.image.resize renormalizes its cubic weights inside the image, Resize with exclude_outside=0 "
         "does not.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=CONVERTED,
         experiment="artifact",
         fix="set the attribute on the converted model's node, and report the converter's choice to its maintainers",
@@ -274,9 +229,6 @@ CAUSES: tuple[Cause, ...] = (
         "sum and a division into one AVERAGE_POOL_2D), which sums and scales in its own order. The region run "
         "alone on the runtime must reproduce the path's values; within the error bound of its sums neither "
         "side is wrong.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=CONVERTED,
         experiment="artifact",
         fix="nothing is wrong where both sides are within the bound: compare with a tolerance (the smallest "
@@ -289,8 +241,6 @@ CAUSES: tuple[Cause, ...] = (
         description="Sums, dot products and convolutions add their terms in an implementation-chosen "
         "order; different orders give results that differ within a known error bound.",
         primitives=("reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"),
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=XLA + CONVERTED + ("op_by_op", "declared", "observed"),
         experiment="noise-bound",
         fix="nothing is wrong: compare with a tolerance (the smallest passing --ulp / --atol is printed)",
@@ -300,8 +250,6 @@ CAUSES: tuple[Cause, ...] = (
         id="denormal-flush",
         title="subnormals flushed to zero (or not handled)",
         description="The runtime flushes subnormal inputs or results to zero (FTZ/DAZ), as XLA does on CPU.",
-        primitives=None,
-        dtypes=None,
         devices=("cpu", "gpu"),
         runs_on=XLA + CONVERTED + ("op_by_op", "observed"),
         experiment="fingerprint",
@@ -315,9 +263,6 @@ CAUSES: tuple[Cause, ...] = (
         description="One side gives +0 where the op declares -0 (or the reverse): equal as numbers, 0 ULP apart, "
         "but atan2, 1/x and copysign downstream give another result (π against −π, +inf against −inf). Kernels "
         "that compute -x as 0 - x, or a converter's decomposition, drop the sign.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="op-evidence",
         op_check="signed-zero",
@@ -328,13 +273,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         id="parameter-ignored",
         title="a parameter of the op ignored (by ablation)",
-        description="A converter or compiler computes a primitive as if one of its parameters had another value "
-        "(a rounding method, a gather's out-of-bounds mode, a flag, the axes): JAX's own op re-bound on the op's "
-        "captured inputs with each parameter changed alone finds the value that gives the path's numbers bit for "
-        "bit, and names it.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
+        description="A converter or compiler computes a primitive as if a parameter (a rounding method, a "
+        "gather's mode, a flag, the axes) had another value: ablation on the op's captured inputs names it.",
         runs_on=EVERY,
         experiment="ablation",
         fix="report it to the maintainers of the path's converter or compiler; until then, write the op in a form "
@@ -349,9 +289,6 @@ CAUSES: tuple[Cause, ...] = (
         "as a comparison that drops a NaN, halves rounded to even, pow as exp(y·log x), an unscaled complex "
         "magnitude (interpreter/variants.py). The variant that reproduces the path's values on the op's own inputs "
         "is the mechanism; a rewrite that gives one result under every variant is the fix.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="variants",
         fix="rewrite the op so every implementation computes it alike (the explanation says how, verified by a "
@@ -363,8 +300,6 @@ CAUSES: tuple[Cause, ...] = (
         description="Casting NaN, inf or a float outside the integer type's range has no defined result: XLA "
         "gives 0 or saturates, TFLite gives INT_MAX, others differ again. Neither side is wrong.",
         primitives=("convert_element_type",),
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="op-evidence",
         op_check="conversion",
@@ -377,8 +312,6 @@ CAUSES: tuple[Cause, ...] = (
         description="Elements with equal keys, or -0 and +0, may come out in either order unless the sort is "
         "stable and orders -0 before +0 as JAX does; other runtimes choose their own order.",
         primitives=("sort", "argmax", "argmin", "top_k"),
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="op-evidence",
         op_check="ordering",
@@ -390,9 +323,6 @@ CAUSES: tuple[Cause, ...] = (
         title="another math library (both sides within a few ULP of the correctly rounded result)",
         description="Transcendental functions are approximations; two accurate libraries give results that "
         "differ by a few ULP, each close to the correctly rounded value.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="op-evidence",
         op_check="math-library",
@@ -402,13 +332,9 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         id="kernel-accuracy",
         title="a kernel less accurate than a math library (its accuracy profile)",
-        description="The runtime's kernel for a math function is an approximation beyond the few ULP an accurate "
-        "library keeps to: accurate in absolute terms only (the relative error grows as the result shrinks), "
-        "beyond a few ULP on an interval of inputs, flushing subnormals, saturating. Its profile over the op's "
-        "captured inputs and a sweep of its domain says which, and where.",
+        description="A runtime's kernel for a math function beyond the few ULP an accurate library keeps to "
+        "(accurate in absolute terms only, beyond it on an interval, flushing, saturating): its profile says which.",
         primitives=tuple(sorted(UNARY_MATH)),
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="kernel-profile",
         rounding=True,  # what the kernel is, not whether it matters: the noise judge decides that at the outputs
@@ -420,9 +346,6 @@ CAUSES: tuple[Cause, ...] = (
         title="a tiny difference amplified by a discontinuous op (floor, round, sign, comparison, argmax, cast)",
         description="An op whose result jumps where its input crosses a threshold turns a rounding-level "
         "difference into a whole unit, a flipped sign or boolean, or another index.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="op-evidence",
         op_check="amplification",
@@ -436,9 +359,6 @@ CAUSES: tuple[Cause, ...] = (
         "variance mean(x²) − mean(x)²) or in a form that overflows (the log of a sum of exponentials): "
         "rounding differences within every op's error bound, such as two summation orders, become a large "
         "difference in the output. Neither side is wrong; the program is ill-conditioned there.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=XLA + CONVERTED + ("op_by_op", "declared", "ideal"),
         experiment="well-conditioned",
         rounding=True,  # each op within its bound: correct implementations differ that much
@@ -451,8 +371,6 @@ CAUSES: tuple[Cause, ...] = (
         description="The same key gives other random bits when JAX's RNG is configured differently "
         "(jax_threefry_partitionable, jax_default_prng_impl) or comes from another JAX version.",
         primitives=tuple(sorted(RANDOM_PRIMITIVES)),
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="op-evidence",
         op_check="rng-config",
@@ -465,9 +383,6 @@ CAUSES: tuple[Cause, ...] = (
         description="A compiler or converter simplifies an expression as if its inputs were finite (x * 0 "
         "becomes 0, x - x becomes 0), or a kernel computes as if they were, even where an input is NaN or inf, "
         "for which IEEE arithmetic gives NaN.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="op-evidence",
         op_check="ieee-fold",
@@ -481,9 +396,6 @@ CAUSES: tuple[Cause, ...] = (
         title="identity rewrite that ignores overflow (e.g. log(exp(x)) -> x)",
         description="The HLO simplifier replaces an expression by one equal in exact arithmetic, such as "
         "log(exp(x)) by x, although the declared one overflows to inf or NaN for some inputs.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="op-evidence",
         op_check="identity-rewrite",
@@ -497,9 +409,6 @@ CAUSES: tuple[Cause, ...] = (
         title="an option of the path (the only difference between the two paths)",
         description="The path is the baseline's runtime with one or more options set otherwise (a JAX config "
         "option, an XLA compile option or serving flag): that option changes the numbers.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="option-diff",
         fix="run both with the same setting of that option, or choose which setting is meant",
@@ -509,9 +418,6 @@ CAUSES: tuple[Cause, ...] = (
         title="wrong code (likely a compiler or runtime bug)",
         description="An exact op gives other values on the same inputs, or one side is far from the correctly "
         "rounded result while the other is close: not rounding, a wrong result.",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=EVERY,
         experiment="op-evidence",
         op_check="wrong-code",
@@ -523,9 +429,6 @@ CAUSES: tuple[Cause, ...] = (
         title="a different lowering or kernel in another runtime",
         description="The runtime lowers or executes the program differently from JAX's own XLA with the "
         "same settings (another XLA build, other kernels).",
-        primitives=None,
-        dtypes=None,
-        devices=("cpu", "gpu", "tpu"),
         runs_on=("another_xla_build",) + CONVERTED,
         experiment="same-compiler",
         fix="report it to the runtime's maintainers with this report attached",

@@ -1,6 +1,36 @@
 """The rule table: how each kind of experiment decides a cause (``Cause.experiment``), and the op checks that
 decide it first on the diverging op's own values where they can (``Cause.op_check``). A new kind of experiment
-is a function ``(Cause, Context) -> CauseVerdict`` in a module of its own and an entry here."""
+is a function ``(Cause, Context) -> CauseVerdict`` in a module of its own and an entry here.
+
+The kinds of experiment (``Cause.experiment``):
+- ``recompile``: re-run the diverging path with XLA options changed (a compile option for ``jit``
+  and ``export``, ``XLA_FLAGS`` in the TensorFlow serving process); confirmed when the path then
+  agrees with the baseline, partly when it moves closer, refuted when nothing changes.
+- ``matmul-precision``: re-run under ``jax.default_matmul_precision('highest')``.
+- ``noise-bound``: every local divergence is a reduction whose difference lies within the analytic
+  error bound of summing that many terms: expected rounding noise, not a bug.
+- ``fingerprint``: a candidate semantics of the interpreter reproduces the path bit for bit.
+- ``same-compiler``: ``jit`` with the same XLA settings agrees with the baseline while this runtime
+  does not: it lowers or runs the program differently.
+- ``partition``: a sharded path (``jit:mesh=8``) diverges at a reduction whose partial sums a collective
+  combines (from the optimized HLO), judged against the reduction's error bound.
+- ``well-conditioned``: an ill-conditioned form (a one-pass variance) amplifies small divergences: rewritten
+  (``jaxparity.fixes.well_conditioned``) and re-run; confirmed when the paths then agree within its noise.
+- ``device-arithmetic``: one side on an accelerator: the carrying op alone on it, against host emulations.
+- ``option-diff``: the path is the baseline's runtime with other options (``jit:jax_threefry_partitionable=false``
+  against ``jit``): those options are the difference, said first; the op's own evidence names the mechanism.
+- ``artifact``: decided on what the runtime really runs (``explain/mechanism/artifact/``): its own
+  artifact read back (a TFLite flatbuffer: its kernels, its constants as stored, every tensor's value in
+  one run), and the op or the fused region run alone on that runtime: a constant the converter stored
+  otherwise; several ops computed by one kernel of the runtime.
+- ``variants``: the known other semantics of the diverging op (``interpreter/variants.py``) run on its
+  captured inputs; the one that reproduces the path's values is named, its rewrite re-run.
+- ``op-evidence``: decided on the diverging ops' own evidence only (``explain/mechanism/op_rules.py``): subnormal
+  handling reproduced on the op's inputs, implementation-defined casts, the order of equal keys, two
+  accurate math libraries, amplification by a discontinuous op, wrong code.
+- ``kernel-profile``: the carrying math function run alone on the path's runtime over its captured inputs and a
+  sweep of its domain (``profile``): what kind of kernel it is, and where.
+- ``ablation``: JAX's op re-bound with each parameter changed alone (``ablation``): the one the path ignores."""
 
 from __future__ import annotations
 
