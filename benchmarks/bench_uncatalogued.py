@@ -1,17 +1,18 @@
 """How often `jaxparity explain` is fully useful on programs whose mechanism no issue here described:
 benchmarks/uncatalogued/corpus.py holds 14 small data-processing and ML programs (hashes, crops, lookups,
 bucketing, ranking, losses, spectra, sampling) pushed to the edges of their domains, each differing from
-eager on some of tflite, onnx, onnx-ref and iree. Every differing path's explanation is counted for:
+eager on some of tflite, onnx, onnx-ref and iree. Each group of differing paths is counted from its verdict
+(the report's --json, ``jaxparity.verdict``) for:
 
-  line     it names a line of the corpus (the user's call)
-  trigger  it says which elements differ ("differs on exactly ... where", "departs exactly where")
-  layer    it names the layer at fault ("at fault: the conversion / the runtime's kernel / ...")
-  fix      it prints a fix verified by a re-run (✓)
-  catch    its cause is a catch-all ("a different lowering or kernel", "unknown")
+  line     a carrier names a line of the corpus (the user's call)
+  trigger  it says which elements differ (the verdict's trigger)
+  layer    it names the layer at fault (compiler, converter, kernel, device, program)
+  fix      a fix holds on re-run (parity, within rounding noise, or toward the f64 ideal)
+  catch    its mechanism is a catch-all ("another lowering or kernel", unknown, not established)
   noise    it is judged rounding noise (within what correct implementations of the ops may differ by): no
            fix is owed, and the default gate passes it
 
-These are counts of what the text says, not of whether it is right: read the reports (written to
+These are counts of what the verdicts say, not of whether it is right: read the reports (written to
 --out) before quoting a count as accuracy. Each program runs in a fresh `jaxparity explain` process.
 
 Usage: python benchmarks/bench_uncatalogued.py [--src SRC] [--out DIR] [--only NAME ...]
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import json
 import re
 import subprocess
 import sys
@@ -33,22 +35,24 @@ CORPUS = ROOT / "uncatalogued" / "corpus.py"
 PATHS = "eager,jit,tflite,onnx,onnx-ref,iree"
 
 
-def blocks(text: str) -> list[tuple[str, str]]:
-    """(paths, text) of each "why P differs from eager" block of a report."""
-    parts = re.split(r"^why (.+?) differs? from \S+\n", text, flags=re.M)
-    return [(parts[i], parts[i + 1].split("\n\n")[0]) for i in range(1, len(parts) - 1, 2)]
-
-
-def score(block: str) -> dict[str, bool]:
-    flat = " ".join(block.split())
-    return {
-        "line": re.search(r"corpus\.py:\d+", flat) is not None,
-        "trigger": re.search(r"differs on (exactly|the one)|departs exactly where|differs mostly where", flat) is not None,
-        "layer": "at fault:" in flat,
-        "fix": "✓" in flat,
-        "catch": "a different lowering or kernel" in flat or "cause unknown" in flat,
-        "noise": flat.startswith("triage rounding noise:") or " triage rounding noise:" in flat[:40],
-    }
+def verdicts(report: dict) -> list[tuple[str, dict[str, bool]]]:
+    """(paths, what its verdict says) for each group of differing paths of a ``--json`` report: counted from the
+    verdicts themselves (``jaxparity.verdict``), which every renderer only renders."""
+    out = []
+    for v in report.get("verdicts", []):
+        if v["kind"] not in ("divergence", "noise"):
+            continue
+        title = v.get("title") or ""
+        out.append((",".join(v["paths"]), {
+            "line": any("corpus.py:" in (c.get("line") or "") for c in v.get("carriers", [])),
+            "trigger": bool(v.get("trigger")),
+            "layer": bool(v.get("layer")),
+            "fix": any(f["outcome"] in ("parity", "noise", "toward f64") for f in v.get("fixes", [])),
+            "catch": v["kind"] == "divergence" and (title in ("another lowering or kernel", "unknown", "") or
+                                                    (v.get("mechanism") or "").startswith("not established")),
+            "noise": v["kind"] == "noise",
+        }))
+    return out
 
 
 def main() -> None:
@@ -67,16 +71,17 @@ def main() -> None:
     print(f"{'program':<22} {'paths':<26} line trigger layer fix catch noise  seconds")
     for name in names if not args.only else [x for x in names if x in args.only]:
         t = time.perf_counter()
-        if args.score:
-            text = (Path(args.score) / f"{name}.txt").read_text()
-        else:
+        report = (Path(args.score) if args.score else out) / f"{name}.json"
+        if not args.score:
             run = subprocess.run([sys.executable, "-m", "jaxparity", "explain", f"{CORPUS}:make_{name}", "--paths",
-                                  PATHS, "--jobs", "1"], capture_output=True, text=True, env=env, cwd=ROOT)
-            text = run.stdout + run.stderr
-            (out / f"{name}.txt").write_text(text)
+                                  PATHS, "--jobs", "1", "--json", str(report)], capture_output=True, text=True,
+                                 env=env, cwd=ROOT)
+            (out / f"{name}.txt").write_text(run.stdout + run.stderr)
         seconds = time.perf_counter() - t
-        for paths, block in blocks(text):
-            s = score(block)
+        if not report.exists():
+            print(f"{name:<22} (no report: see {out / (name + '.txt')})")
+            continue
+        for paths, s in verdicts(json.loads(report.read_text())):
             n += 1
             for k, v in s.items():
                 totals[k] = totals.get(k, 0) + int(v)
