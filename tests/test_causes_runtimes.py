@@ -550,8 +550,16 @@ def test_where_the_per_op_view_is_not_the_programs_the_artifacts_causes_still_re
                       {}, view.base_vals, flat, instrumented=instrumented)
         return next(c for c in find_mechanism(ctx, {}) if c.cause == "narrow-accumulation")
 
-    assert decided(None).status != "confirmed"  # no op-level view: the op's evidence is not read
-    v = decided((view.localization, view.path_vals))
+    v = decided(None)  # no op-level view: IREE's own dispatches are the view
+    assert v.status == "confirmed" and "on the dispatch's own captured inputs that reproduces what main_dispatch_" \
+        in v.evidence, v
+    with pytest.MonkeyPatch.context() as mp:  # a runtime whose units cannot be captured: the instrumented view
+        def no_units(self, program, flat_args):
+            raise jaxparity.paths.PathError("no dispatches here")
+
+        mp.setattr(type(path), "dispatches", no_units)
+        assert decided(None).status != "confirmed"  # the op's own evidence is not read
+        v = decided((view.localization, view.path_vals))
     assert v.status == "confirmed", v
     assert v.evidence.startswith("seen in the per-op values of the module that returns every intermediate (iree "
                                  "computes it otherwise than the model it serves"), v.evidence

@@ -20,7 +20,7 @@ import io
 import re
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from ..cache import cache, fingerprint, machine, package_versions
@@ -86,9 +86,10 @@ def _missing(module: str) -> bool:
         return True
 
 
-def stablehlo(fn: Callable[..., Any], args: tuple) -> str:
+def stablehlo(fn: Callable[..., Any], args: tuple, debug_info: bool = False) -> str:
     """``jax.jit(fn)``'s StableHLO as IREE reads it: every argument kept (``main`` takes every leaf)
-    and Shardy ops (``sdy.mesh``, ``sdy.sharding_constraint``; IREE has no such dialect) removed."""
+    and Shardy ops (``sdy.mesh``, ``sdy.sharding_constraint``; IREE has no such dialect) removed; with
+    ``debug_info``, every op's location too."""
     import jax
     from jax.extend.mlir import ir
 
@@ -107,7 +108,7 @@ def stablehlo(fn: Callable[..., Any], args: tuple) -> str:
         elif op.results:
             raise PathError(f"IREE cannot run {op.name} (Shardy) and jaxparity cannot remove it")
         op.erase()
-    return module.operation.get_asm(enable_debug_info=False)
+    return module.operation.get_asm(enable_debug_info=debug_info)
 
 
 _TYPE = re.compile(r"tensor<((?:\d+x)*)(\w+)>")
@@ -362,6 +363,39 @@ class IreePath(Path):
         warned = [ln.strip() for ln in warnings.splitlines() if "warning:" in ln]
         self.notes.extend(f"iree-compile warned: {ln[:200]}" for ln in warned[:1])
         return jax.tree_util.tree_unflatten(out_tree, [x.to_host() for x in flat])
+
+    def alternatives(self) -> tuple[tuple[Path, str], ...]:
+        """IREE's own settings that compile the same program another way, each re-run as a fix: the optimization
+        level, data tiling, compile-time evaluation of constants, aggressive fusion, microkernels, and the
+        generic CPU (other vector widths: another order of each reduction)."""
+        mine = self.options.get("flags", "")
+        tried = (("--iree-opt-level=O0", "compile with IREE's optimization level O0 (iree-compile --iree-opt-level=O0)"),
+                 ("--iree-opt-data-tiling=true", "compile with IREE's data tiling (--iree-opt-data-tiling=true)"),
+                 ("--iree-opt-const-eval=false", "compile without IREE's evaluation of constants at compile time "
+                  "(--iree-opt-const-eval=false)"),
+                 ("--iree-dispatch-creation-enable-aggressive-fusion=true", "compile with IREE's aggressive fusion "
+                  "(--iree-dispatch-creation-enable-aggressive-fusion=true)"),
+                 ("--iree-llvmcpu-enable-ukernels=all", "compile with IREE's CPU microkernels "
+                  "(--iree-llvmcpu-enable-ukernels=all)"))
+        found: list[tuple[Path, str]] = [(self.with_option("flags", f"{mine} {flag}".strip()), words)
+                                         for flag, words in tried if flag.split("=")[0] not in mine]
+        if self.options.get("target_cpu", "host") != "generic":
+            found.append((self.with_option("target_cpu", "generic"), "compile for the generic CPU "
+                          "(--iree-llvmcpu-target-cpu=generic: other vector widths, another order of each reduction)"))
+        return tuple(found)
+
+    def dispatches(self, program: Any, flat_args: Sequence[Any]) -> list[Any]:
+        """IREE's dispatches of ``program`` (``iree_dispatches.Dispatch``): the ops each computes, the values
+        each stores."""
+        import jax
+
+        from .iree_dispatches import dispatch_map, scoped_function
+
+        if reason := self.unavailable_reason():
+            raise PathUnavailable(reason)
+        args = tuple(jax.numpy.asarray(x) for x in flat_args)
+        text = stablehlo(scoped_function(program), args, debug_info=True)
+        return dispatch_map(program, text, lambda t, extra: self._compile_text(t, extra)[0])
 
     def artifact(self, fn: Callable[..., Any], args: tuple) -> Any:
         """IREE's executable configurations read back (``--compile-to=executable-configurations``): each

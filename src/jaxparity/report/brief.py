@@ -401,6 +401,11 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         at = f"; the ops it covers: {span(ops, limit=3)}" if ops else ""
         lines.append(("where", f"no op-level view: returning every intermediate changes {e.path}'s outputs, and the "
                       f"divergences seen that way reproduce {together:.0%} of its output difference{why}{at}"))
+        units = [n.split(" per dispatch: ", 1)[1] for n in e.notes if n.startswith(f"{e.path} per dispatch: ")]
+        if units:  # the runtime's own units, their stored values captured without changing its outputs
+            lines.append(("where", f"per dispatch ({e.path}'s own units, what each stores captured from its own run): "
+                          f"{len(units)} store other values than the declared ops give on their inputs; "
+                          + "; ".join(units[:3]) + (f"; {len(units) - 3} more in --json" if len(units) > 3 else "")))
     elif loc is not None and loc.perturbed and loc.cone:
         lines.append(("where", f"ops #{loc.cone[0].index}..#{loc.cone[-1].index} ({span(loc.cone)}) show no "
                       f"difference one by one, yet observing them changes {e.path}'s outputs: the difference arises "

@@ -53,6 +53,8 @@ def narrow_accumulation(cause: Cause, ctx: Any) -> CauseVerdict | None:
     from ....localize.localizer import _contraction_length
 
     blocked = {"dot_general": blocked_dot_general, "conv_general_dilated": blocked_conv}
+    if ctx.path_vals is None and hasattr(ctx.path, "dispatches"):
+        return _per_dispatch(cause, ctx)  # no op-level view: the runtime's own dispatches are the view
     if ctx.path_vals is None or ctx.base_vals is None:
         return None
     for d in _named(ctx.localization):
@@ -141,3 +143,33 @@ def _verified_accumulator(cause: Cause, ctx: Any, d: Any, what: str, seen: str) 
     # parity first, then the smaller max abs, then fewer elements
     return min(((one, one_rerun), (every_fix, every_rerun)),
                key=lambda vr: (vr[1].outcome != "parity", vr[1].after[2], vr[1].after[0]))[0]
+
+
+def _per_dispatch(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    """Each dispatch on its own captured inputs (``dispatches.findings``): confirmed where some that differ are
+    reproduced bit for bit only with their contraction adding a block of terms at a time in float32 and rounding
+    the running sum to its narrow output between blocks. None where no dispatch shows it (the instrumented view
+    and the other experiments decide)."""
+    from .dispatches import accumulated, findings
+
+    seen = findings(ctx)
+    if not seen or not seen[0]:
+        return None
+    found, _ = seen
+    hits = accumulated(found)
+    if not hits:
+        return None
+    worst = max(hits, key=lambda f: (f.differ / max(f.size, 1), f.max_ulp))
+    dots = [ctx.program.ops[i].info for i in worst.ops if ctx.program.ops[i].info.primitive in blocked_kinds]
+    block = worst.reproduced_by.split(":")[1] if worst.reproduced_by else "?"
+    at = dots[0].user_source or dots[0].source or "the op's line" if dots else "?"
+    seen_ = (f"{ctx.path} adds the products of {', '.join(f'#{d.index} {d.primitive}' for d in dots)} ({at}) in float32 "
+             f"{block} at a time and rounds the running sum to its narrow output between blocks: on the dispatch's own "
+             f"captured inputs that reproduces what {worst.name} stores bit for bit ({worst.differ} of {worst.size} "
+             f"elements differ from the declared ops, up to {worst.max_ulp} ULP)"
+             + (f"; so in {len(hits) - 1} more dispatch{'es' if len(hits) > 2 else ''}" if len(hits) > 1 else ""))
+    return CauseVerdict(cause.id, cause.title, "confirmed", f"{ctx.path}'s dispatches, each on its own captured inputs",
+                        seen_, cause.runtime_fix or cause.fix)
+
+
+blocked_kinds = ("dot_general", "conv_general_dilated")

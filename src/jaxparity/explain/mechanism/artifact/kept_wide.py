@@ -14,7 +14,7 @@ from ..captured import bound as _bound
 from ..captured import differing_output as _differing_output
 from ..captured import named as _named
 
-__all__ = ["kept_wide"]
+__all__ = ["kept_wide", "per_dispatch"]
 
 
 # Elementwise arithmetic a compiler may keep in float32 across ops where the program declares bf16/f16.
@@ -32,6 +32,8 @@ def kept_wide(cause: Cause, ctx: Any) -> CauseVerdict | None:
     from ....localize.region import make_region
     from ....rounding import round_to_dtype
 
+    if ctx.path_vals is None and hasattr(ctx.path, "dispatches"):
+        return per_dispatch(cause, ctx)  # no op-level view: the runtime's own dispatches are the view
     if ctx.path_vals is None or ctx.base_vals is None or ctx.localization is None:
         return None
     program = ctx.program
@@ -90,3 +92,47 @@ def _bound_wide(op: Any, ins: list[Any]) -> list[Any]:
     wide = [jnp.asarray(x).astype(jnp.float32) if jnp.asarray(x).dtype in (jnp.bfloat16, jnp.float16) else x
             for x in ins]
     return _bound(op, wide)
+
+
+def per_dispatch(cause: Cause, ctx: Any) -> CauseVerdict | None:
+    """Where returning every intermediate changes the path's outputs, each of its dispatches on its own captured
+    inputs (``dispatches.findings``): confirmed where every dispatch that stores other values than the declared
+    ops give is reproduced bit for bit by computing its narrow ops in float32 and rounding only what it stores,
+    and some of them compute narrow arithmetic besides a contraction (a contraction alone is narrow accumulation,
+    decided by its own cause). None where the dispatches could not be captured (said in the notes)."""
+    from .dispatches import findings, form, rounds_inside
+
+    seen = findings(ctx)
+    if not seen or not seen[0]:
+        return None
+    found, _ = seen
+    differ = [f for f in found if f.differ]
+    what = f"{ctx.path}'s dispatches, each on its own captured inputs"
+    if not differ:
+        return CauseVerdict(cause.id, cause.title, "refuted", what, "every dispatch stores what the program's declared "
+                            "ops give on its inputs: the difference is not made inside a dispatch")
+    worst = max(differ, key=lambda f: (f.differ / max(f.size, 1), f.max_ulp))
+    ops = [ctx.program.ops[i].info for i in worst.ops]
+    names = ", ".join(dict.fromkeys(op.primitive for op in ops))
+    at = sorted({op.user_source or op.source or "?" for op in ops})
+    most = (f"the most: {worst.name} (#{worst.ops[0]}..#{worst.ops[-1]} {names}, at {', '.join(at[:2])}), "
+            f"{worst.differ} of {worst.size} stored elements, up to {worst.max_ulp} ULP")
+    wide = [f for f in differ if f.reproduced_by not in (None, "declared")]
+    if not any(rounds_inside(ctx.program, f) for f in wide):
+        return CauseVerdict(cause.id, cause.title, "refuted", what, f"no dispatch that differs computes narrow "
+                            f"arithmetic besides its contraction{'' if wide else ' and none is reproduced'}; {most}")
+    if len(wide) < len(differ):
+        left = [f.name for f in differ if f not in wide]
+        return CauseVerdict(cause.id, cause.title, "partly", what,
+                            f"{len(wide)} of the {len(differ)} dispatches that store other values than the declared ops "
+                            f"give are reproduced by float32 inside the dispatch; {', '.join(left[:3])} by no "
+                            f"formulation tried; {most}")
+    kinds = sorted({form(f.reproduced_by) for f in wide if f.reproduced_by})
+    seen_ = (f"{ctx.path} computes the narrow ops of each dispatch {kinds[0] if len(kinds) == 1 else 'in float32'} "
+             f"and rounds only what it stores: on each dispatch's own inputs that reproduces all {len(differ)} "
+             f"dispatches that differ bit for bit ({'; '.join(kinds) if len(kinds) > 1 else 'the same in each'}); {most}")
+    notes = [n for n in ctx.notes if "bf16 arithmetic ops (" in n]
+    note = next((n for n in notes if f"{worst.name}_" in n), notes[0] if notes else None)
+    if note:
+        seen_ += f" (its own note: {note.removeprefix('IREE: ')})"
+    return CauseVerdict(cause.id, cause.title, "confirmed", what, seen_, cause.runtime_fix or cause.fix)
