@@ -55,7 +55,7 @@ def rerun_candidate(ctx: Context, cand: Candidate, index: int | set[int], label:
     if measured.outcome == "parity":
         return Fix("model change", description, f"{ctx.path} [{label}]", True,
                    f"{said}: they agree (were {n0} elements apart){guard}", rerun=measured, recipe=recipe)
-    if as_accurate(ctx, measured, outs[0], outs[1]):
+    if as_accurate(ctx, measured, outs[0], outs[1], fixed):
         p0, p1, _, b1 = measured.ideal or (0.0, 0.0, 0.0, 0.0)
         return Fix("model change", description, f"{ctx.path} [{label}]", True,
                    f"{said}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, within the rewritten program's own "
@@ -82,16 +82,20 @@ def within_noise(ctx: Context, fixed: Any, rerun: Any, mine: Any, theirs: Any) -
     if rerun.outcome != "narrows":
         return None
     try:
-        return within_rounding(flatten(fixed, ctx.args), ctx.flat_args, mine, theirs)
+        program = ctx.program if fixed is None else flatten(fixed, ctx.args)
+        return within_rounding(program, ctx.flat_args, mine, theirs)
     except Exception:  # noqa: BLE001 - no judgement: the stricter element-wise one above stands
         return None
 
 
-def as_accurate(ctx: Context, rerun: Any, mine: Any, theirs: Any) -> bool:
+def as_accurate(ctx: Context, rerun: Any, mine: Any, theirs: Any, fixed: Any = None) -> bool:
     """A change after which the paths stay apart only by rounding: the difference narrowed, and at every element
     where they still differ, the path is no further from the baseline than twice the baseline's own distance to
     the f64 ideal there, or a few ULP (``NEAR_ULP``): one implementation's error, element by element, not a
-    maximum over the output that a large value's rounding would let a small value's wrong result hide under."""
+    maximum over the output that a large value's rounding would let a small value's wrong result hide under.
+    And the triage's own judge agrees (``within_noise`` on ``fixed``, the changed function; the case's own program
+    where the change is a setting): a few ULP everywhere can still be beyond what correct implementations of the
+    program may differ by, and then a compare of the changed case would say so."""
     from ...metrics import ulp_distance
 
     if rerun.outcome != "narrows":
@@ -113,4 +117,4 @@ def as_accurate(ctx: Context, rerun: Any, mine: Any, theirs: Any) -> bool:
             within = np.abs(wm - wt) <= 2 * np.where(np.isnan(own), 0.0, own)
         if not np.all(near | within):
             return False
-    return True
+    return within_noise(ctx, fixed, rerun, mine, theirs) is not None

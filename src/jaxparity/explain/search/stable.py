@@ -61,7 +61,7 @@ def conditioned(ctx: Context, line: str) -> Fix | None:
     if measured.outcome == "parity":
         return Fix("model change", description, f"{ctx.path} [{label}]", True,
                    f"{said}: they agree (were {n0} elements apart)", rerun=measured, ran=True)
-    if as_accurate(ctx, measured, outs[0], outs[1]):
+    if as_accurate(ctx, measured, outs[0], outs[1], fixed):
         return Fix("model change", description, f"{ctx.path} [{label}]", True,
                    f"{said}: {n0} → {n1} elements differ, max {u0} → {u1} ULP, within the rewritten program's own "
                    "rounding noise", rerun=measured, ran=True)

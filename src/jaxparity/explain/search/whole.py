@@ -64,7 +64,7 @@ def whole_calls(ctx: Context, tried: list[Fix]) -> Fix | None:
         rerun = ctx.compare(outs[0], outs[1])
         said = (f"{converter} converted {qual} whole; computed from its primitives, {ctx.path} and {ctx.baseline} "
                 f"were re-run")
-        if rerun.outcome == "parity" or as_accurate(ctx, rerun, outs[0], outs[1]):
+        if rerun.outcome == "parity" or as_accurate(ctx, rerun, outs[0], outs[1], fixed):
             words = (f"{said}: they agree (were {rerun.before[0]} elements apart)" if rerun.outcome == "parity" else
                      f"{said}: {rerun.before[0]} → {rerun.after[0]} elements differ, within the rewritten program's "
                      "own rounding noise")
