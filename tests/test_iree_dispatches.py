@@ -48,6 +48,24 @@ def test_dispatches_hold_the_ops_iree_fuses_and_store_what_others_read(examples)
 
 
 @needs_iree
+def test_a_loop_whose_body_iree_runs_as_several_dispatches_is_one_unit():
+    def fn(w, x):
+        def body(h, _):
+            h = jnp.tanh(h @ w) * jnp.bfloat16(1.5)
+            return h, h.sum()
+        return jax.lax.scan(body, x, None, length=3)
+
+    w = jnp.full((8, 8), 0.125, jnp.bfloat16)
+    x = jnp.linspace(-1, 1, 32, dtype=jnp.float32).reshape(4, 8).astype(jnp.bfloat16)
+    program = flatten(fn, (w, x))
+    (scan,) = [op.info.index for op in program.ops if op.info.primitive == "scan"]
+    dispatches = IreePath().dispatches(program, [w, x])
+    (unit,) = [d for d in dispatches if scan in d.ops]
+    assert ".." in unit.name and unit.name.startswith("main_dispatch_"), unit  # the body's dispatches, together
+    assert set(unit.stores) >= {v for v in program.ops[scan].outputs if v is not None}
+
+
+@needs_iree
 @pytest.mark.parametrize("example", ["mlp_bf16.py", "transformer_bf16.py", "conv_bf16.py"])
 def test_each_dispatch_on_its_own_captured_inputs_is_reproduced_bit_for_bit(examples, example):
     """The capture leaves IREE's outputs as they are; every dispatch that stores other values than the declared ops

@@ -56,6 +56,11 @@ def test_a_whole_call_the_converter_maps_to_its_own_op_is_named_with_the_layer(c
                                       "primitives, not jax2onnx's lowering of the whole call")
     cause = main_cause(e)
     assert cause.layer == "converter" and cause.evidence.startswith("jax2onnx converts jax.nn.one_hot"), cause
+    # the call's own arguments, each changed alone: the convention its lowering follows, named
+    assert "computes the call as JAX does with negative x counting from the end (x + 5 where x < 0), which " \
+           "gives onnx's values of the call bit for bit" in cause.evidence, cause.evidence
+    (v,) = [v for v in result.verdicts if v.kind == "divergence"]
+    assert v.title == "a call the converter lowers whole, otherwise", v  # the search's finding, not the catch-all
 
 
 def test_an_input_is_remapped_only_where_jax_means_the_same():

@@ -116,16 +116,20 @@ def dispatch_map(program: Any, text: str, compile_text: Callable[[str, tuple[str
     out = compile_text(text, ("--compile-to=dispatch-creation", "--mlir-print-debuginfo", "--mlir-elide-elementsattrs-if-larger=16"))
     ir = out.decode() if isinstance(out, bytes) else str(out)
     aliases = _aliases(ir)
-    owner: dict[int, str] = {}
-    members: dict[str, list[int]] = {}
+    seen_in: dict[int, list[str]] = {}
     for name, body in _bodies(ir):
         ops: set[int] = set()
         for line in body:
             if _COMPUTES.search(line):
                 ops |= _indices(line, aliases)
-        for i in sorted(ops):
-            owner.setdefault(i, name)
-        members[name] = sorted(i for i in ops if owner[i] == name)
+        for i in ops:
+            seen_in.setdefault(i, []).append(name)
+    # An op several dispatches compute (a loop: its body's dispatches all name the loop op) is one unit of them.
+    owner = {i: names[0] if len(names) == 1 else f"{names[0]}..{names[-1].rsplit('_', 1)[1]}"
+             for i, names in seen_in.items()}
+    members: dict[str, list[int]] = {}
+    for i in sorted(owner):
+        members.setdefault(owner[i], []).append(i)
     if not members:
         raise PathError("IREE's flow IR has no dispatch that jaxparity could read")
     producer = {v: i for i, op in enumerate(program.ops) for v in op.outputs if v is not None}

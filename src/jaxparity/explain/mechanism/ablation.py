@@ -20,7 +20,7 @@ from ..context import Context
 from ..verdicts import CauseVerdict
 from .captured import differing_output, named, op_inputs, where
 
-__all__ = ["ablated", "variants"]
+__all__ = ["ablate_call", "ablated", "variants"]
 
 _MOST = 48  # variants bound per op at most
 _SKIP = frozenset({"jaxpr", "call_jaxpr", "body_jaxpr", "cond_jaxpr", "branches", "fun_jaxpr", "out_sharding",
@@ -123,3 +123,97 @@ def _show(v: Any) -> str:
     if isinstance(v, tuple) and v and all(hasattr(p, "name") for p in v):
         return v[0].name
     return repr(v)
+
+
+def _call_variants(sig: Any, arrays: dict[str, np.ndarray], static: dict[str, Any]) -> Iterator[tuple[str, dict, dict]]:
+    """(words, arrays, static arguments) of a library call changed alone: each static argument set to every other
+    value its kind allows (a flag flipped, 0 / 1 / -1 for an integer, the first and last axis), and each integer
+    array read by another convention: negative entries counting from the end, or clipped into range, for each
+    integer static argument that may be its range."""
+    for name, value in static.items():
+        others: list[Any] = []
+        if isinstance(value, bool):
+            others = [not value]
+        elif isinstance(value, int):
+            others = [v for v in (0, 1, -1) if v != value]
+        elif value is None and name == "axis":
+            others = [0, -1]
+        for other in others:
+            yield f"{name}={other!r} (given {value!r})", arrays, {**static, name: other}
+    ranges = [v for v in static.values() if isinstance(v, int) and not isinstance(v, bool) and v > 1]
+    for name, x in arrays.items():
+        if x.dtype.kind not in "iu":
+            continue
+        for n in ranges:
+            yield (f"negative {name} counting from the end ({name} + {n} where {name} < 0)",
+                   {**arrays, name: np.where(x < 0, x + n, x).astype(x.dtype)}, static)
+            yield f"{name} clipped into [0, {n - 1}]", {**arrays, name: np.clip(x, 0, n - 1).astype(x.dtype)}, static
+
+
+def ablate_call(ctx: Context, qual: str) -> str | None:
+    """For a library call the path's converter lowers whole (``jax.nn.one_hot``): the call's own arguments, taken
+    from the case run once eagerly, the call converted alone and run on them, and JAX's call with each argument
+    changed alone (``_call_variants``); the change that gives the converter's values bit for bit names what its
+    lowering does otherwise: "its lowering computes the call as JAX does with negative x counting from the end
+    ...". None where the call alone agrees, or no change reproduces it."""
+    import importlib
+    import inspect
+
+    import jax
+
+    module, _, attr = qual.rpartition(".")
+    try:
+        owner = importlib.import_module(module)
+        original = getattr(owner, attr)
+        sig = inspect.signature(original)
+    except Exception:  # noqa: BLE001 - a call this environment cannot name
+        return None
+    calls: list[Any] = []
+
+    def recorder(*a: Any, **k: Any) -> Any:
+        calls.append(sig.bind(*a, **k))
+        return original(*a, **k)
+
+    setattr(owner, attr, recorder)
+    try:
+        with jax.disable_jit():
+            ctx.fn(*ctx.args)
+    except Exception:  # noqa: BLE001 - the case does not run this way: nothing said
+        return None
+    finally:
+        setattr(owner, attr, original)
+    if not calls:
+        return None
+    bound_args = calls[0].arguments
+    arrays = {k: np.asarray(v) for k, v in bound_args.items() if isinstance(v, (np.ndarray, jax.Array))}
+    static = {k: v for k, v in bound_args.items() if k not in arrays}
+
+    def call(static_: dict[str, Any]) -> Any:
+        def alone(*xs: Any) -> Any:  # looked up at call time: the converter's own lowering of the call applies
+            return getattr(owner, attr)(**dict(zip(arrays, xs)), **static_)
+        return alone
+
+    def out(x: Any) -> np.ndarray:
+        leaves = jax.tree_util.tree_leaves(x)
+        return np.asarray(leaves[0]) if len(leaves) == 1 else np.concatenate([np.ravel(np.asarray(y)) for y in leaves])
+
+    try:
+        theirs = out(ctx.path.run(call(static), tuple(arrays.values())))
+        with jax.default_device(jax.devices("cpu")[0]):
+            mine = out(call(static)(*arrays.values()))
+    except Exception:  # noqa: BLE001 - the call alone does not convert: nothing said
+        return None
+    if _same(mine, theirs):
+        return None
+    for words, xs, st in _call_variants(sig, arrays, static):
+        try:
+            with jax.default_device(jax.devices("cpu")[0]):
+                got = out(call(st)(*xs.values()))
+        except Exception:  # noqa: BLE001 - a value the call does not take
+            continue
+        if _same(got, theirs):
+            n = int(np.count_nonzero(mine != theirs))
+            return (f"its lowering computes the call as JAX does with {words}, which gives {ctx.path}'s values of the "
+                    f"call bit for bit on its own arguments (JAX's call as written: {n} element{'s' if n != 1 else ''} "
+                    "apart)")
+    return None

@@ -169,8 +169,12 @@ def placed(causes: list[CauseVerdict], found: list[Fix], ctx: Context) -> list[C
     if fix.spec.endswith(_WHOLE):
         qual = label.removesuffix(_WHOLE.removesuffix("]"))
         at = fix.description.split(" from JAX's", 1)[0].removeprefix(f"compute {qual}")
-        said = (f"{converter} converts {qual}{at} whole, into its own lowering of the call, and that computes it "
-                f"otherwise: with the call computed from JAX's own primitives, {ctx.path} agrees with {ctx.baseline}")
+        from ..mechanism.ablation import ablate_call
+
+        how = ablate_call(ctx, qual)  # what the lowering does otherwise, where one argument changed reproduces it
+        said = (f"{converter} converts {qual}{at} whole, into its own lowering of the call, and "
+                f"{how.removeprefix('its lowering ') if how else 'that computes it otherwise'}; with the call computed "
+                f"from JAX's own primitives, {ctx.path} agrees with {ctx.baseline}")
         return [dataclasses.replace(target, title="a call the converter lowers whole, otherwise", evidence=said,
                                     layer="converter", fix=f"report {converter}'s lowering of {qual} to its "
                                     "maintainers") if c is target else c for c in causes]

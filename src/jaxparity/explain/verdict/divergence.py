@@ -94,7 +94,7 @@ def divergence(group: Sequence[Any], found: Sequence[Any], result: Any, passes: 
     mechanism, cause, layer = _mechanism(main, e, lead, unseen)
     if main is not None and cause == main.cause and main.trigger:  # measured over the op's domain: its words
         trigger = main.trigger
-    title = (main.title.split(" (", 1)[0] if cause in _TITLED and main is not None else
+    title = (main.title.split(" (", 1)[0] if main is not None and (cause in _TITLED or _retitled(main)) else
              _name(cause) if cause is not None else None)
     holds = any(f.holds for f in fixes)
     return Verdict(
@@ -145,13 +145,23 @@ def _mechanism(main: Any, e: Any, lead: Any, unseen: bool) -> tuple[str, str | N
     evidence = re.sub(r" \([\w./-]+\.py:\d+\)", "", _first_clause(readable(main.evidence)))
     partly = " (it explains part of the difference)" if main.status == "partly" else ""
     layer = main.layer or _LAYER.get(main.cause)
-    if is_rerun(main):  # decided by re-running the whole program: what the cause is, and what the re-run did
+    if is_rerun(main) and not _retitled(main):  # decided by re-running the whole program: what the re-run did
         spec = main.experiment.removeprefix("re-ran ").removeprefix("ran ").split(" ", 1)[0]
         held = any(f.verified and f.spec == spec for f in e.fixes) or (main.proof is not None and main.proof.verified)
         outcome = ("restores parity" if held else "narrows the difference" if main.status == "partly" else
                    "moves the outputs")
         return f"{main.title}: re-running {spec} {outcome}{partly}", main.cause, layer
-    return f"{_name(main.cause)}: {evidence}{partly}", main.cause, layer
+    name = main.title.split(" (", 1)[0] if _retitled(main) else _name(main.cause)
+    return f"{name}: {evidence}{partly}", main.cause, layer
+
+
+def _retitled(main: Any) -> bool:
+    """A catch-all cause the fix search placed (``search.placed``: "a call the converter lowers whole, otherwise"):
+    its own title says the mechanism, not the catch-all's."""
+    from ..causes import CAUSES
+
+    table = next((c.title for c in CAUSES if c.id == main.cause), None)
+    return main.cause in _CATCH_ALL and table is not None and main.title != table
 
 
 def _first_clause(text: str, limit: int = 320) -> str:

@@ -168,8 +168,9 @@ def dispatch_findings(path: Any, program: Any, flat_args: Sequence[Any], path_ou
                 reproduced = f"blocked:{block}" if inside == "blocked" else inside
                 break
         found.append(DispatchFinding(d.name, d.ops, size, differ, worst, reproduced))
-    how = (f"{len(dispatches)} dispatches of {path}, the {len(stored)} values they store captured from its own run "
-           "(its outputs unchanged by returning them)")
+    n = len(dispatches)
+    how = (f"{n} dispatch{'es' if n != 1 else ''} of {path}, the {len(stored)} value{'s' if len(stored) != 1 else ''} "
+           f"{'they store' if n != 1 else 'it stores'} captured from its own run (its outputs unchanged by returning them)")
     return found, how
 
 
