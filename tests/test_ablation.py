@@ -3,6 +3,7 @@ re-bound with each parameter changed alone, on the op's captured inputs, against
 
 from __future__ import annotations
 
+import numpy as np
 from jax import lax
 
 import jaxparity
@@ -29,3 +30,31 @@ def test_a_rounding_method_the_converter_loses_is_named_with_the_value_it_comput
                                  "rounding_method=TO_NEAREST_EVEN gives onnx's values"), c.evidence
     (v,) = [v for v in result.verdicts if v.kind == "divergence"]
     assert v.layer == "converter" and v.holding, v
+
+
+def test_a_fix_rerun_on_the_program_bound_plainly_says_so_and_an_output_no_carrier_reaches_is_said():
+    """glu's product flushed by eager (DAZ) carries out/0; out/1 differs too (jax2onnx's whole-call LogSoftmax on
+    onnx.reference), and no carrier reaches it: the verdict says so. The flush fix is re-run as the program bound
+    primitive by primitive, which converts log_softmax op by op, so the re-run also measured that: the fix says
+    both changes, and a compare of the case with both made agrees."""
+    import jax
+
+    case = load_case(f"{CASES / 'converters.py'}:make_glu_and_log_softmax")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "onnx-ref"]).explain()
+    (v,) = [v for v in result.verdicts if v.kind == "divergence"]
+    assert set(v.outputs) == {"out/0", "out/1"}, v.outputs
+    (also,) = [n for n in v.notes if n.startswith("also differs")]
+    assert "out/1: 3 of 16 elements" in also and "out/0" not in also, also
+    held = [f for f in v.fixes if f.outcome == "parity"]
+    assert held and "with the library calls at" in held[0].change and "written out from JAX's own primitives too" \
+        in held[0].change, held
+
+    def both_changes(x, z):  # the flush at glu's product, and log_softmax from JAX's own primitives
+        a, g = jax.numpy.split(x, 2, axis=-1)
+        s = jax.nn.sigmoid(g)
+        s = jax.numpy.where(jax.numpy.abs(s) < np.finfo(np.float32).tiny, 0.0, s)
+        shifted = z - jax.lax.stop_gradient(z.max(axis=-1, keepdims=True))
+        return a * s, shifted - jax.numpy.log(jax.numpy.sum(jax.numpy.exp(shifted), axis=-1, keepdims=True))
+
+    again = jaxparity.compare(both_changes, *case.args, paths=["eager", "onnx-ref"])
+    assert not [v for v in again.verdicts if v.kind == "divergence" and "onnx-ref" in v.paths], again.verdicts

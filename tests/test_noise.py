@@ -97,3 +97,21 @@ def test_discrete_and_nan_differences_are_never_noise():
     assert _within([np.array([1, 3], np.int32)], [np.array([1, 2], np.int32)], [None]) is None
     within = _within([np.array([1.0, 2.0005], np.float32)], base, far)
     assert within is not None and within.share < 1
+    # an inf is no rounding of the largest float, even where the ops' spread is unbounded (erfinv at 1)
+    big = np.finfo(np.float32).max
+    assert _within([np.array([1.0, big], np.float32)], [np.array([1.0, np.inf], np.float32)],
+                   [np.array([1e-3, np.inf])]) is None
+
+
+def test_a_fix_is_never_noise_against_an_inf_baseline_error():
+    """The element-wise judge of a fix: a baseline error of inf is no floor, and inf against the largest float is
+    not 1 ULP of rounding."""
+    import types
+
+    from jaxparity.explain.search.rerun import as_accurate
+
+    big = np.finfo(np.float32).max
+    ctx = types.SimpleNamespace(run=lambda spec: [np.array([1.0, 2.0], np.float32)])
+    narrowed = types.SimpleNamespace(outcome="narrows")
+    assert not as_accurate(ctx, narrowed, [np.array([1.0, big], np.float32)], [np.array([1.0, np.inf], np.float32)])
+    assert not as_accurate(ctx, narrowed, [np.array([1.0, 7.0], np.float32)], [np.array([1.0, np.inf], np.float32)])

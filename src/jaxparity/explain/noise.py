@@ -164,8 +164,8 @@ def _within(outs: Sequence[np.ndarray], base: Sequence[np.ndarray], far: Sequenc
                 return None  # a discrete output: it has no rounding to differ by
             continue
         x64, b64 = x.astype(np.float64), b.astype(np.float64)
-        if not np.array_equal(np.isnan(x64), np.isnan(b64)):
-            return None
+        if not np.array_equal(np.isnan(x64), np.isnan(b64)) or not np.array_equal(np.isinf(x64), np.isinf(b64)):
+            return None  # a NaN or an inf against a number is no rounding (nor is inf a few ULP from the largest float)
         both = ~np.isnan(x64)
         if not np.array_equal(x64[~np.isfinite(x64) & both], b64[~np.isfinite(x64) & both]):
             return None  # an inf against a number, or the other sign

@@ -30,6 +30,7 @@ from .localize import localize_path
 from .measure import identical
 from .same import explained_as
 from .search import placed, search_fixes
+from .search.whole import said_bound
 from .mechanism import find_mechanism
 from .mechanism.artifact.fused import with_kernels
 from .sentence import summarize
@@ -133,6 +134,7 @@ def explain_path(
         searched_fixes, searched = [], []
         notes.append(f"the fix search stopped: {first_line(e)}")
     fixes += searched_fixes
+    fixes = said_bound(ctx, fixes)
     causes = placed(causes, searched_fixes, ctx)
     notes.extend(n for n in ctx.notes if n not in notes)
     partial = closest_partial(ctx, causes, fixes, depth) if rounding is None else None  # noise: nothing to peel

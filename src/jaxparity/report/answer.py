@@ -260,7 +260,8 @@ def block(v: Verdict, verbose: bool = False) -> tuple[str, list[tuple[str, str]]
     for s in v.stage_errors:
         lines.append(("note", s))
     lines += [("note", n) for n in v.notes if n.startswith(("explained on ", "per-op values of", "the bundle ",
-                                                             "outputs read from a file have no per-op values"))]
+                                                             "outputs read from a file have no per-op values",
+                                                             "also differs, not explained above"))]
     return title, lines
 
 

@@ -64,6 +64,13 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
         if fix.verified:
             return [with_cost(ctx, fix)], tried
         tried.append(fix)
+    found_fix, tried = _search_at_ops(ctx, tried, reruns)
+    return [with_cost(ctx, found_fix)] if found_fix is not None else [], tried
+
+
+def _search_at_ops(ctx: Context, tried: list[Fix], reruns: int) -> tuple[Fix | None, list[Fix]]:
+    """The stable forms at the carrying lines, then the candidates at the carrying ops, then by primitive and by
+    remapping the trigger's inputs: the first that holds, and every one tried."""
     targets = _targets(ctx)
     for line in form_lines(ctx, [t[1] for t in targets]):
         stable = conditioned(ctx, line)  # the stable form of what is written there
@@ -71,7 +78,7 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
             continue
         reruns += 1
         if stable.verified:
-            return [with_cost(ctx, stable)], tried
+            return stable, tried
         tried.append(stable)
     for target in targets:
         index, op, ins, position, mine, theirs, trigger = target
@@ -104,10 +111,10 @@ def search_fixes(ctx: Context, causes: list[CauseVerdict], fixes: list[Fix]) -> 
             how = recipe([index], cand, trigger.predicate if trigger is not None else None, generated)
             fix = rerun_candidate(ctx, cand, index, label, line, trigger, how)
             if fix.verified:
-                return [with_cost(ctx, fix)], tried
+                return fix, tried
             tried.append(fix)
     last = _by_primitive(ctx, tried, MAX_RERUNS - reruns) or _input_remaps(ctx, tried)
-    return ([with_cost(ctx, last)] if last is not None else []), tried
+    return last, tried
 
 
 def _owes_nothing(ctx: Context, cand: Candidate, index: int, ins: list[np.ndarray] | None) -> str | None:

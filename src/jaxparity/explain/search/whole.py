@@ -7,13 +7,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from ..context import Context
-from ..mechanism.captured import bound
+from ..mechanism.captured import bound, with_op
 from ..verdicts import Fix
 from .candidates import Candidate
 from .rerun import as_accurate, both, rerun_candidate
 
-__all__ = ["bound_plainly", "whole_calls"]
+__all__ = ["bound_plainly", "said_bound", "whole_calls"]
 
 
 def bound_plainly(ctx: Context) -> Fix:
@@ -29,6 +31,27 @@ def bound_plainly(ctx: Context) -> Fix:
     return dataclasses.replace(fix, description=(
         f"write the library calls at {at} out from JAX's own primitives: bound primitive by primitive, with nothing "
         f"else changed, the model agrees ({converter} lowers a whole call its own way otherwise)"))
+
+
+def said_bound(ctx: Context, fixes: list[Fix]) -> list[Fix]:
+    """Every model change is re-run as the program bound primitive by primitive: where the path's converter lowers
+    a library call whole and binding the program so alone changes the path's outputs, the re-run measured that
+    too, so each verified model change says it (applied by hand, it is then the same model that was re-run)."""
+    if not ctx.path.converter or not any(f.verified and f.kind == "model change" for f in fixes):
+        return fixes
+    plain = Candidate("the program bound primitive by primitive", "", "formulation", lambda op, ins: bound(op, ins))
+    outs = ctx.run(ctx.path, with_op(ctx.program, set(), plain.instead), "the program bound primitive by primitive "
+                   "rewritten")
+    if isinstance(outs, str) or all(np.asarray(a).tobytes() == np.asarray(b).tobytes()
+                                    for a, b in zip(outs, ctx.path_out)):
+        return fixes
+    lines = sorted({op.info.user_source for op in ctx.program.ops if op.info.user_source})
+    at = f" at {', '.join(lines[:3])}" if lines else ""
+    converter = ctx.path.converter
+    words = (f", with the library calls{at} written out from JAX's own primitives too ({converter} lowers a whole call "
+             f"its own way, and that alone changes {ctx.path}'s outputs: the re-run measured the two together)")
+    return [dataclasses.replace(f, description=f.description + words)
+            if f.verified and f.kind == "model change" and words not in f.description else f for f in fixes]
 
 
 def whole_calls(ctx: Context, tried: list[Fix]) -> Fix | None:

@@ -102,7 +102,7 @@ def divergence(group: Sequence[Any], found: Sequence[Any], result: Any, passes: 
         carriers=carriers, mechanism=mechanism, title=title, cause=cause, layer=layer, right=right, right_words=right_words,
         trigger=trigger, fixes=fixes, tried=None if holds else _tried(e), remains=_remains(e),
         advice=_advice(main, e) if not holds or cause == "wrong-code" else _in_words(main, fixes), stage_errors=errors,
-        notes=_notes(e, unseen))
+        notes=_unreached(p, carriers) + _notes(e, unseen))
 
 
 _NAMES = {"fma-contraction": "FMA contraction", "ieee-fold": "NaN or inf ignored", "other-lowering":
@@ -436,6 +436,24 @@ def _limit(note: str) -> bool:
 # Notes a verdict's block says: the input set where it is not the case's own; a file of outputs without per-op
 # values (and that `jaxparity capture` writes one with them); a bundle captured under another JAX.
 _SAID = ("explained on ", "outputs read from a file have no per-op values", "the bundle ")
+
+
+def _unreached(p: Any, carriers: Sequence[Carrier]) -> tuple[str, ...]:
+    """'also differs: out/1 ...' for each differing output that no carrier named reaches (each carrier says the
+    outputs it carries; none says all): the verdict explains the others, and says so rather than say nothing."""
+    named = [c.outputs for c in carriers]
+    if not named or any(not outs for outs in named):
+        return ()
+    reached = {o for outs in named for o in outs}
+    said = []
+    for lf in p.leaves:
+        d = lf.diff
+        if d is None or not d.n_differ or d.bitwise_equal or lf.name in reached:
+            continue
+        said.append(f"{lf.name}: {d.n_differ} of {d.size} elements, max abs {fmt(d.max_abs)}")
+    if not said:
+        return ()
+    return (f"also differs, not explained above (no carrier named reaches it): {'; '.join(said)}",)
 
 
 def _notes(e: Any, unseen: bool) -> tuple[str, ...]:
