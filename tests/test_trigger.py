@@ -150,3 +150,9 @@ def test_a_formulation_said_to_differ_only_on_special_values_is_the_op_elsewhere
             assert got.tobytes() == want.tobytes(), name
             checked += 1
     assert checked == 7
+
+
+def test_an_interval_of_one_value_is_said_as_that_value():
+    x = np.array([1, 1, 1, 2, 0, 5, 1, -3], np.float32)
+    t = find_trigger([x], x != 1)
+    assert t.exact and "outside [1, 1]" not in t.predicate, t.predicate

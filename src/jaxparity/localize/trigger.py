@@ -138,7 +138,7 @@ def _cuts(v: np.ndarray, differ: np.ndarray, intervals: bool) -> Iterator[tuple[
             yield f"≤ {_fmt(t)}", _at_most(t)
         elif kind == "out" and 0 < out_i < out_j < n:
             a, b = sv[out_i], sv[out_j - 1]  # what the agreeing elements between the cuts span
-            yield f"is outside [{_fmt(a)}, {_fmt(b)}]", _outside(a, b)
+            yield (f"is not {_fmt(a)}" if a == b else f"is outside [{_fmt(a)}, {_fmt(b)}]"), _outside(a, b)
         elif kind == "in" and 0 < in_i < in_j < n:
             a, b = sv[in_i], sv[in_j - 1]
             yield (f"is {_fmt(a)}" if a == b else f"is within [{_fmt(a)}, {_fmt(b)}]"), _within(a, b)
