@@ -93,3 +93,16 @@ def test_a_kernel_that_gives_nan_for_a_number_has_those_inputs_in_its_interval()
     assert c.trigger is not None and ("x ≤ " in c.trigger or "every x" in c.trigger), c.trigger
     (v,) = [v for v in result.verdicts if v.kind == "divergence"]
     assert v.cause == "kernel-accuracy" and v.trigger == c.trigger
+
+
+def test_a_function_the_converter_composes_of_other_kernels_puts_the_fault_on_the_converter():
+    """TFLite has no lgamma kernel: what the profile measures is the converter's composition of others, so the
+    layer at fault is the converter's, and the report says what it wrote."""
+    case = load_case(f"{CASES / 'kernels.py'}:make_lgamma")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "tflite"]).explain()
+    (e,) = result.explanations
+    (c,) = [c for c in e.causes if c.cause == "kernel-accuracy"]
+    assert c.status in ("confirmed", "partly"), c
+    assert "tflite has no kernel of its own for lgamma" in c.evidence and c.layer == "converter", c
+    (v,) = [v for v in result.verdicts if "tflite" in v.paths]
+    assert v.layer == "converter", v

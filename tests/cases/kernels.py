@@ -29,3 +29,14 @@ def cube_root(x):
 
 def make_cbrt():
     return cube_root, (np.linspace(-8, 8, 33).astype(np.float32),)
+
+
+def make_lgamma():
+    """jax.scipy.special.gammaln at its zeros, near them, at negative non-integers and large x (from the public
+    corpus): TFLite has no lgamma kernel, and the TFLite converter writes it as a composition of dozens of others."""
+    from jax.scipy import special
+
+    def fn(x):
+        return special.gammaln(x)
+
+    return fn, (np.array([1.0, 2.0, 1.0000001, 0.99999994, -0.5, -2.5, 0.5, 3.7, 7.25, 1e4], np.float32),)

@@ -383,8 +383,36 @@ def _profiled(cause: Cause, ctx: Context, op: Any, captured: np.ndarray, mine: n
     else:
         title = f"a kernel less accurate than a math library ({ctx.path}'s {op.info.primitive})"
     vid = op.outputs[0] if op.outputs else None
-    return CauseVerdict(cause.id, title, status, what, seen, cause.fix,
+    composed = _composed(ctx, op, x)
+    layer = None
+    if composed is not None:  # no kernel of the runtime's: the converter's composition of others is what is profiled
+        kinds = ", ".join(dict.fromkeys(composed))
+        seen = (f"{ctx.path} has no kernel of its own for {op.info.primitive}: {ctx.path.converter} writes it as "
+                f"{len(composed)} kernels ({kinds}), and that composition is what runs: {seen}")
+        title = title.replace(f"({ctx.path}'s {op.info.primitive})", f"({ctx.path.converter}'s {op.info.primitive} "
+                              f"in {len(composed)} kernels)")
+        layer = "converter"
+    return CauseVerdict(cause.id, title, status, what, seen, cause.fix, layer=layer,
                         trigger=_trigger(path_prof, flat, ctx, vid, n) if path_prof.intervals else None)
+
+
+# Kernels that only move or convert a value: not a composition of the math.
+_PLUMBING = frozenset({"QUANTIZE", "DEQUANTIZE", "CAST", "Cast", "Identity", "RESHAPE", "Reshape"})
+
+
+def _composed(ctx: Context, op: Any, x: np.ndarray) -> list[str] | None:
+    """The kernels the path's converter writes the op alone as, where they are more than one (a decomposition:
+    TFLite has no lgamma kernel); None where it is one kernel of the runtime's, or nothing says."""
+    from ...localize.program import bind_op
+
+    if not ctx.path.converter:
+        return None
+    try:
+        artifact = ctx.path.artifact(lambda v: bind_op(op, [v])[0], (x[:8],))
+    except Exception:  # noqa: BLE001 - no artifact: nothing said of the layer
+        return None
+    kinds = [k.kind for k in getattr(artifact, "kernels", ()) if k.kind not in _PLUMBING]
+    return kinds if len(kinds) > 1 else None
 
 
 def _trigger(prof: Profile, flat: np.ndarray, ctx: Context, vid: int | None, n: int) -> str:
