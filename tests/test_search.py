@@ -84,13 +84,16 @@ def test_an_input_is_remapped_only_where_jax_means_the_same():
 
 
 def test_another_formulation_of_the_op_is_found_and_the_kernel_is_blamed(cases):
-    """ONNX Runtime's sigmoid gives 0 for probabilities below float32's unit roundoff: the logistic from
-    exp(-|x|) agrees with eager to within eager's own rounding, element by element; onnx.reference computes the
-    same converted model right, so the kernel is at fault."""
+    """ONNX Runtime's sigmoid gives 0 for probabilities below float32's unit roundoff; onnx.reference computes the
+    same converted model right, so the kernel is at fault. The logistic from exp(-|x|) is found and re-run: onnx
+    then gives the subnormal probabilities, which eager flushes to zero (its own error, 1e6 ULP from the f64
+    ideal), so a compare of the changed case still diverges, and the fix is not claimed: it is listed as tried,
+    narrowing."""
     result = explained(cases, "make_small_probabilities", ["eager", "onnx"])
     (e,) = result.explanations
-    (fix,) = verified(e)
-    assert fix.description.startswith("jax.nn.sigmoid(x) -> z = jnp.exp(-jnp.abs(x))")
+    assert not verified(e)  # the sentence and a compare of the changed case say the same
+    stable = [f for f in e.searched if f.description.startswith("jax.nn.sigmoid(x) -> z = jnp.exp(-jnp.abs(x))")]
+    assert any(f.rerun is not None and f.rerun.outcome == "narrows" for f in stable), stable
     assert main_cause(e).layer == "kernel"
     tried = {f.evidence.split(": ")[1] for f in e.searched if f.evidence.startswith("#")}
     assert not any("from tanh" in t for t in tried)  # removed: not the op's math (test_trigger)
@@ -119,11 +122,11 @@ def test_candidates_tried_are_kept_with_why_and_the_json_validates(cases, tmp_pa
     doc = json.loads(out.read_text())
     valid_result(doc)
     (e,) = doc["explanations"]
-    assert [f["verified"] for f in e["fixes"]].count(True) == 1
+    assert [f["verified"] for f in e["fixes"]].count(True) == 0
+    assert any(f["description"].startswith("jax.nn.sigmoid(x) -> z = jnp.exp(-jnp.abs(x))") for f in e["searched"])
     lead = e["localization"]["local"][0]["elements"]
     assert lead["trigger"] is not None and lead["trigger"]["hits"] >= 1
-    assert "✓ jax.nn.sigmoid(x) -> z = jnp.exp(-jnp.abs(x))" in run.stdout.replace("\n", " ").replace("  ", " ") \
-        or "✓ jax.nn.sigmoid(x)" in run.stdout
+    assert "tried 10 changes" in run.stdout.replace("\n", " ") or "none restored parity" in run.stdout
 
 
 def test_paths_that_differ_only_by_rounding_get_no_fix(cases):
