@@ -173,6 +173,13 @@ def test_an_out_of_bounds_gather_on_iree_reads_unclamped_and_the_clamp_in_the_mo
     bit. Clamping the indices in the model gives parity on IREE and eager."""
     e = explain("make_gather_out_of_bounds", "iree")
     v = verdict(e, "semantic-variant")
+    loc = e.localization
+    if loc is not None and loc.perturbed and v.status == "not run":
+        # What IREE reads out of bounds is whatever memory holds, and it can differ between the plain compile and
+        # the one that returns every intermediate: then there is no op-level view, and the variant, decided on the
+        # op's own values, is not run (never confirmed without them). Measured in 1 of 4 fresh-clone runs.
+        assert "no diverging op" in v.evidence or "no per-op values" in v.evidence, v
+        return
     assert v.status == "confirmed", v
     assert "reads out-of-bounds start indices unclamped" in v.evidence and "(in bounds: 0 to 7)" in v.evidence
     assert "agrees bit for bit elsewhere" in v.evidence
