@@ -27,8 +27,8 @@ def test_a_one_pass_variance_with_keepdims_is_rewritten_in_two_passes():
     """jnp.mean(..., keepdims=True) puts a broadcast_in_dim between the sum and the division: still a mean, and the
     rewrite computes the same math (near the f64 ideal where the one-pass form is not)."""
     fn, args = load_case(f"{TOWARD}:make_one_pass").fn, load_case(f"{TOWARD}:make_one_pass").args
-    (site,) = rewrites(fn, args)
-    assert site.startswith("one-pass variance at"), site
+    sites = rewrites(fn, args)  # and the centering on the mean at the return line
+    assert [s.split(" at ")[0] for s in sites] == ["one-pass variance", "centering on the mean"], sites
     with jax.enable_x64():
         ideal = np.asarray(fn(*(np.asarray(a, np.float64) for a in args)))
     before = np.abs(np.asarray(fn(*args), np.float64) - ideal).max()
@@ -104,3 +104,43 @@ def test_an_overflow_on_every_path_is_placed_and_the_max_shifted_form_verified()
     if v.kind == "divergence":  # ORT's exp 1 ULP from eager's on some elements: then the search's fix says so
         (fix,) = v.holding
         assert fix.outcome == "toward f64" and fix.change.startswith("jax.nn.softmax(x)"), fix
+
+
+def test_centering_on_a_mean_far_from_zero_is_rewritten_on_shifted_data():
+    """x − mean(x) of rows offset by 1e7 (the mean's sum rounds by units in float32): computed on the data shifted
+    by one of its own elements, it is the f64 ideal's to a few ULP; jnp.var's own first pass is rewritten too, and
+    the row holding inf keeps the NaNs it had."""
+    fn, args = load_case(f"{TOWARD}:make_offset_rows").fn, load_case(f"{TOWARD}:make_offset_rows").args
+    sites = rewrites(fn, args)
+    assert [s.split(" at ")[0] for s in sites] == ["centering on the mean"] * 2, sites
+    with jax.enable_x64():
+        ideal = np.asarray(fn(*(np.asarray(a, np.float64) for a in args)))
+    before, after = np.asarray(fn(*args), np.float64), np.asarray(well_conditioned(fn)(*args), np.float64)
+    finite = np.isfinite(ideal)
+    assert np.array_equal(np.isnan(after), np.isnan(ideal)) and np.array_equal(np.isnan(before), np.isnan(ideal))
+    assert np.abs(before - ideal)[finite].max() > 0.1 > 1e-5 > np.abs(after - ideal)[finite].max()
+    np.testing.assert_allclose(np.asarray(jax.jit(well_conditioned(fn))(*args)), after, rtol=1e-6)  # under jit too
+
+
+def test_rounding_amplified_by_centering_is_the_program_and_the_shifted_form_the_fix():
+    """On tflite the row sums of 6e7 round otherwise (both within the sum's error bound): the verdict puts the
+    difference in the program (x − mean(x) cancels), not in a kernel, and the fix is the shifted form, re-run."""
+    case = load_case(f"{TOWARD}:make_offset_rows")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "tflite"]).explain()
+    (v,) = [v for v in result.verdicts if v.kind == "divergence"]
+    assert v.cause == "ill-conditioned" and v.layer == "program", (v.cause, v.mechanism)
+    assert "centering on the mean" in v.mechanism, v.mechanism
+    assert v.holding and "center on a sample first" in v.holding[0].change, v.fixes
+    again = jaxparity.compare(well_conditioned(case.fn), *case.args, paths=["eager", "tflite"])  # by hand
+    assert again.verdicts and not any(x.kind == "divergence" for x in again.verdicts), [x.kind for x in again.verdicts]
+
+
+def test_a_one_pass_variance_the_baseline_computes_as_zero_is_found_amplified():
+    """Where eager's mean(x²) − mean(x)² is exactly 0 on a row and tflite's 131072, the relative difference at that
+    op is all of the value, not none of it: the amplifier is found (the one-pass variance), with a row of squares
+    that overflow to inf on both sides beside it; its two-pass form is the fix."""
+    case = load_case(f"{TOWARD}:make_fast_variance_overflow")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "tflite"]).explain()
+    (v,) = [v for v in result.verdicts if v.kind == "divergence"]
+    assert v.cause == "ill-conditioned" and "one-pass variance" in v.mechanism, (v.cause, v.mechanism)
+    assert v.holding and "two passes" in v.holding[0].change, v.fixes

@@ -82,7 +82,7 @@ def on_every_path(args: tuple, program: Any, flat_args: Sequence[Any], found: li
 
 
 # Transforms of the whole model (round_like_declared, the conditioning rewrite): verified per path, not here.
-WHOLE_MODEL_CHANGES = ("fixed model", "well-conditioned model")
+WHOLE_MODEL_CHANGES = ("fixed model", "well-conditioned model", "well-conditioned model, every site")
 
 
 def _label(fix: Any) -> str | None:

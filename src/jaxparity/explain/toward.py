@@ -85,7 +85,11 @@ def toward_ideal(fn: Callable[..., Any], args: tuple, k: int, name: str, scale: 
         if r.status != "ok" or not r.outputs or len(r.outputs) <= k:
             return f"{r.status}: {(r.message or '').splitlines()[0][:120] if r.message else ''}"
         got = np.asarray(r.outputs[k][1], np.float64)
-        return float(np.max(np.abs(got - ideal), initial=0.0))
+        with np.errstate(invalid="ignore"):
+            gap = np.abs(got - ideal)
+        # NaN (or the same inf) where the ideal has it too is no distance; NaN against a number is infinitely far
+        gap = np.where((got == ideal) | (np.isnan(got) & np.isnan(ideal)), 0.0, np.where(np.isnan(gap), np.inf, gap))
+        return float(np.max(gap, initial=0.0))
 
     ideal_run = run_in_process(make_path("f64"), fn, args)
     if ideal_run.status != "ok" or not ideal_run.outputs:

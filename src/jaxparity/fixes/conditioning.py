@@ -18,6 +18,12 @@ Recognised forms (matched on the jaxpr, at any depth: inside ``jit``, ``scan``, 
   does. Computed as ``Σ log|x| + log(Π sign x)``.
 * **log(1 + x)** and **exp(x) − 1**: a small ``x``'s digits rounded away in ``1 + x``, or cancelled in the
   subtraction. Computed as ``log1p(x)`` and ``expm1(x)``.
+* **centering on the mean** ``x − mean(x)`` of values far from zero (a layer norm of activations offset by
+  1e7, ``jnp.var``'s own first pass): the mean's sum carries rounding of the size of ``|x|``, the difference
+  is of the size of the spread, so two summation orders (both within the sum's error bound) give centred
+  values that differ in their leading digits. Computed on data shifted by one of its own elements,
+  ``(x − x₀) − mean(x − x₀)`` (the shifted-data algorithm; ``x₀`` the first element along the averaged axes,
+  0 where it is not finite): the sum is then of the small differences, often exactly.
 
 ``well_conditioned(fn)`` takes and returns what ``fn`` does and works eagerly and under ``jax.jit``,
 ``jax.export`` and ``jax2tf`` (it is built on ``rounding.rewritten``); ``rewrites(fn, args)`` lists what
@@ -35,6 +41,7 @@ import jax
 import jax.extend.core as jcore
 from jax import lax
 
+from ..jaxcompat import user_frames
 from .rounding import _normalize_only, _Rewriter, _selected, _where, rewritten
 
 __all__ = ["REMEDIES", "forms_at", "rewrites", "well_conditioned"]
@@ -45,6 +52,7 @@ UNSHIFTED_SOFTMAX = "unshifted softmax"
 LOG_OF_PRODUCT = "log of a product"
 LOG_ONE_PLUS = "log of 1 + x"
 EXP_MINUS_ONE = "exp(x) − 1"
+CENTERING = "centering on the mean"
 
 
 @dataclass(frozen=True)
@@ -241,8 +249,36 @@ def _exp_minus_one(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[
     return lambda read: [lax.expm1(read(e.invars[0]))]
 
 
+def _centering(eqn: Any, producers: dict[Any, tuple[int, Any]]) -> Callable[[Callable[[Any], Any]], list[Any]] | None:
+    """``x − mean(x)`` → ``(x − x₀) − mean(x − x₀)``, ``x₀`` the first element of ``x`` along the averaged axes
+    (0 where it is not finite): equal in exact arithmetic, and its sum is of the spread, not of the offset."""
+    if eqn.primitive.name != "sub" or isinstance(eqn.invars[0], jcore.Literal):
+        return None
+    mean = _mean_of(eqn.invars[1], producers)
+    if mean is None or mean.x is not eqn.invars[0] or mean.scale_eqn.primitive.name != "div":
+        return None
+    x = eqn.invars[0]
+    if not jax.numpy.issubdtype(x.aval.dtype, jax.numpy.floating):
+        return None
+
+    def shifted(read: Callable[[Any], Any]) -> list[Any]:
+        xs = read(x)
+        first = lax.slice(xs, (0,) * xs.ndim, tuple(1 if d in mean.axes else n for d, n in enumerate(xs.shape)))
+        first = lax.select(lax.is_finite(first), first, lax.full_like(first, 0))
+        d = lax.sub(xs, lax.broadcast_in_dim(first, xs.shape, tuple(range(xs.ndim))))
+        total = mean.sum_eqn.primitive.bind(d, **mean.sum_eqn.params)
+        if mean.expand_eqn is not None:
+            total = mean.expand_eqn.primitive.bind(total, **mean.expand_eqn.params)
+        ins = [total if v is mean.total else read(v) for v in mean.scale_eqn.invars]
+        m = mean.scale_eqn.primitive.bind(*ins, **mean.scale_eqn.params)
+        return [eqn.primitive.bind(d, m, **eqn.params)]
+
+    return shifted
+
+
 _FORMS = ((ONE_PASS_VARIANCE, _variance), (UNSHIFTED_LOGSUMEXP, _logsumexp), (UNSHIFTED_SOFTMAX, _softmax),
-          (LOG_OF_PRODUCT, _log_of_product), (LOG_ONE_PLUS, _log_one_plus), (EXP_MINUS_ONE, _exp_minus_one))
+          (LOG_OF_PRODUCT, _log_of_product), (LOG_ONE_PLUS, _log_one_plus), (EXP_MINUS_ONE, _exp_minus_one),
+          (CENTERING, _centering))
 # Each form's well-conditioned form, as the change at the user's line.
 REMEDIES = {
     ONE_PASS_VARIANCE: "compute the variance in two passes, mean((x − mean(x))²) (flax: use_fast_variance=False)",
@@ -251,6 +287,7 @@ REMEDIES = {
     LOG_OF_PRODUCT: "jnp.sum(jnp.log(x)) (a sum of logarithms) instead of jnp.log(jnp.prod(x))",
     LOG_ONE_PLUS: "jnp.log1p(x) instead of jnp.log(1 + x)",
     EXP_MINUS_ONE: "jnp.expm1(x) instead of jnp.exp(x) - 1",
+    CENTERING: "center on a sample first, (x − x₀) − mean(x − x₀) with x₀ one element of x, instead of x − mean(x)",
 }
 
 
@@ -272,12 +309,19 @@ class _Conditioner(_Rewriter):
         super().__init__(frozenset())  # inserts no roundings
         self.at, self.forms = at, forms
         self._plans: dict[Any, dict[int, Any]] = {}
+        # sub-jaxprs of a selected call (jnp.var's): their equations without a frame of their own (a cached trace)
+        # are at the call's line
+        self._inside: set[int] = set()
 
     def matches(self, jaxpr: Any) -> list[tuple[int, str, Any]]:
         producers = _producers(jaxpr)
         found = []
+        inherit = id(jaxpr) in self._inside
         for k, eqn in enumerate(jaxpr.eqns):
-            if not _selected(eqn, self.at):
+            chosen = _selected(eqn, self.at) or (inherit and not user_frames(eqn.source_info))
+            if chosen:
+                self._inside.update(id(sub) for sub in _subjaxprs(eqn))
+            if not chosen:
                 continue
             for form, match in _FORMS:
                 if self.forms is not None and form not in self.forms:
@@ -294,11 +338,16 @@ class _Conditioner(_Rewriter):
             hit = self._plans[jaxpr] = {k: plan for k, _, plan in self.matches(jaxpr)}
         return hit
 
-    def listing(self, jaxpr: Any) -> list[str]:
-        lines = [f"{form} at {_where(jaxpr.eqns[k])}" for k, form, _ in self.matches(jaxpr)]
+    def listing(self, jaxpr: Any, outer: str | None = None) -> list[str]:
+        """``outer``: where the call holding ``jaxpr`` is (a site inside a cached jnp.var has no frame of its own)."""
+        def where(eqn: Any) -> str:
+            w = _where(eqn)
+            return outer if w == "<unknown>" and outer else w
+
+        lines = [f"{form} at {where(jaxpr.eqns[k])}" for k, form, _ in self.matches(jaxpr)]
         for eqn in jaxpr.eqns:
             for sub in _subjaxprs(eqn):
-                lines += self.listing(sub)
+                lines += self.listing(sub, where(eqn))
         return lines
 
 

@@ -461,9 +461,11 @@ def blame(program: FlatProgram, local: Sequence[Any], base_values: dict[int, Any
     acting = tuple(c.divergence for c in carriers if c.alone < CARRIES <= c.needed and c.top_index not in offsetting)
     amplifier = None
     # Small local errors that carry a large output difference: the op that amplifies them is named too.
-    small = not carriers or local[carriers[0].divergence].max_ulp <= SMALL_ULP
-    if together >= 0.5 and small:
-        amplifier = amplifier_of(program, drift, base_values, min(d.top_index for d in local))
+    # Measured norm-wise, so a carrier far off on a few tiny elements (a flushed subnormal) and a rounding apart on
+    # the large ones is still seen amplified where its large elements are; a carrier wrong in its leading digits
+    # has nothing left to grow by a thousand times.
+    if together >= 0.5:
+        amplifier = amplifier_of(program, drift, {**base_args, **base_values}, min(d.top_index for d in local))
     with np.errstate(invalid="ignore", over="ignore"):
         differences = {j: np.abs(as_wide(path_out[j]) - as_wide(base_out[j]))[ulp_distance(path_out[j], base_out[j]) != 0]
                        for j in differing}
@@ -752,6 +754,10 @@ def _pattern(program: FlatProgram, op: Op) -> tuple[str, str] | None:
         if "reduce_sum" in left and left & squares and "reduce_sum" in right and right & squares:
             return ("one-pass variance, mean(x²) − mean(x)²",
                     "compute the variance in two passes, mean((x − mean(x))²) (flax: use_fast_variance=False)")
+        if "reduce_sum" in right and not right & squares and "reduce_sum" not in left:
+            return ("centering on the mean, x − mean(x), of values far from zero",
+                    "center on a sample first, (x − x₀) − mean(x − x₀) with x₀ one element of x, instead of "
+                    "x − mean(x)")
     if op.info.primitive == "log" and op.inputs and {"exp", "reduce_sum"} <= made_by(op.inputs[0]):
         return ("log of a sum of exponentials without a shift", "shift by the maximum first: jax.nn.logsumexp")
     return None

@@ -118,7 +118,8 @@ def lost_lines(lost: Lost) -> list[str]:
         c = lost.where
         line += f" — the digits are lost at {c.line or c.module or 'an op'} ({c.op})" + (
             ", where it overflows" if " overflows: " in lost.how else
-            f", a {lost.how.split(',', 1)[0]}" if lost.how and "," in lost.how.split(":", 1)[0] else "")
+            f", a {lost.how.split(':', 1)[0].split(',', 1)[0]}" if ": " in (lost.how or "") and not lost.how.startswith("its ") else
+            f", where {lost.how}" if lost.how else "")
     if lost.change is not None and lost.verified:
         near = max(e for _, e in lost.after)
         line += f"; fix ✓ {short(lost.change)}: every path then within {near:.2g} of it"
@@ -233,6 +234,9 @@ def block(v: Verdict, verbose: bool = False) -> tuple[str, list[tuple[str, str]]
             lines.append(("|", c.code))
     if v.mechanism:
         lines.append(("why", v.mechanism))
+        # a second mechanism in the same difference (``verdict.divergence._also``)
+        lines += [("also", n.removeprefix("also ")) for n in v.notes if n.startswith("also ")
+                  and not n.startswith("also differs")]
     fault = []
     if v.layer:
         fault.append(f"{_LAYERS.get(v.layer, v.layer)} is at fault")

@@ -282,11 +282,13 @@ def _amplified(a: Any, head: str, tested: bool = False) -> list[str]:
 
 
 # A model change's spec is "PATH [LABEL]"; the label names the transform of jaxparity.fixes it ran.
-_MODEL_CHANGES = {"fixed model": "round_like_declared(fn)", "well-conditioned model": "well_conditioned(fn)"}
+_MODEL_CHANGES = {"fixed model": "round_like_declared(fn)", "well-conditioned model": "well_conditioned(fn)",
+                  "well-conditioned model, every site": "well_conditioned(fn)"}
 
 
 # Model changes whose fix line says the change in its own words (the fix's description), not by its label.
-_IN_WORDS = frozenset({"well-conditioned model", "stored constant", "float32 accumulator", "float32 accumulators"})
+_IN_WORDS = frozenset({"well-conditioned model", "well-conditioned model, every site", "stored constant",
+                       "float32 accumulator", "float32 accumulators"})
 
 
 def model_change(fix: Any, path: str | None = None) -> str | None:

@@ -39,8 +39,7 @@ def conditioned(ctx: Context, line: str) -> Fix | None:
     """The numerically stable form of what is written at ``line`` (``fixes.conditioning``: a max-shifted
     softmax or log-sum-exp, a two-pass variance, a log of a product as a sum of logs, log1p, expm1), re-run on
     the path and the baseline and judged as every candidate is; None where nothing at that line has one."""
-    from ...fixes import REMEDIES, forms_at, well_conditioned
-    from .rerun import as_accurate, both, within_noise
+    from ...fixes import forms_at, well_conditioned
 
     try:
         forms = forms_at(ctx.fn, ctx.args, at=[line])
@@ -48,8 +47,24 @@ def conditioned(ctx: Context, line: str) -> Fix | None:
         return None
     if not forms:
         return None
-    label = f"well-conditioned at {line}"
-    fixed = well_conditioned(ctx.fn, at=[line])
+    # each form alone first (the smallest change that holds), then all of them together
+    tries = [[f] for f in forms] + ([forms] if len(forms) > 1 else [])
+    fix: Fix | None = None
+    for chosen in tries:
+        label = f"well-conditioned at {line}" + ("" if chosen == forms else f": {', '.join(chosen)}")
+        fixed = well_conditioned(ctx.fn, at=[line], forms=chosen if len(tries) > 1 else None)
+        fix = _judged(ctx, fixed, chosen, line, label)
+        if fix.verified:
+            return fix
+    return fix
+
+
+def _judged(ctx: Context, fixed: Any, forms: list[str], line: str, label: str) -> Fix:
+    """``fixed`` (the forms at ``line`` rewritten) re-run on the path and the baseline, judged as every candidate
+    is."""
+    from ...fixes import REMEDIES
+    from .rerun import as_accurate, both, within_noise
+
     description = "; ".join(REMEDIES.get(f, f) for f in forms) + f" (at {line})"
     outs = both(ctx, fixed, label)
     if isinstance(outs, str):

@@ -102,7 +102,7 @@ def divergence(group: Sequence[Any], found: Sequence[Any], result: Any, passes: 
         carriers=carriers, mechanism=mechanism, title=title, cause=cause, layer=layer, right=right, right_words=right_words,
         trigger=trigger, fixes=fixes, tried=None if holds else _tried(e), remains=_remains(e),
         advice=_advice(main, e) if not holds or cause == "wrong-code" else _in_words(main, fixes), stage_errors=errors,
-        notes=_unreached(p, carriers) + _notes(e, unseen))
+        notes=_also(main, e) + _unreached(p, carriers) + _notes(e, unseen))
 
 
 _NAMES = {"fma-contraction": "FMA contraction", "ieee-fold": "NaN or inf ignored", "other-lowering":
@@ -436,6 +436,20 @@ def _limit(note: str) -> bool:
 # Notes a verdict's block says: the input set where it is not the case's own; a file of outputs without per-op
 # values (and that `jaxparity capture` writes one with them); a bundle captured under another JAX.
 _SAID = ("explained on ", "outputs read from a file have no per-op values", "the bundle ")
+
+
+def _also(main: Any, e: Any) -> tuple[str, ...]:
+    """A second mechanism in the same difference: a confirmed cause that puts it in the program itself (an
+    ill-conditioned form that amplifies rounding) beside a runtime's or device's fault, on other elements of the
+    same op (eager's flush of a subnormal row beside two summation orders of an offset row)."""
+    if main is None or _LAYER.get(main.cause) == "program":
+        return ()
+    said = []
+    for c in e.causes:
+        if c.status == "confirmed" and c is not main and (c.layer or _LAYER.get(c.cause)) == "program":
+            evidence = re.sub(r" \([\w./-]+\.py:\d+\)", "", _first_clause(readable(c.evidence)))
+            said.append(f"also {_name(c.cause)} (the program itself): {evidence}")
+    return tuple(said)
 
 
 def _unreached(p: Any, carriers: Sequence[Carrier]) -> tuple[str, ...]:

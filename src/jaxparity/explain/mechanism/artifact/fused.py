@@ -155,8 +155,7 @@ def _fused_at(cause: Cause, ctx: Any, d: Any) -> CauseVerdict | None:
                             "inside the kernel", cause.fix)
     limit, n = bound
     wide = np.asarray(exact[position], np.float64)
-    off_mine = np.abs(mine.astype(np.float64) - wide)
-    off_theirs = np.abs(np.asarray(theirs, np.float64) - wide)
+    off_mine, off_theirs = _off(mine, wide), _off(theirs, wide)
     errs = (f"from the exact result on the same inputs: {ctx.path} {float(off_mine.max(initial=0)):.3g}, "
             f"{ctx.baseline} {float(off_theirs.max(initial=0)):.3g}, bound up to {float(np.max(limit)):.3g}")
     mine_ok, theirs_ok = bool(np.all(off_mine <= limit)), bool(np.all(off_theirs <= limit))
@@ -170,6 +169,15 @@ def _fused_at(cause: Cause, ctx: Any, d: Any) -> CauseVerdict | None:
                         "standalone reproducer)")
 
 
+def _off(got: Any, exact: np.ndarray) -> np.ndarray:
+    """|got − exact| per element: 0 where both are the same inf or both NaN, inf where one only is NaN."""
+    got = np.asarray(got, np.float64)
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(got - exact)
+    same = (got == exact) | (np.isnan(got) & np.isnan(exact))
+    return np.where(same, 0.0, np.where(np.isnan(gap), np.inf, gap))
+
+
 def _region_bound(region: Any, position: int, mine: np.ndarray, base: Any, program: Any,
                   ops: list[int]) -> tuple[np.ndarray, int] | None:
     """Per element, how far any order of the region's sums may land from the exact result: 2·γ_n·Σ|terms|
@@ -177,6 +185,8 @@ def _region_bound(region: Any, position: int, mine: np.ndarray, base: Any, progr
     side's rounding; and n, the terms of its longest sum. None where the region holds an op beyond sums
     and scaling (no such bound then)."""
     import dataclasses
+
+    import ml_dtypes
 
     from ....localize.localizer import _contraction_length, _unit_roundoff
     from ....localize.region import run_region
@@ -195,7 +205,9 @@ def _region_bound(region: Any, position: int, mine: np.ndarray, base: Any, progr
     size = np.abs(np.asarray(run_region("f64", magnitudes)[position], np.float64))
     out_ulp = 2 * _unit_roundoff(dtype) * np.maximum(np.abs(mine.astype(np.float64)),
                                                      np.abs(np.asarray(base, np.float64)))
-    return 2 * gamma * size + out_ulp, n
+    # below the normal range each add errs by up to half the smallest subnormal, whatever the relative bound says
+    tiny = n * float(ml_dtypes.finfo(np.dtype(np.float32) if dtype.itemsize < 4 else dtype).smallest_subnormal)
+    return 2 * gamma * size + out_ulp + tiny, n
 
 
 def with_kernels(loc: Any, kernels: dict[int, tuple[str, tuple[str, ...]]]) -> Any:
