@@ -11,7 +11,8 @@ import pytest
 
 import jaxparity
 from jaxparity.case import load_case
-from jaxparity.explain.mechanism.artifact.dispatches import dispatch_findings, said
+from jaxparity.explain.mechanism.artifact.dispatches import dispatch_findings
+from jaxparity.report.brief import _dispatch_lines
 from jaxparity.localize.program import flatten
 from jaxparity.paths import make_path
 from jaxparity.paths.iree import IreePath
@@ -76,9 +77,9 @@ def test_each_dispatch_on_its_own_captured_inputs_is_reproduced_bit_for_bit(exam
     assert found, how
     differ = [f for f in found if f.differ]
     assert differ  # IREE keeps bf16 in float32 inside its dispatches: some store other values
-    assert all(f.reproduced_by not in (None, "declared") for f in differ), said(found, program)
+    assert all(f.reproduced_by not in (None, "declared") for f in differ), _dispatch_lines(found, [op.info for op in program.ops])
     assert all(f.reproduced_by == "declared" for f in found if not f.differ)
-    lines = said(found, program)
+    lines = _dispatch_lines(found, [op.info for op in program.ops])
     assert lines[0].startswith("main_dispatch_") and "stored elements differ" in lines[0]
 
 
@@ -103,6 +104,11 @@ def test_explain_without_an_op_level_view_reads_the_dispatches(examples):
     assert "rounds only what it stores" in cause.evidence and "main_dispatch_" in cause.evidence
     text = " ".join(render_text(result, width=400, verbose=True).split())
     assert "per dispatch (iree's own units" in text
+    assert e.dispatches and any(f.differ for f in e.dispatches)  # the findings travel on the explanation
+    (v,) = [v for v in result.verdicts if v.kind == "divergence"]
+    first = min((f for f in e.dispatches if f.differ), key=lambda f: f.ops[0])
+    assert v.carriers and v.carriers[0].op.startswith("#") and "dispatch" in v.carriers[0].share, v.carriers
+    assert int(v.carriers[0].op[1:].split()[0]) in first.ops, (v.carriers[0], first)
 
 
 @needs_iree

@@ -144,3 +144,20 @@ def test_a_one_pass_variance_the_baseline_computes_as_zero_is_found_amplified():
     (v,) = [v for v in result.verdicts if v.kind == "divergence"]
     assert v.cause == "ill-conditioned" and "one-pass variance" in v.mechanism, (v.cause, v.mechanism)
     assert v.holding and "two passes" in v.holding[0].change, v.fixes
+
+
+def test_a_second_mechanism_on_other_elements_of_the_same_op_is_said_beside_the_first():
+    """eager flushes the subnormal row to zero (DAZ) and onnx sums the offset row otherwise, which the centering
+    amplifies: both mechanisms are named (the headline and an "also" line), each in its own layer, and the f64
+    stage's change holds once x − mean(x) is rewritten at every site of it (inside jnp.var and after it)."""
+    case = load_case(f"{TOWARD}:make_offset_and_subnormal_rows")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "onnx"]).explain()
+    (v,) = [v for v in result.verdicts if v.kind == "divergence"]
+    named = {v.cause} | {c for c in ("denormal-flush", "ill-conditioned") if any(
+        n.startswith("also ") and c.replace("-", " ").split()[0] in n for n in v.notes)}
+    assert v.cause in ("denormal-flush", "ill-conditioned") and named == {"denormal-flush", "ill-conditioned"}, \
+        (v.cause, v.notes)
+    assert " and " in v.title, v.title
+    text = " ".join(render_text(result, width=200).split())
+    assert " also " in text and "the program itself" in text and "the device's arithmetic" in text, text
+    assert result.lost is not None and result.lost.verified and "every site" in result.lost.change, result.lost

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Carrier", "Kind", "Lost", "Outcome", "Remedy", "Verdict", "violations"]
+__all__ = ["LAYER_WORDS", "Carrier", "Kind", "Lost", "Outcome", "Remedy", "Verdict", "violations"]
 
 Kind = Literal["identical", "noise", "divergence", "could not run"]
 # What a fix's re-run did: "parity" (bit for bit), "noise" (within the rounding noise the triage judges by),
@@ -27,6 +27,11 @@ Kind = Literal["identical", "noise", "divergence", "could not run"]
 Outcome = Literal["parity", "noise", "toward f64", "narrows", "no closer", "no change", "failed"]
 HOLDS: tuple[Outcome, ...] = ("parity", "noise", "toward f64")
 
+
+# Each layer a verdict can put the fault in, in words.
+LAYER_WORDS = {"converter": "the converter", "kernel": "the runtime's kernel", "compiler": "the compiler",
+               "device": "the device's arithmetic", "program": "the program itself", "runtime": "the runtime",
+               "environment": "this environment"}
 
 @dataclass(frozen=True)
 class Carrier:

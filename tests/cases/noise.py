@@ -50,3 +50,25 @@ def make_bf16_chain():
         return (h * h + h).astype(jnp.float32)
     rng = np.random.default_rng(1)
     return f, (jnp.asarray(rng.normal(size=(4, 32)), jnp.bfloat16), jnp.asarray(rng.normal(size=(32, 8)), jnp.bfloat16))
+
+
+class _Classifier(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(10)(nn.relu(nn.Dense(32)(x)))
+
+
+def make_scalar_loss():
+    """A classifier's mean softmax cross-entropy (a 0-d loss) on inputs scaled by 30: logits spread past 87, so
+    some exp(x − max) are subnormal, which eager flushes to zero and ORT does not; those terms are lost in a sum of
+    about 1 either way. The loss differs by 2 ULP, the dense layer's and the mean's summation orders."""
+    model = _Classifier()
+    x = 30.0 * jax.random.normal(jax.random.key(3), (8, 16), dtype=jnp.float32)
+    labels = jax.random.randint(jax.random.key(4), (8,), 0, 10)
+    variables = model.init(jax.random.key(0), x)
+
+    def loss(variables, x, labels):
+        logp = jax.nn.log_softmax(model.apply(variables, x))
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=-1))
+
+    return loss, (variables, x, labels)

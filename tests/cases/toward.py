@@ -75,3 +75,12 @@ def make_fast_variance_overflow():
                   [1e6, 1e6 + 1, 1e6 + 2, 1e6 + 3, 1e6 + 4, 1e6 + 5],
                   [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]], np.float32)
     return fast_variance, (x,)
+
+
+def make_offset_and_subnormal_rows():
+    """The layer norm above on a row offset by 1e7 (summed otherwise by onnx's ReduceMean, amplified by the
+    centering) and a row of subnormals (which eager flushes to zero): two mechanisms, each on its own elements."""
+    x = np.array([[7.0] * 6,
+                  [1e7, 1e7 + 1, 1e7 + 2, 1e7 + 3, 1e7 + 4, 1e7 + 5],
+                  [1e-40, 0.0, -1e-40, 1e-40, 0.0, 0.0]], np.float32)
+    return offset_layer_norm, (x,)

@@ -47,6 +47,9 @@ class Cause:
     # Correct implementations may show it (a sum's order, an FMA, an accurate math library): within the ops'
     # error bounds it is rounding noise (``explain.noise``), not a fault.
     rounding: bool = False
+    # It holds on elements of its own (subnormal ones, rows that cancel) and can stand beside another mechanism in
+    # the same difference: said as "also" where another cause leads.
+    beside: bool = False
 
 
 CAUSES: tuple[Cause, ...] = (
@@ -255,6 +258,7 @@ CAUSES: tuple[Cause, ...] = (
         experiment="fingerprint",
         candidates=("ftz",),
         op_check="subnormal",
+        beside=True,
         fix="keep values out of the subnormal range (rescale), or accept it: no XLA option restores subnormals",
     ),
     Cause(
@@ -361,7 +365,8 @@ CAUSES: tuple[Cause, ...] = (
         "difference in the output. Neither side is wrong; the program is ill-conditioned there.",
         runs_on=XLA + CONVERTED + ("op_by_op", "declared", "ideal"),
         experiment="well-conditioned",
-        rounding=True,  # each op within its bound: correct implementations differ that much
+        rounding=True,
+        beside=True,  # each op within its bound: correct implementations differ that much
         fix="compute it in its well-conditioned form: a two-pass variance (flax: use_fast_variance=False), a "
         "shifted log-sum-exp (jax.nn.logsumexp); jaxparity.fixes.well_conditioned(fn) rewrites the program so",
     ),

@@ -33,6 +33,9 @@ class PathExplanation:
     # Where the path is no farther from the baseline than correct implementations of the program's ops
     # may be (``explain.noise``): rounding noise, which the default gate passes.
     rounding: Any = None  # explain.noise.Rounding | None
+    # Where the per-op view is not the path's program (returning every intermediate changes its outputs) and the
+    # runtime's own units were captured: each dispatch on its own inputs (``mechanism.artifact.dispatches``).
+    dispatches: tuple[Any, ...] = ()  # DispatchFinding
 
     @property
     def applied(self) -> str | None:

@@ -140,12 +140,18 @@ def explain_path(
     partial = closest_partial(ctx, causes, fixes, depth) if rounding is None else None  # noise: nothing to peel
     found = PathExplanation(str(path), str(baseline), "", with_kernels(view.localization, ctx.memo.get("kernels", {})),
                             seen.hlo, seen.fingerprint, tuple(causes), tuple(fixes), tuple(notes), None,
-                            searched=tuple(searched), rounding=rounding)
+                            searched=tuple(searched), rounding=rounding, dispatches=_dispatches(ctx))
     if partial is None:
         return summarize(found)
     if depth == 0:  # the path's own verdict is decided: told now, what remains after the partial fix follows
         _tell(path, summarize(found))
     return summarize(dataclasses.replace(found, remainder=_remainder(ctx, partial, evidence, depth)))
+
+
+def _dispatches(ctx: Context) -> tuple[Any, ...]:
+    """The per-dispatch findings the mechanism stage captured (``artifact.dispatches.findings``), if any."""
+    found = ctx.memo.get("dispatches")
+    return tuple(found[0]) if found else ()
 
 
 def _rounding(ctx: Context, causes: list[CauseVerdict], localization: Any, notes: list[str]) -> Any:

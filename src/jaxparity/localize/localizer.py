@@ -36,6 +36,10 @@ __all__ = ["Localization", "LocalDivergence", "LoopFrame", "OpDrift", "arg_value
 
 # Reductions whose result depends on the order of additions: the only ops where two correct
 # implementations may differ, within an error bound that grows with the number of terms.
+# Share of the output difference the carriers injected together must reproduce for a mechanism to be read from
+# them alone (``Localization.carrying``; ``explain.blame.BLAMED`` judges by them at the same share).
+CARRIED = 0.9
+
 _REDUCTIONS = {"reduce_sum", "dot_general", "conv_general_dilated", "cumsum", "reduce_window_sum"}
 
 
@@ -193,6 +197,16 @@ class Localization:
         carriers = [self.local[c.divergence] for c in self.blame.carriers] if self.blame is not None else []
         rest = [d for d in self.local if not d.within_noise_bound and all(d is not c for c in carriers)]
         return carriers + rest
+
+    @property
+    def carrying(self) -> list[LocalDivergence]:
+        """The divergences a mechanism is read from: those that carry the output difference, where blame measured
+        that together they reproduce most of it (another op's fact, a subnormal flushed in an exp whose terms the
+        sum then drops, is no mechanism of this difference); else every one ``ranked`` holds."""
+        b = self.blame
+        if b is not None and b.carriers and b.together >= CARRIED:
+            return [self.local[c.divergence] for c in b.carriers]
+        return self.ranked
 
 
 def _read(program: FlatProgram, ref: Any, values: dict[int, Any], args: dict[int, Any]) -> Any:

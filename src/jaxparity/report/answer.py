@@ -10,13 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ..verdict import Lost, Remedy, Verdict
+from ..verdict import LAYER_WORDS, Lost, Remedy, Verdict
 
 __all__ = ["block", "fix_line", "headline", "headline_of", "mark", "one_line", "text_lines"]
 
-_LAYERS = {"converter": "the converter", "kernel": "the runtime's kernel", "compiler": "the compiler",
-           "device": "the device's arithmetic", "program": "the program itself", "runtime": "the runtime",
-           "environment": "this environment"}
+_LAYERS = LAYER_WORDS
 _FAULT = {"converter": "the converter's fault", "runtime": "the runtime's fault", "program": "the program's fault",
           "compiler": "the compiler's fault",
           "environment": "its runtime is not installed here", "kernel": "the runtime's kernel's fault"}

@@ -403,7 +403,7 @@ def brief(e: Any, p: Any = None) -> list[tuple[str, str]]:
         at = f"; the ops it covers: {span(ops, limit=3)}" if ops else ""
         lines.append(("where", f"no op-level view: returning every intermediate changes {e.path}'s outputs, and the "
                       f"divergences seen that way reproduce {together:.0%} of its output difference{why}{at}"))
-        units = [n.split(" per dispatch: ", 1)[1] for n in e.notes if n.startswith(f"{e.path} per dispatch: ")]
+        units = _dispatch_lines(e.dispatches, loc.program) if loc is not None and loc.program else []
         if units:  # the runtime's own units, their stored values captured without changing its outputs
             lines.append(("where", f"per dispatch ({e.path}'s own units, what each stores captured from its own run): "
                           f"{len(units)} store other values than the declared ops give on their inputs; "
@@ -535,3 +535,25 @@ def sentences(e: Any) -> str:
     if e.remainder is not None:
         said += f" What remains with {e.applied} applied: " + e.remainder.summary
     return readable(said)
+
+
+def _short_form(name: str) -> str:
+    if name.startswith("blocked:"):
+        return f"float32 inside, its contraction accumulated {name.split(':')[1]} terms at a time in its narrow output"
+    return {"f32": "float32 inside, its contraction rounded once", "f32-kept": "float32 inside"}.get(name, name)
+
+
+def _dispatch_lines(findings: Sequence[Any], infos: Sequence[Any], limit: int = 6) -> list[str]:
+    """A line per dispatch (``PathExplanation.dispatches``) that stores other values than the program's declared ops give on its inputs, the
+    most differing first: "main_dispatch_6 (#16..#26: dot_general, add, tanh; model.py:21): 143 of 256 stored
+    elements differ, up to 19 ULP; reproduced by float32 inside, ...". ``infos``: the program's ops (``OpInfo``,
+    as ``Localization.program`` holds them)."""
+    lines = []
+    for f in sorted((f for f in findings if f.differ), key=lambda f: (-f.differ / max(f.size, 1), -f.max_ulp))[:limit]:
+        ops = [infos[i] for i in f.ops]
+        where = sorted({op.user_source or op.source or "?" for op in ops})
+        prims = ", ".join(dict.fromkeys(op.primitive for op in ops))
+        how = f"reproduced by {_short_form(f.reproduced_by)}" if f.reproduced_by else "no formulation tried reproduces it"
+        lines.append(f"{f.name} (#{f.ops[0]}..#{f.ops[-1]}: {prims}; {', '.join(where[:3])}): {f.differ} of {f.size} "
+                     f"stored elements differ, up to {f.max_ulp} ULP; {how}")
+    return lines

@@ -69,7 +69,7 @@ FAR_ULP = 2**10  # as ``localize.elements``: beyond this a rounded result is wro
 
 
 def _subnormal(cause: Cause, loc: Any, path: Path, baseline: Path) -> CauseVerdict | None:
-    for d in _real(loc):
+    for d in (loc.carrying if loc is not None else []):
         ev = d.elements
         if ev is not None and not ev.flushes and (wrong := subnormal_wrong(d)):
             who, other = (path, baseline) if wrong == "path" else (baseline, path)

@@ -25,7 +25,7 @@ from ...rounding import round_to_dtype
 from ..causes import Cause
 from ..context import Context
 from ..verdicts import CauseVerdict, Status
-from .captured import named, op_inputs, where
+from .captured import op_inputs, where
 
 __all__ = ["PROFILED", "Profile", "kernel_accuracy", "profile", "sweep"]
 
@@ -233,7 +233,9 @@ def _nans(got: np.ndarray, want: np.ndarray, x: np.ndarray) -> str | None:
     extra = np.isnan(got) & ~np.isnan(want)
     if extra.any():
         i = int(np.argmax(extra))
-        return f"NaN where the result is a number ({_points(int(extra.sum()))}, e.g. x = {x[i]:.3g}: {want[i]:.3g})"
+        what = "is a number" if np.isfinite(want[i]) else "is not NaN"
+        return (f"NaN where the result {what} ({_points(int(extra.sum()))}, e.g. x = {x[i]:.3g} gives NaN where the "
+                f"correctly rounded result is {want[i]:.3g})")
     lost = ~np.isnan(got) & np.isnan(want)
     if lost.any():
         i = int(np.argmax(lost))
@@ -286,7 +288,7 @@ def _targets(ctx: Context) -> list[tuple[Any, np.ndarray, np.ndarray | None, str
     from ...localize.localizer import _read, arg_values
 
     if ctx.localization is not None and ctx.path_vals is not None:
-        found = next((d for d in named(ctx.localization) if d.op.primitive in PROFILED), None)
+        found = next((d for d in ctx.localization.carrying if not d.within and d.op.primitive in PROFILED), None)
         if found is None:
             return []
         op = ctx.program.ops[found.op.index]

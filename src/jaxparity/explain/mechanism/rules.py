@@ -51,6 +51,7 @@ from .profile import kernel_accuracy
 from .reruns import flag_proof, matmul_precision, recompile, same_compiler
 from .semantics import fingerprinted
 from .sharding import partitioned
+from .summation import with_order
 from .variants import known_variants
 from .widened import widened_check
 
@@ -67,7 +68,7 @@ def no_op_evidence(cause: Cause, ctx: Context) -> CauseVerdict:
 
 EXPERIMENTS: dict[str, Rule] = {
     "option-diff": option_diff,
-    "well-conditioned": rewritten,
+    "well-conditioned": lambda cause, ctx: with_order(rewritten(cause, ctx), ctx),
     "partition": partitioned,
     "op-evidence": no_op_evidence,
     "recompile": recompile,

@@ -86,7 +86,7 @@ def divergence(group: Sequence[Any], found: Sequence[Any], result: Any, passes: 
     unseen = loc is not None and loc.perturbed and bool(loc.local)
     lead = loc.lead if loc is not None and not unseen else None
     main = _main(e, lead)
-    carriers = _carriers(loc, result) if loc is not None and not unseen else _region(loc)
+    carriers = _carriers(loc, result) if loc is not None and not unseen else (_by_dispatch(e, loc) or _region(loc))
     fixes = remedies(found, paths, result.baseline, loc)
     right, right_words = _right(lead, p, e.path, result.baseline, paths)
     trigger = lead.elements.trigger.words() if lead is not None and lead.elements is not None and \
@@ -97,12 +97,15 @@ def divergence(group: Sequence[Any], found: Sequence[Any], result: Any, passes: 
     title = (main.title.split(" (", 1)[0] if main is not None and (cause in _TITLED or _retitled(main)) else
              _name(cause) if cause is not None else None)
     holds = any(f.holds for f in fixes)
+    also = _also(main, e)
+    if title and also:  # the headline names both mechanisms
+        title += " and " + " and ".join(n.removeprefix("also ").split(" (", 1)[0] for n in also)
     return Verdict(
         **base,  # type: ignore[arg-type]
         carriers=carriers, mechanism=mechanism, title=title, cause=cause, layer=layer, right=right, right_words=right_words,
         trigger=trigger, fixes=fixes, tried=None if holds else _tried(e), remains=_remains(e),
         advice=_advice(main, e) if not holds or cause == "wrong-code" else _in_words(main, fixes), stage_errors=errors,
-        notes=_also(main, e) + _unreached(p, carriers) + _notes(e, unseen))
+        notes=also + _unreached(p, carriers) + _notes(e, unseen))
 
 
 _NAMES = {"fma-contraction": "FMA contraction", "ieee-fold": "NaN or inf ignored", "other-lowering":
@@ -233,6 +236,22 @@ def _carriers(loc: Any, result: Any) -> tuple[Carrier, ...]:
     else:
         out += _region(loc)
     return tuple(out)
+
+
+def _by_dispatch(e: Any, loc: Any) -> tuple[Carrier, ...]:
+    """Where the per-op view is not the path's program but its own units were captured (``e.dispatches``): the
+    first dispatch in program order that stores other values than the declared ops give on its inputs, where the
+    difference begins, named at its contraction (else its first op)."""
+    differ = sorted((f for f in e.dispatches if f.differ), key=lambda f: f.ops[0])
+    if loc is None or not loc.program or not differ:
+        return ()
+    f = differ[0]
+    ops = [loc.program[i] for i in f.ops]
+    op = next((o for o in ops if o.primitive in ("dot_general", "conv_general_dilated")), ops[0])
+    more = f"; {len(differ) - 1} more after it" if len(differ) > 1 else ""
+    return (carrier_at(op, f"the first dispatch that stores other values than the declared ops give on its inputs "
+                           f"({f.name}, ops #{f.ops[0]}..#{f.ops[-1]}: {f.differ} of {f.size} elements, up to "
+                           f"{f.max_ulp} ULP{more})"),)
 
 
 def _region(loc: Any) -> tuple[Carrier, ...]:
@@ -439,16 +458,23 @@ _SAID = ("explained on ", "outputs read from a file have no per-op values", "the
 
 
 def _also(main: Any, e: Any) -> tuple[str, ...]:
-    """A second mechanism in the same difference: a confirmed cause that puts it in the program itself (an
-    ill-conditioned form that amplifies rounding) beside a runtime's or device's fault, on other elements of the
-    same op (eager's flush of a subnormal row beside two summation orders of an offset row)."""
-    if main is None or _LAYER.get(main.cause) == "program":
+    """A second mechanism in the same difference, on elements of its own (``Cause.beside``): eager's flush of a
+    subnormal row beside a 1-ULP rsqrt, an ill-conditioned form amplifying two summation orders of an offset row
+    beside that flush. Said where it is confirmed and puts the difference in another layer than the cause that
+    leads."""
+    from ...verdict import LAYER_WORDS
+    from ..causes import CAUSES
+
+    if main is None or main.cause in _CATCH_ALL:
         return ()
+    beside = {c.id for c in CAUSES if c.beside}
+    lead = main.layer or _LAYER.get(main.cause)
     said = []
     for c in e.causes:
-        if c.status == "confirmed" and c is not main and (c.layer or _LAYER.get(c.cause)) == "program":
+        layer = c.layer or _LAYER.get(c.cause)
+        if c.status == "confirmed" and c is not main and c.cause in beside and layer != lead:
             evidence = re.sub(r" \([\w./-]+\.py:\d+\)", "", _first_clause(readable(c.evidence)))
-            said.append(f"also {_name(c.cause)} (the program itself): {evidence}")
+            said.append(f"also {_name(c.cause)} ({LAYER_WORDS.get(layer, layer)}): {evidence}")
     return tuple(said)
 
 

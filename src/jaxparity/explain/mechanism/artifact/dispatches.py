@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DispatchFinding", "accumulated", "dispatch_findings", "findings", "rounds_inside", "said"]
+__all__ = ["DispatchFinding", "accumulated", "dispatch_findings", "findings", "form", "rounds_inside"]
 
 _NARROW = ("bfloat16", "float16")
 _CONTRACTIONS = ("dot_general", "conv_general_dilated")
@@ -186,27 +186,6 @@ def form(name: str) -> str:
     return _FORMS.get(name, name)
 
 
-def _short(name: str) -> str:
-    if name.startswith("blocked:"):
-        return f"float32 inside, its contraction accumulated {name.split(':')[1]} terms at a time in its narrow output"
-    return {"f32": "float32 inside, its contraction rounded once", "f32-kept": "float32 inside"}.get(name, name)
-
-
-def said(findings: Sequence[DispatchFinding], program: Any, limit: int = 6) -> list[str]:
-    """A line per dispatch that stores other values than the program's declared ops give on its inputs, the
-    most differing first: "main_dispatch_6 (#16..#26: dot_general, add, tanh; model.py:21): 143 of 256 stored
-    elements differ, up to 19 ULP; reproduced by float32 inside, ..."."""
-    lines = []
-    for f in sorted((f for f in findings if f.differ), key=lambda f: (-f.differ / max(f.size, 1), -f.max_ulp))[:limit]:
-        ops = [program.ops[i].info for i in f.ops]
-        where = sorted({op.user_source or op.source or "?" for op in ops})
-        prims = ", ".join(dict.fromkeys(op.primitive for op in ops))
-        how = f"reproduced by {_short(f.reproduced_by)}" if f.reproduced_by else "no formulation tried reproduces it"
-        lines.append(f"{f.name} (#{f.ops[0]}..#{f.ops[-1]}: {prims}; {', '.join(where[:3])}): {f.differ} of {f.size} "
-                     f"stored elements differ, up to {f.max_ulp} ULP; {how}")
-    return lines
-
-
 def findings(ctx: Any) -> tuple[list[DispatchFinding], str] | None:
     """``dispatch_findings`` for the path explained, once per explanation (``ctx.memo``); None where they could
     not be captured (said in the notes)."""
@@ -220,8 +199,8 @@ def findings(ctx: Any) -> tuple[list[DispatchFinding], str] | None:
                              f"{str(e).splitlines()[0][:200]})")
             return None
         found, how = ctx.memo["dispatches"]
-        lines = said(found, ctx.program) if found else [how]
-        ctx.notes.extend(f"{ctx.path} per dispatch: {line}" if found else line for line in lines)
+        if not found:  # why there is no view per dispatch; the findings themselves travel on the explanation
+            ctx.notes.append(how)
     return ctx.memo["dispatches"]
 
 
