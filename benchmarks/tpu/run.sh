@@ -27,6 +27,8 @@ step capture 120 bash -c "for c in attention mlp tanh; do python3 -m jaxparity c
 step tanhjson 90 python3 -m jaxparity explain benchmarks/tpu/cases.py:make_tanh --paths eager,jit,jit:device=cpu -v --json "$OUT/tanh.json"
 step tputest 300 python3 -m pytest tests/test_tpu.py -q -rs -p no:cacheprovider
 step mlpcpu 90 env JAX_PLATFORMS=cpu python3 -m jaxparity explain benchmarks/tpu/cases.py:make_mlp
+# Issue 56: the order the TPU adds a float32 sum in, read off its kernel (and the host's, for comparison)
+step sumorder 240 python3 benchmarks/sum_orders.py --paths eager,jit,jit:device=cpu --n 6,37,100,256
 # Issue 55: TPU programs of our own (a scalar loss, a one-pass LayerNorm, a training step, a ratio's buckets), every
 # default path; each verdict with its stage errors, summarised from the JSON.
 for c in loss layernorm train_step div; do

@@ -662,9 +662,11 @@ def _emit(args: argparse.Namespace, result: Any, out: Console, log: Any) -> None
             FsPath(args.json).write_text(text + "\n")
     if args.json != "-":
         if args.quiet:
+            from .report.answer import headline
             from .report.format import summary_line
 
-            out.print(summary_line(result))
+            # each verdict's sentence on a line of its own (a line or two: the paths that diverge, then the rest)
+            out.print("\n".join(headline(result)) if result.verdicts else summary_line(result), markup=False)
         else:
             print_result(result, out, verbose=getattr(args, "verbose", False),
                          all_causes=getattr(args, "all_causes", False))

@@ -71,10 +71,16 @@ def _rewritten_at(cause: Cause, ctx: Context, amp: Any, at: list[str] | None, fo
         failed = next(f"{spec}: {o}" for spec, o in zip((ctx.path.spec, ctx.baseline.spec, "f64"), (mine, theirs, ideal))
                       if isinstance(o, str))
         return CauseVerdict(cause.id, cause.title, "not run", what, f"the rewritten program failed ({failed})")
+    from ..judged import as_accurate, within_noise
+
     before, worst = max(max_gaps(ctx.path_out, ctx.base_out)), max(max_gaps(mine, theirs))
-    # Rounding noise: the path is then about as far from f64 as the baseline is (a factor 2), output by output.
     mine_err, base_err = max_gaps(mine, ideal), max_gaps(theirs, ideal)
-    within = all(m <= 2 * b for m, b in zip(mine_err, base_err))
+    # Rounding noise as the fix search and the triage judge it on the rewritten program: element by element (the path
+    # no farther from the baseline than twice the baseline's own error there, or a few ULP), no value lost, and
+    # within what correct implementations of its ops may differ by
+    rerun = ctx.compare(mine, theirs)
+    within = rerun.outcome == "parity" or as_accurate(ctx, rerun, mine, theirs, fixed) or \
+        within_noise(ctx, fixed, rerun, mine, theirs) is not None
     were = ""
     if not isinstance(ideal_before, str):
         were = (f" (were {max(max_gaps(ctx.path_out, ideal_before)):.3g} and "

@@ -4,15 +4,14 @@ from the explanations of every path with the same values."""
 
 from __future__ import annotations
 
-import linecache
 import math
-import os
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from ...report.format import explaining_cause, fmt, readable, required_tolerance, short_title
 from ...verdict import Carrier, Verdict
+from .carriers import by_dispatch, carrier_at, ops_words, region, with_share
 from .remedies import remedies
 
 __all__ = ["carrier_at", "divergence", "size_words"]
@@ -86,7 +85,7 @@ def divergence(group: Sequence[Any], found: Sequence[Any], result: Any, passes: 
     unseen = loc is not None and loc.perturbed and bool(loc.local)
     lead = loc.lead if loc is not None and not unseen else None
     main = _main(e, lead)
-    carriers = _carriers(loc, result) if loc is not None and not unseen else (_by_dispatch(e, loc) or _region(loc))
+    carriers = _carriers(loc, result) if loc is not None and not unseen else (by_dispatch(e, loc) or region(loc))
     fixes = remedies(found, paths, result.baseline, loc)
     right, right_words = _right(lead, p, e.path, result.baseline, paths)
     trigger = lead.elements.trigger.words() if lead is not None and lead.elements is not None and \
@@ -221,7 +220,7 @@ def _carriers(loc: Any, result: Any) -> tuple[Carrier, ...]:
             out.append(carrier_at(d.op, share, mine if mine != tuple(every) else (), d.within))
         if b.overlapping >= 2 and len(out) > 1 and not many:
             out = out[:1]  # shares that overlap: any one of them sets off much the same difference
-            out[0] = _with_share(out[0], out[0].share + f" (and {b.overlapping - 1} others overlap with it: any one "
+            out[0] = with_share(out[0], out[0].share + f" (and {b.overlapping - 1} others overlap with it: any one "
                                  "sets off much the same difference)")
     elif b is not None and b.amplifier is not None:
         a = b.amplifier
@@ -234,93 +233,8 @@ def _carriers(loc: Any, result: Any) -> tuple[Carrier, ...]:
         d = loc.lead
         out.append(carrier_at(d.op, "is the first op that departs on its own (its share was not measured)", (), d.within))
     else:
-        out += _region(loc)
+        out += region(loc)
     return tuple(out)
-
-
-def _by_dispatch(e: Any, loc: Any) -> tuple[Carrier, ...]:
-    """Where the per-op view is not the path's program but its own units were captured (``e.dispatches``): the
-    first dispatch in program order that stores other values than the declared ops give on its inputs, where the
-    difference begins, named at its contraction (else its first op)."""
-    differ = sorted((f for f in e.dispatches if f.differ), key=lambda f: f.ops[0])
-    if loc is None or not loc.program or not differ:
-        return ()
-    f = differ[0]
-    ops = [loc.program[i] for i in f.ops]
-    op = next((o for o in ops if o.primitive in ("dot_general", "conv_general_dilated")), ops[0])
-    more = f"; {len(differ) - 1} more after it" if len(differ) > 1 else ""
-    return (carrier_at(op, f"the first dispatch that stores other values than the declared ops give on its inputs "
-                           f"({f.name}, ops #{f.ops[0]}..#{f.ops[-1]}: {f.differ} of {f.size} elements, up to "
-                           f"{f.max_ulp} ULP{more})"),)
-
-
-def _region(loc: Any) -> tuple[Carrier, ...]:
-    """Where no op differs alone and observing the ops changes the path's outputs (a runtime that computes them
-    together, fused), the region it computes together: its first op, with how many it covers."""
-    if loc is None or not loc.perturbed or not loc.cone:
-        return ()
-    first, last = loc.cone[0], loc.cone[-1]
-    span = f"#{first.index}..#{last.index}" if last.index != first.index else f"#{first.index}"
-    return (carrier_at(first, f"begins ops {span}, which show no difference one by one: the runtime computes them "
-                            "together, and observing them changes its outputs"),)
-
-
-def ops_words(ops: Sequence[Any], most: int = 3) -> str:
-    """A few ops by number ("#3 div, #4 div"); more by module, never as a list of numbers: "47 ops in
-    EfficientNetV2B0/block3 and 12 in EfficientNetV2B0/block4"."""
-    if len(ops) <= most:
-        return ", ".join(f"#{o.index} {o.primitive}" for o in ops)
-    by: dict[str, int] = {}
-    for o in ops:
-        by["/".join((o.name_stack or "the top level").split("/")[:2])] = by.get(
-            "/".join((o.name_stack or "the top level").split("/")[:2]), 0) + 1
-    parts = sorted(by.items(), key=lambda kv: -kv[1])
-    said = [f"{n} ops in {m}" if k == 0 else f"{n} in {m}" for k, (m, n) in enumerate(parts[:most])]
-    rest = sum(n for _, n in parts[most:])
-    return ", ".join(said) + (f" and {rest} elsewhere" if rest else "")
-
-
-def _with_share(c: Carrier, share: str) -> Carrier:
-    import dataclasses
-
-    return dataclasses.replace(c, share=share)
-
-
-def carrier_at(op: Any, share: str, outputs: tuple[str, ...] = (), within: Sequence[Any] = ()) -> Carrier:
-    line = op.user_source or op.source
-    return Carrier(op=f"#{op.index} {op.primitive}", primitive=op.primitive, line=line, module=_module(op),
-                   code=_code(line), share=share, outputs=outputs,
-                   loop=": ".join(f.describe() for f in within) or None,
-                   library=op.source if op.source and op.source != op.user_source else None,
-                   user=op.user_source is not None)
-
-
-_WRAPPED = re.compile(r"^((?:[a-z_]+\()*)([^()]*?)(\)*)$")  # "transpose(jvp(obs))": transformations around a scope
-_TRANSFORM_WORDS = (("transpose", "in the gradient"), ("jvp", "in a derivative"), ("vmap", "vectorized"))
-
-
-def _module(op: Any) -> str | None:
-    """Where in the model the op is: its module path ("GroupedConvResidual/Conv_0"); under transformations, the
-    scope inside them (a NumPyro site's, ``cases.from_numpyro``), else the library function it was created in,
-    with the transformation in words ("obs, in the gradient"; "StudentT.log_prob, in the gradient")."""
-    stack = op.name_stack or ""
-    m = _WRAPPED.match(stack)
-    if m is None or not m[1]:
-        return stack or None
-    transforms = re.findall(r"([a-z_]+)\(", m[1])
-    how = next((w for t, w in _TRANSFORM_WORDS if t in transforms), None)
-    return ", ".join(x for x in (m[2] or getattr(op, "call", None), how) if x) or None
-
-
-def _code(line: str | None) -> str | None:
-    """The user's source line, where its file is readable here."""
-    if not line or ":" not in line:
-        return None
-    path, _, number = line.rpartition(":")
-    if not number.isdigit() or not os.path.exists(path):
-        return None
-    text = linecache.getline(path, int(number)).strip()
-    return text or None
 
 
 def _pct(x: float) -> str:
@@ -472,9 +386,10 @@ def _also(main: Any, e: Any) -> tuple[str, ...]:
     said = []
     for c in e.causes:
         layer = c.layer or _LAYER.get(c.cause)
-        if c.status == "confirmed" and c is not main and c.cause in beside and layer != lead:
+        if c.status in ("confirmed", "partly") and c is not main and c.cause in beside and layer != lead:
             evidence = re.sub(r" \([\w./-]+\.py:\d+\)", "", _first_clause(readable(c.evidence)))
-            said.append(f"also {_name(c.cause)} ({LAYER_WORDS.get(layer, layer)}): {evidence}")
+            part = " (its part of the difference)" if c.status == "partly" else ""
+            said.append(f"also {_name(c.cause)} ({LAYER_WORDS.get(layer, layer)}): {evidence}{part}")
     return tuple(said)
 
 
