@@ -143,3 +143,23 @@ def test_a_runtime_option_is_a_fix_only_where_the_triage_calls_what_is_left_nois
         if f.verified:
             outs = [np.asarray(x) for x in jax.tree_util.tree_leaves(make_path(f.spec).run(case.fn, case.args))]
             assert within_own_noise(outs, eager, program, flat, case.fn, case.args), f.evidence
+
+
+@needs_iree
+def test_a_dispatch_whose_sums_iree_adds_in_its_own_order_is_reproduced_in_that_order():
+    """A float32 row sum of 37 terms spanning 14 decades: IREE adds each row in order, XLA (the declared ops' replay)
+    in lanes, so the dispatch stores other values than the declared ops give; the order read off IREE's own kernel
+    (the summation-order probe) gives them bit for bit."""
+    x = (np.random.default_rng(3).standard_normal((16, 37))
+         * np.exp(np.random.default_rng(4).uniform(-16, 16, (16, 37)))).astype(np.float32)
+
+    def fn(v):
+        return jnp.sum(v, axis=-1)
+
+    program, flat = flatten(fn, (jnp.asarray(x),)), [jnp.asarray(x)]
+    plain = [np.asarray(v) for v in jax.tree_util.tree_leaves(IreePath().run(fn, (jnp.asarray(x),)))]
+    found, how = dispatch_findings(IreePath(), program, flat, plain)
+    differ = [f for f in found if f.differ]
+    assert differ, (how, found)  # else the data no longer tell the two orders apart
+    assert all(f.reproduced_by == "ordered:iree" for f in differ), found
+    assert "its sums added in iree's own order" in _dispatch_lines(found, [op.info for op in program.ops])[0]

@@ -538,6 +538,8 @@ def sentences(e: Any) -> str:
 
 
 def _short_form(name: str) -> str:
+    if name.startswith("ordered:"):
+        return f"its sums added in {name.split(':', 1)[1]}'s own order"
     if name.startswith("blocked:"):
         return f"float32 inside, its contraction accumulated {name.split(':')[1]} terms at a time in its narrow output"
     return {"f32": "float32 inside, its contraction rounded once", "f32-kept": "float32 inside"}.get(name, name)

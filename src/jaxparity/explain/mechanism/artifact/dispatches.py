@@ -8,6 +8,7 @@ stored values bit for bit is named."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,8 @@ def _bind(op: Any, ins: list[Any], inside: str, block: int = 0) -> list[Any]:
 
     if inside == "declared":
         return bind_op(op, ins)
+    if inside.startswith("ordered:"):  # as declared, each sum added in the order read off the runtime's own kernel
+        return _ordered(op, ins, inside.split(":", 1)[1]) or bind_op(op, ins)
     params = dict(op.eqn.params)
     narrow = [v.aval.dtype.name in _NARROW for v in op.eqn.outvars]
     if op.info.primitive in _CONTRACTIONS and narrow[0]:
@@ -75,6 +78,35 @@ def _bind(op: Any, ins: list[Any], inside: str, block: int = 0) -> list[Any]:
         return bind_op(op, [_wide(x) for x in ins])
     except Exception:  # noqa: BLE001 - an op that takes no float32 operands here: as declared
         return bind_op(op, ins)
+
+
+def _ordered(op: Any, ins: list[Any], spec: str) -> list[Any] | None:
+    """A sum over one axis added in the order ``spec``'s kernel adds a sum of that length (``summation.order_of``,
+    probed once per length), each addition rounded to float32; None where it is no such sum or no fixed order."""
+    import jax.numpy as jnp
+
+    from ..summation import evaluate
+
+    x = np.asarray(ins[0]) if op.info.primitive == "reduce_sum" and len(ins) == 1 else None
+    axes = tuple(op.eqn.params.get("axes", ())) if x is not None else ()
+    if x is None or len(axes) != 1 or x.dtype.name not in ("float32", "bfloat16"):
+        return None
+    order = _order(spec, x.shape[axes[0]], x.dtype.name)
+    if order is None:
+        return None
+    rows = np.moveaxis(x, axes[0], -1)
+    out = evaluate(order, rows.reshape(-1, rows.shape[-1])).reshape(rows.shape[:-1])
+    return [jnp.asarray(out.astype(x.dtype))]
+
+
+@functools.lru_cache(maxsize=64)
+def _order(spec: str, n: int, dtype: str) -> Any:
+    from ..summation import order_of
+
+    import ml_dtypes  # noqa: F401 - registers bfloat16 with numpy
+
+    found = order_of(spec, n, np.dtype(dtype))
+    return None if isinstance(found, str) else found.tree
 
 
 def _declared(program: Any, flat_args: Sequence[Any], stored: dict[int, np.ndarray]) -> dict[int, Any]:
@@ -158,7 +190,9 @@ def dispatch_findings(path: Any, program: Any, flat_args: Sequence[Any], path_ou
             size, differ, worst = size + theirs.size, differ + int((u != 0).sum()), max(worst, int(u.max(initial=0)))
         reproduced = None if differ else "declared"
         contracts = any(program.ops[i].info.primitive in _CONTRACTIONS for i in d.ops)
-        forms = ([("f32", 0)] if contracts else []) + [("f32-kept", 0)] + [("blocked", b) for b in _blocks(program, d)]
+        sums = any(program.ops[i].info.primitive == "reduce_sum" for i in d.ops)
+        forms = ([("f32", 0)] if contracts else []) + [("f32-kept", 0)] + [("blocked", b) for b in _blocks(program, d)] \
+            + ([(f"ordered:{path.spec}", 0)] if sums else [])
         for inside, block in forms if differ else ():
             try:
                 mine = _dispatch(program, d, values, inside, block)
@@ -180,6 +214,9 @@ _FORMS = {"f32": "in float32, its contraction rounded to its narrow output and t
 
 def form(name: str) -> str:
     """The words of a formulation (``DispatchFinding.reproduced_by``)."""
+    if name.startswith("ordered:"):
+        return (f"as declared, each sum added in the order {name.split(':', 1)[1]}'s own kernel adds one of its "
+                "length (read off the kernel by the summation-order probe)")
     if name.startswith("blocked:"):
         return (f"in float32, its contraction adding {name.split(':')[1]} terms at a time and rounding the running sum "
                 "to its narrow output between them, the rest rounded only where stored")
