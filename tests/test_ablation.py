@@ -58,3 +58,25 @@ def test_a_fix_rerun_on_the_program_bound_plainly_says_so_and_an_output_no_carri
 
     again = jaxparity.compare(both_changes, *case.args, paths=["eager", "onnx-ref"])
     assert not [v for v in again.verdicts if v.kind == "divergence" and "onnx-ref" in v.paths], again.verdicts
+
+
+def test_a_call_lowered_whole_whose_primitives_do_not_convert_is_still_named_by_its_arguments():
+    """jax2onnx converts jnp.digitize whole and cannot convert its primitives (a scan), so no per-op view and no
+    from-primitives fix: the call's own arguments, with NaN read as −inf, give onnx's values bit for bit, and the
+    verdict says so instead of "another lowering or kernel"."""
+    case = load_case(f"{CASES / 'converters.py'}:make_digitize_nan")
+    result = jaxparity.compare(case.fn, *case.args, paths=["eager", "onnx"]).explain()
+    (v,) = [v for v in result.verdicts if v.kind == "divergence"]
+    assert v.title == "a call the converter lowers whole, otherwise", (v.title, v.mechanism)
+    assert "NaN in x read as -inf" in v.mechanism and "bit for bit" in v.mechanism, v.mechanism
+    # by hand: JAX's call with NaN replaced by -inf gives onnx's values
+    import jax.numpy as jnp
+
+    from jaxparity.execution.inprocess import run_in_process
+    from jaxparity.paths import make_path
+
+    (x,) = case.args
+    by_hand = np.asarray(case.fn(jnp.where(jnp.isnan(x), -jnp.inf, x)))
+    onnx = np.asarray(run_in_process(make_path("onnx"), case.fn, case.args).outputs[0][1])
+    np.testing.assert_array_equal(by_hand, onnx)
+    assert not np.array_equal(np.asarray(case.fn(x)), onnx)

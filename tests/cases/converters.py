@@ -4,6 +4,7 @@ a converter that lowers a library call whole, where the fix of another output's 
 primitive by primitive."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
@@ -33,3 +34,11 @@ def make_glu_and_log_softmax():
                   [1e30, -1e30, 0.0, 1.0],
                   [1e-40, 0.0, -0.0, 1e-40]], np.float32)
     return fn, (x, z)
+
+
+def make_digitize_nan():
+    """jnp.digitize of a feature holding NaN: JAX sorts NaN after every boundary, jax2onnx's own lowering of the
+    whole call (whose primitives it cannot convert: a scan) before every one."""
+    bounds = jnp.array([-1.0, 0.0, 2.5, 10.0], jnp.float32)
+    x = np.array([-5.0, 0.5, 3.0, np.nan, 12.0, -np.inf], np.float32)
+    return (lambda v: jnp.digitize(v, bounds)), (jnp.asarray(x),)

@@ -127,9 +127,9 @@ def _show(v: Any) -> str:
 
 def _call_variants(sig: Any, arrays: dict[str, np.ndarray], static: dict[str, Any]) -> Iterator[tuple[str, dict, dict]]:
     """(words, arrays, static arguments) of a library call changed alone: each static argument set to every other
-    value its kind allows (a flag flipped, 0 / 1 / -1 for an integer, the first and last axis), and each integer
-    array read by another convention: negative entries counting from the end, or clipped into range, for each
-    integer static argument that may be its range."""
+    value its kind allows (a flag flipped, 0 / 1 / -1 for an integer, the first and last axis), each float array's
+    NaN read as +inf or −inf, and each integer array read by another convention: negative entries counting from the
+    end, or clipped into range, for each integer static argument that may be its range."""
     for name, value in static.items():
         others: list[Any] = []
         if isinstance(value, bool):
@@ -140,6 +140,11 @@ def _call_variants(sig: Any, arrays: dict[str, np.ndarray], static: dict[str, An
             others = [0, -1]
         for other in others:
             yield f"{name}={other!r} (given {value!r})", arrays, {**static, name: other}
+    for name, x in arrays.items():  # NaN read as one end of the order (a lowering that sorts or compares it so)
+        if x.dtype.kind == "f" and np.isnan(x).any():
+            for end, value in (("+inf", np.inf), ("-inf", -np.inf)):
+                yield f"NaN in {name} read as {end}", {**arrays, name: np.where(np.isnan(x), value, x).astype(x.dtype)}, \
+                    static
     ranges = [v for v in static.values() if isinstance(v, int) and not isinstance(v, bool) and v > 1]
     for name, x in arrays.items():
         if x.dtype.kind not in "iu":

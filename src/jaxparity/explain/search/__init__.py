@@ -169,10 +169,26 @@ def placed(causes: list[CauseVerdict], found: list[Fix], ctx: Context) -> list[C
     that names the mechanism: a call the converter replaced whole, whose primitives convert right."""
     fix = next((f for f in found if f.verified), None)
     target = next((c for c in causes if c.cause in _CATCH_ALL and c.status == "confirmed"), None)
-    if fix is None or target is None or fix.spec is None:
+    if target is None:
+        return causes
+    converter = ctx.path.converter or "the converter"
+    if (fix is None or fix.spec is None or not fix.spec.endswith(_WHOLE)) and ctx.path.converter:
+        # a call the converter lowers whole whose primitives it cannot convert (or that the fix did not need): the
+        # call's own arguments, with each changed alone, still say what its lowering does otherwise
+        from ..mechanism.ablation import ablate_call
+
+        artifact = ctx.artifact()
+        for qual in dict.fromkeys(name for name, _ in getattr(artifact, "converted", ()) or ()):
+            how = ablate_call(ctx, qual)
+            if how:
+                said = (f"{converter} converts {qual} whole, into its own lowering of the call, and "
+                        f"{how.removeprefix('its lowering ')}")
+                return [dataclasses.replace(target, title="a call the converter lowers whole, otherwise",
+                                            evidence=said, layer="converter", fix=f"report {converter}'s lowering of "
+                                            f"{qual} to its maintainers") if c is target else c for c in causes]
+    if fix is None or fix.spec is None:
         return causes
     label = fix.spec.split(" [", 1)[1].removesuffix("]") if " [" in fix.spec else ""
-    converter = ctx.path.converter or "the converter"
     if fix.spec.endswith(_WHOLE):
         qual = label.removesuffix(_WHOLE.removesuffix("]"))
         at = fix.description.split(" from JAX's", 1)[0].removeprefix(f"compute {qual}")

@@ -26,7 +26,8 @@ def bound_plainly(ctx: Context) -> Fix:
     at = ", ".join(lines) or "the model"
     fix = rerun_candidate(ctx, plain, set(), "the program bound primitive by primitive rewritten", at, None)
     if not fix.verified:
-        return fix
+        return dataclasses.replace(fix, description=f"write the library calls at {at} out from JAX's own primitives "
+                                   "(the program bound primitive by primitive, nothing else changed)")
     converter = ctx.path.converter or "the converter"
     return dataclasses.replace(fix, description=(
         f"write the library calls at {at} out from JAX's own primitives: bound primitive by primitive, with nothing "
