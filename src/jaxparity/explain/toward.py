@@ -75,7 +75,7 @@ def toward_ideal(fn: Callable[..., Any], args: tuple, k: int, name: str, scale: 
     op, how = program.ops[site[0]], site[1]
     lost = Lost(name, scale, errors, carrier_at(op.info, "loses the digits"), how)
     change, model, tried = _change(fn, args, lines_downstream(program, op))
-    if model is None:
+    if model is None or change is None:
         return _replace(lost, tried=tried)
     first = _measured(fn, args, k, lost, errors, change, model)
     if first.verified or first.change is None:

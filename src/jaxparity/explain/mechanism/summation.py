@@ -52,9 +52,10 @@ def tree_of(n: int, sums: np.ndarray, pairs: list[tuple[int, int]]) -> Tree | No
     """The tree of additions the probe's row sums describe: joins by size, smallest first (each pair's join has
     n − sum terms); None where they describe no binary tree (the runtime's sum is not a fixed tree of additions
     that each round: it accumulates wider, compensates, or orders by the values)."""
-    sizes = n - np.rint(np.asarray(sums, np.float64)).astype(np.int64)
-    if not np.allclose(np.asarray(sums, np.float64), np.rint(np.asarray(sums, np.float64))):
-        return None
+    sums = np.asarray(sums, np.float64)
+    if not np.all(np.isfinite(sums)) or not np.array_equal(sums, np.rint(sums)):
+        return None  # a count of ones is a whole number
+    sizes = n - sums.astype(np.int64)
     parent = list(range(n))
     trees: dict[int, Tree] = {i: i for i in range(n)}
     count = {i: 1 for i in range(n)}
@@ -68,9 +69,7 @@ def tree_of(n: int, sums: np.ndarray, pairs: list[tuple[int, int]]) -> Tree | No
     for k in np.argsort(sizes, kind="stable"):
         i, j = pairs[int(k)]
         a, b = find(i), find(j)
-        if a == b:
-            if count[a] < sizes[k]:
-                continue  # joined already, lower down: consistent only if its size says so (checked below)
+        if a == b:  # joined lower down already: whether every pair's size agrees is checked at the end
             continue
         if count[a] + count[b] != sizes[k]:
             return None
@@ -186,10 +185,11 @@ def describe(tree: Tree, n: int) -> str:
 
     def leaves(t: Tree) -> None:
         if isinstance(t, tuple):
-            if isinstance(t[0], int) and isinstance(t[1], int):
-                first.append((min(t), max(t)))  # type: ignore[type-var]
-            leaves(t[0])
-            leaves(t[1])
+            a, b = t
+            if isinstance(a, int) and isinstance(b, int):
+                first.append((min(a, b), max(a, b)))
+            leaves(a)
+            leaves(b)
 
     leaves(tree)
     strides = [j - i for i, j in first]
@@ -282,6 +282,7 @@ def _words(ctx: Any, d: Any) -> str | None:
         if isinstance(order, str):
             said.append(f"{side}: {order}")
             continue
+        got: np.ndarray | None
         if side is ctx.path:
             got = mine
         else:
@@ -306,8 +307,10 @@ def with_order(verdict: Any, ctx: Any) -> Any:
     if verdict.status not in ("confirmed", "partly") or ctx.localization is None:
         return verdict
     d = next((d for d in named(ctx.localization) if d.op.primitive == "reduce_sum"), None)
+    if d is None:
+        return verdict
     try:
-        words = sum_order_words(ctx, d) if d is not None else None
+        words = sum_order_words(ctx, d)
     except Exception:  # noqa: BLE001 - the orders are evidence, not a requirement
         words = None
     if not words:

@@ -389,7 +389,7 @@ def _also(main: Any, e: Any) -> tuple[str, ...]:
         if c.status in ("confirmed", "partly") and c is not main and c.cause in beside and layer != lead:
             evidence = re.sub(r" \([\w./-]+\.py:\d+\)", "", _first_clause(readable(c.evidence)))
             part = " (its part of the difference)" if c.status == "partly" else ""
-            said.append(f"also {_name(c.cause)} ({LAYER_WORDS.get(layer, layer)}): {evidence}{part}")
+            said.append(f"also {_name(c.cause)} ({LAYER_WORDS.get(layer or '', layer)}): {evidence}{part}")
     return tuple(said)
 
 
