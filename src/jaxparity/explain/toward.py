@@ -190,12 +190,19 @@ def _overflows(op: Any, a: np.ndarray, b: np.ndarray, values: dict[int, Any]) ->
     return True
 
 
+def _form_line(fn: Callable[..., Any], args: tuple, lines: list[str]) -> list[str] | None:
+    """The first of ``lines`` where a recognised form is written, as ``at=`` takes it; None where none has one."""
+    from ..fixes import forms_at
+
+    return next(([line] for line in lines if ":" in line and forms_at(fn, args, at=[line])), None)
+
+
 def _everywhere(fn: Callable[..., Any], args: tuple, lines: list[str]) -> tuple[str, Callable[..., Any]] | None:
     """The forms ``_change`` finds at ``lines``, rewritten at every site of them; None where that is no other
     change (they are written nowhere else)."""
     from ..fixes import REMEDIES, forms_at, rewrites, well_conditioned
 
-    at = next(([line] for line in lines if ":" in line and forms_at(fn, args, at=[line])), None)
+    at = _form_line(fn, args, lines)
     if at is None:
         return None
     try:
@@ -213,7 +220,7 @@ def _change(fn: Callable[..., Any], args: tuple, lines: list[str]) -> tuple[str 
     change in the user's terms and the model with it; or why none."""
     from ..fixes import REMEDIES, forms_at, well_conditioned
 
-    at = next(([line] for line in lines if ":" in line and forms_at(fn, args, at=[line])), [lines[0]] if lines else None)
+    at = _form_line(fn, args, lines) or ([lines[0]] if lines else None)
     try:
         forms = forms_at(fn, args, at=at)
     except Exception as e:  # noqa: BLE001 - said, as what was tried

@@ -18,10 +18,14 @@ from .rerun import as_accurate, both, rerun_candidate
 __all__ = ["bound_plainly", "said_bound", "whole_calls"]
 
 
+# Nothing changed but that every op is bound primitive by primitive (a converter then sees no whole call).
+_PLAIN = Candidate("the program bound primitive by primitive", "", "formulation", lambda op, ins: bound(op, ins))
+
+
 def bound_plainly(ctx: Context) -> Fix:
     """The model with nothing changed but that every op is bound primitive by primitive, re-run: a converter that
     lowers a library call whole (LogSoftmax for jax.nn.log_softmax) then converts its primitives one by one."""
-    plain = Candidate("the program bound primitive by primitive", "", "formulation", lambda op, ins: bound(op, ins))
+    plain = _PLAIN
     lines = sorted({op.info.user_source for op in ctx.program.ops if op.info.user_source})
     at = ", ".join(lines) or "the model"
     fix = rerun_candidate(ctx, plain, set(), "the program bound primitive by primitive rewritten", at, None)
@@ -40,7 +44,7 @@ def said_bound(ctx: Context, fixes: list[Fix]) -> list[Fix]:
     too, so each verified model change says it (applied by hand, it is then the same model that was re-run)."""
     if not ctx.path.converter or not any(f.verified and f.kind == "model change" for f in fixes):
         return fixes
-    plain = Candidate("the program bound primitive by primitive", "", "formulation", lambda op, ins: bound(op, ins))
+    plain = _PLAIN
     outs = ctx.run(ctx.path, with_op(ctx.program, set(), plain.instead), "the program bound primitive by primitive "
                    "rewritten")
     if isinstance(outs, str) or all(np.asarray(a).tobytes() == np.asarray(b).tobytes()
